@@ -1,0 +1,1 @@
+"""Readers and parsers for each upstream corpus format. Nothing here knows about Kedro."""

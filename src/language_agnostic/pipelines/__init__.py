@@ -1,0 +1,1 @@
+"""Kedro wiring only: each ``<name>/`` holds ``nodes.py`` (thin adapters) and ``pipeline.py``."""

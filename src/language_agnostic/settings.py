@@ -1,0 +1,13 @@
+"""Kedro settings: kept near-empty on purpose (see docs/architecture.md)."""
+
+from kedro.config import OmegaConfigLoader
+from omegaconf.resolvers import oc
+
+CONFIG_LOADER_CLASS = OmegaConfigLoader
+CONFIG_LOADER_ARGS = {
+    "base_env": "base",
+    "default_run_env": "local",
+    # environment variables in conf/ (Kedro allows them only in credentials by default);
+    # used for LANGUAGE_AGNOSTIC_DATA_ROOT in globals.yml
+    "custom_resolvers": {"oc.env": oc.env},
+}

@@ -1,0 +1,1 @@
+"""Text derivations: slot masking, template pairs, negative pools. Nothing here knows about Kedro."""
