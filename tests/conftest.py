@@ -1,0 +1,116 @@
+"""Shared fixtures: small MASSIVE-format archives that the tests write themselves."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+# the real data, when present (CI and developer machines have ../shared/data beside the repo)
+REAL_DATA_ROOT = Path(os.environ.get("LANGUAGE_AGNOSTIC_DATA_ROOT", PROJECT_ROOT.parent / "shared" / "data"))
+REAL_MASSIVE = REAL_DATA_ROOT / "massive" / "amazon-massive-dataset-1.1.tar.gz"
+
+os.environ.setdefault("KEDRO_DISABLE_TELEMETRY", "true")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def massive_row(
+    id_: str, locale: str, partition: str, utt: str, annot: str, intent: str = "alarm_set"
+) -> dict[str, Any]:
+    """One MASSIVE 1.1 jsonl row (the fields of the shared copy)."""
+    return {
+        "id": id_,
+        "locale": locale,
+        "partition": partition,
+        "scenario": intent.split("_")[0],
+        "intent": intent,
+        "utt": utt,
+        "annot_utt": annot,
+    }
+
+
+# A tiny parallel corpus: (id, partition, intent, {locale: (utt, annot_utt)})
+TINY = [
+    ("1", "train", "alarm_set", {
+        "en-US": ("wake me up at nine am on friday", "wake me up at [time : nine am] on [date : friday]"),
+        "de-DE": ("weck mich am freitag um neun uhr auf", "weck mich am [date : freitag] um [time : neun uhr] auf"),
+        "ja-JP": ("金曜日の午前九時に起こしてください", "[date : 金曜日] の [time : 午前九時] に起こしてください"),
+    }),
+    ("2", "train", "alarm_set", {
+        "en-US": ("set an alarm for two hours from now", "set an alarm for [time : two hours from now]"),
+        "de-DE": ("stelle einen wecker für zwei stunden", "stelle einen wecker für [time : zwei stunden]"),
+        "ja-JP": ("今から二時間後にアラームをセットする", "[time : 今から二時間後] にアラームをセットする"),
+    }),
+    ("3", "test", "audio_volume_mute", {
+        "en-US": ("quiet", "quiet"),
+        "de-DE": ("ruhe", "ruhe"),
+        "ja-JP": ("静かに", "静かに"),
+    }),
+    ("4", "test", "alarm_set", {
+        "en-US": ("wake me up at five am this week", "wake me up at [time : five am] [date : this week]"),
+        "de-DE": ("weck mich diese woche um fünf uhr", "weck mich [date : diese woche] um [time : fünf uhr]"),
+        "ja-JP": ("今週は午前五時に起こして", "[date : 今週] は [time : 午前五時] に起こして"),
+    }),
+    ("5", "dev", "alarm_set", {
+        "en-US": ("wake me up at noon tomorrow", "wake me up at [time : noon] [date : tomorrow]"),
+        "de-DE": ("weck mich morgen mittag", "weck mich [date : morgen] [time : mittag]"),
+        "ja-JP": ("明日の正午に起こして", "[date : 明日] の [time : 正午] に起こして"),
+    }),
+    ("6", "train", "audio_volume_mute", {
+        "en-US": ("olly pause for ten seconds", "olly pause for [time : ten seconds]"),
+        "de-DE": ("olly pause für zehn sekunden", "olly pause für [time : zehn sekunden]"),
+        "ja-JP": ("オリー 十秒間一時停止", "オリー [time : 十秒間] 一時停止"),
+    }),
+]
+
+
+def tiny_rows(locale: str) -> list[dict[str, Any]]:
+    """The TINY corpus as MASSIVE rows of one locale."""
+    return [
+        massive_row(id_, locale, partition, *texts[locale], intent=intent)
+        for id_, partition, intent, texts in TINY
+    ]
+
+
+def write_massive_archive(path: Path, files: dict[str, str]) -> Path:
+    """Write a ``.tar.gz`` laid out like the official MASSIVE 1.1 tarball.
+
+    Args:
+        path: Where to write it.
+        files: ``{locale: jsonl text}``.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(path, "w:gz") as archive:
+        for locale, text in files.items():
+            data = text.encode("utf-8")
+            info = tarfile.TarInfo(f"1.1/data/{locale}.jsonl")
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return path
+
+
+def jsonl(rows: list[dict[str, Any]]) -> str:
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+
+
+@pytest.fixture
+def tiny_archive(tmp_path: Path) -> Path:
+    """A MASSIVE-format archive with en-US, de-DE and ja-JP versions of TINY."""
+    return write_massive_archive(
+        tmp_path / "massive" / "amazon-massive-dataset-1.1.tar.gz",
+        {loc: jsonl(tiny_rows(loc)) for loc in ("en-US", "de-DE", "ja-JP")},
+    )
+
+
+@pytest.fixture
+def real_massive() -> Path:
+    """The real MASSIVE tarball; the test is skipped (saying where it looked) when absent."""
+    if not REAL_MASSIVE.is_file():
+        pytest.skip(f"real MASSIVE data not found at {REAL_MASSIVE}")
+    return REAL_MASSIVE
