@@ -1,0 +1,29 @@
+# Two commands (see README): `make run` sets everything up and runs the main job;
+# `make test` runs the test suite. Both create .venv on first use.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+# The pipelines the main job runs (override: make run PIPELINES=massive)
+PIPELINES ?= __default__
+
+.PHONY: setup run test clean-venv
+
+setup: $(STAMP)
+
+# Reinstall when the dependency pins change. torch==2.13.0 is pinned in pyproject.toml:
+# a looser pin would pull a multi-GB CUDA build on machines without a GPU.
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+run: $(STAMP)
+	KEDRO_DISABLE_TELEMETRY=true $(BIN)/kedro run --pipelines=$(PIPELINES)
+
+test: $(STAMP)
+	KEDRO_DISABLE_TELEMETRY=true $(BIN)/pytest
+
+clean-venv:
+	rm -rf $(VENV)

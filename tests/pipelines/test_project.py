@@ -1,0 +1,64 @@
+"""Project wiring: the registry, namespaces from conf/, and the raw-data root override."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from kedro.framework.session import KedroSession
+from kedro.framework.startup import bootstrap_project
+
+from tests.conftest import PROJECT_ROOT
+
+MASSIVE_TAIL = "massive/amazon-massive-dataset-1.1.tar.gz"
+
+
+@pytest.fixture
+def project(monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(PROJECT_ROOT)
+    bootstrap_project(PROJECT_ROOT)
+    return PROJECT_ROOT
+
+
+def _archive_path(runtime_params: dict | None = None) -> str:
+    with KedroSession.create(PROJECT_ROOT, runtime_params=runtime_params) as session:
+        catalog = session.load_context().catalog
+        return catalog["massive_archive"]._filepath  # noqa: SLF001
+
+
+def test_registry_lists_massive_with_a_namespace_per_pair(project: Path):
+    from language_agnostic.pipeline_registry import register_pipelines
+
+    pipelines = register_pipelines()
+    assert {"__default__", "massive"} <= set(pipelines)
+    outputs = pipelines["massive"].all_outputs()
+    assert {"en_de.massive_pairs", "en_es.massive_pairs", "en_ja.massive_pairs"} <= outputs
+    assert "massive_negative_pools" in outputs
+
+
+def test_raw_data_root_defaults_to_shared_data(project: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.delenv("LANGUAGE_AGNOSTIC_DATA_ROOT", raising=False)
+    # relative roots are resolved against the project root, not the working directory
+    assert _archive_path() == f"{PROJECT_ROOT}/../shared/data/{MASSIVE_TAIL}"
+
+
+def test_raw_data_root_from_the_environment(project: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    monkeypatch.setenv("LANGUAGE_AGNOSTIC_DATA_ROOT", str(tmp_path))
+    assert _archive_path() == f"{tmp_path}/{MASSIVE_TAIL}"
+
+
+def test_raw_data_root_from_runtime_params(project: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    monkeypatch.setenv("LANGUAGE_AGNOSTIC_DATA_ROOT", "/elsewhere")
+    assert _archive_path({"raw_data_root": str(tmp_path)}) == f"{tmp_path}/{MASSIVE_TAIL}"
+
+
+def test_missing_raw_data_through_the_catalog(project: Path, tmp_path: Path):
+    with KedroSession.create(PROJECT_ROOT, runtime_params={"raw_data_root": str(tmp_path)}) as session:
+        catalog = session.load_context().catalog
+        with pytest.raises(Exception) as info:
+            catalog.load("massive_archive")
+    # Kedro wraps load errors in a DatasetError that keeps our message
+    message = str(info.value)
+    assert "MASSIVE 1.1 tarball not found at" in message
+    assert f"'{tmp_path}/{MASSIVE_TAIL}'" in message
+    assert "https://amazon-massive-nlu-dataset.s3.amazonaws.com/amazon-massive-dataset-1.1.tar.gz" in message
