@@ -1,0 +1,1 @@
+"""Encoders: the bundled multilingual-e5-small, Hugging Face encoders, pooling and extraction."""
