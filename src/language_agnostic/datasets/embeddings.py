@@ -1,0 +1,63 @@
+"""Catalog access to the embedding cache: the store itself, and manifests that point into it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from kedro.io import AbstractDataset, DatasetError
+
+from language_agnostic.encoders.extraction import EmbeddingSet, EmbeddingStore
+
+
+class EmbeddingStoreDataset(AbstractDataset[None, EmbeddingStore]):
+    """The embedding cache directory (``data/04_feature/embeddings``) as an ``EmbeddingStore``.
+
+    Extraction nodes take the store as an input and decide themselves what to encode: an
+    entry whose key matches is reused, so a rerun with unchanged inputs encodes nothing.
+    """
+
+    def __init__(self, path: str, metadata: dict[str, Any] | None = None) -> None:
+        self._path = path
+        self.metadata = metadata
+
+    def load(self) -> EmbeddingStore:
+        return EmbeddingStore(self._path)
+
+    def save(self, data: EmbeddingStore) -> None:
+        raise DatasetError("the embedding store is written by extraction nodes, not saved as a whole")
+
+    def _describe(self) -> dict[str, Any]:
+        return {"path": self._path}
+
+
+class EmbeddingManifestDataset(AbstractDataset[dict[str, Any], dict[str, Any]]):
+    """A small JSON file naming store entries: ``{"sets": {name: EmbeddingSet}, ...}``.
+
+    Saving writes each set's directory (and any other JSON-able keys); loading opens the sets
+    again, so downstream nodes receive ``EmbeddingSet`` objects and do no file I/O.
+    """
+
+    def __init__(self, filepath: str, metadata: dict[str, Any] | None = None) -> None:
+        self._filepath = Path(filepath)
+        self.metadata = metadata
+
+    def load(self) -> dict[str, Any]:
+        manifest = json.loads(self._filepath.read_text())
+        try:
+            sets = {name: EmbeddingSet(path) for name, path in manifest["sets"].items()}
+        except FileNotFoundError as exc:
+            raise DatasetError(f"{self._filepath} points to a missing embedding entry ({exc}); rerun the extraction") from exc
+        return {**manifest, "sets": sets}
+
+    def save(self, data: dict[str, Any]) -> None:
+        manifest = {**data, "sets": {name: str(s.directory) for name, s in data["sets"].items()}}
+        self._filepath.parent.mkdir(parents=True, exist_ok=True)
+        self._filepath.write_text(json.dumps(manifest, indent=2))
+
+    def _exists(self) -> bool:
+        return self._filepath.is_file()
+
+    def _describe(self) -> dict[str, Any]:
+        return {"filepath": str(self._filepath)}

@@ -1,0 +1,64 @@
+"""The one long metrics table that every pipeline adds its rows to."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from kedro.io import AbstractDataset
+
+METRIC_COLUMNS = ["pipeline", "method", "embedding", "task", "dataset", "source", "target", "metric",
+                  "value", "encoder", "run_id"]
+KEY_COLUMNS = [c for c in METRIC_COLUMNS if c not in ("value", "run_id")]
+
+
+class MetricsTableDataset(AbstractDataset[pd.DataFrame, pd.DataFrame]):
+    """``data/08_reporting/metrics.csv``: saving *upserts* rows.
+
+    A saved row replaces the stored row with the same key (every column but ``value`` and
+    ``run_id``), so each pipeline refreshes its own rows and leaves the others' in place.
+    ``run_id`` is the active MLflow run, if any, so every number leads back to its run.
+    """
+
+    def __init__(self, filepath: str, metadata: dict[str, Any] | None = None) -> None:
+        self._filepath = Path(filepath)
+        self.metadata = metadata
+
+    def load(self) -> pd.DataFrame:
+        if not self._filepath.is_file():
+            return pd.DataFrame(columns=METRIC_COLUMNS)
+        return pd.read_csv(self._filepath, dtype={c: str for c in METRIC_COLUMNS if c != "value"}, keep_default_na=False)
+
+    def save(self, data: pd.DataFrame) -> None:
+        missing = [c for c in METRIC_COLUMNS if c not in data.columns and c != "run_id"]
+        if missing:
+            raise ValueError(f"metric rows lack column(s) {missing}; expected {METRIC_COLUMNS}")
+        rows = data.copy()
+        if "run_id" not in rows.columns:
+            rows["run_id"] = _active_run_id()
+        rows = rows[METRIC_COLUMNS].astype({c: str for c in METRIC_COLUMNS if c != "value"})
+        old = self.load()
+        if len(old):
+            keys = set(map(tuple, rows[KEY_COLUMNS].to_numpy()))
+            old = old[[tuple(r) not in keys for r in old[KEY_COLUMNS].to_numpy()]]
+            rows = pd.concat([old, rows], ignore_index=True)
+        rows = rows.sort_values(KEY_COLUMNS, kind="stable").reset_index(drop=True)
+        self._filepath.parent.mkdir(parents=True, exist_ok=True)
+        rows.to_csv(self._filepath, index=False)
+
+    def _exists(self) -> bool:
+        return self._filepath.is_file()
+
+    def _describe(self) -> dict[str, Any]:
+        return {"filepath": str(self._filepath)}
+
+
+def _active_run_id() -> str:
+    try:
+        import mlflow
+
+        run = mlflow.active_run()
+    except Exception:  # noqa: BLE001 - tracking is optional for the table
+        return ""
+    return run.info.run_id if run else ""
