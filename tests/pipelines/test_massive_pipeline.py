@@ -143,7 +143,7 @@ def test_pipeline_runs_end_to_end_on_tiny_data(tiny_archive: Path):
     assert summary["ingest"]["ja_JP"]["rows_out"] == 6
     assert summary["pairs"]["en_US__ja_JP"]["pairs_out"] == 6
     metrics = catalog["massive_metrics"].load()
-    assert metrics["massive.ingest.en_US.train"] == {"value": 3.0, "step": 0}
+    assert metrics["ingest.en_US.train"] == {"value": 3.0, "step": 0}
     markdown = catalog["massive_summary_markdown"].load()
     assert "| en-US → ja-JP | 6 | 3 | 1 | 2 | 0 |" in markdown
 

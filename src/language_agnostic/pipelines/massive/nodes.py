@@ -385,7 +385,7 @@ def summarise_massive(*counts: Mapping[str, Any]) -> tuple[dict[str, Any], dict[
         *counts: The count dicts returned by the other nodes.
 
     Returns:
-        ``(metrics, summary, markdown)``; metrics are ``{"massive.<key>": {"value", "step"}}``.
+        ``(metrics, summary, markdown)``; metrics are ``{"ingest.en_US.train": {"value", "step"}, ...}``.
     """
     ingest, *rest = counts
     summary: dict[str, Any] = {"ingest": dict(ingest), "pairs": {}}
@@ -396,7 +396,7 @@ def summarise_massive(*counts: Mapping[str, Any]) -> tuple[dict[str, Any], dict[
             else:
                 summary[key] = value
     flat: dict[str, float] = {}
-    _flatten("massive", summary, flat)
+    _flatten("", summary, flat)  # MLflow prefixes the dataset name: massive_metrics.ingest...
     metrics = {k: {"value": v, "step": 0} for k, v in flat.items()}
     return metrics, summary, _summary_markdown(summary)
 
