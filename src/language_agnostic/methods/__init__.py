@@ -1,0 +1,1 @@
+"""One module per method: a torch module and its losses as pure tensor functions."""

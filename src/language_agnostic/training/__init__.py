@@ -1,0 +1,1 @@
+"""One training loop for every head in the project (DREAM, MEAT, SEED, FMDA, ...)."""

@@ -1,0 +1,84 @@
+"""The shared loop: early stopping on dev only, best weights kept, same seed same result."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from language_agnostic.methods.dream import Dream, dream_losses
+from language_agnostic.training.data import QuadrupletBatches
+from language_agnostic.training.loop import TrainSettings, history_metrics, train
+
+
+class Fixed:
+    """One batch with a constant target (the loss pulls a single weight towards it)."""
+
+    def __init__(self, target: float) -> None:
+        self.target = target
+
+    def batches(self, epoch, generator):
+        yield {"x": torch.tensor([self.target])}
+
+
+def _pull(model: nn.Module, batch):
+    return {"total": ((model.weight.squeeze() - batch["x"][0]) ** 2)}
+
+
+def test_early_stopping_keeps_the_best_dev_epoch():
+    model = nn.Linear(1, 1, bias=False)
+    with torch.no_grad():
+        model.weight.fill_(0.0)
+    # Adam moves w by about lr per epoch towards 1.0 (train); the dev loss (w - 0.35)^2 is
+    # lowest after some 35 epochs and rises after that
+    result = train(model, _pull, Fixed(1.0), Fixed(0.35),
+                   TrainSettings(lr=0.01, max_epochs=200, patience=5, progress=False))
+    assert 30 <= result.best_epoch <= 40
+    assert result.epochs_run == result.best_epoch + 5
+    assert model.weight.item() == pytest.approx(0.35, abs=0.006)  # the best weights are restored
+    assert len(result.history) == result.epochs_run
+    dev = [h["dev_total"] for h in result.history]
+    assert min(dev) == dev[result.best_epoch - 1]
+    metrics = history_metrics(result.history, "toy")
+    assert metrics["toy.dev_total"][0] == {"value": dev[0], "step": 1}
+
+
+def test_training_dream_is_deterministic_and_lowers_dev_loss():
+    rng = np.random.default_rng(0)
+    meaning = rng.standard_normal((300, 8)).astype(np.float32)
+    lang = np.array([[3.0] + [0.0] * 7, [0.0, 3.0] + [0.0] * 6], dtype=np.float32)
+    source, target = meaning + lang[0], meaning + lang[1] + 0.1 * rng.standard_normal((300, 8)).astype(np.float32)
+    ids = (np.zeros(300, dtype=np.int64), np.ones(300, dtype=np.int64))
+
+    def run() -> tuple[list[dict], dict]:
+        torch.manual_seed(123)  # model init; training is seeded by the settings
+        model = Dream(8, 2)
+        data = QuadrupletBatches(source[:240], target[:240], ids[0][:240], ids[1][:240], batch_size=32)
+        dev = QuadrupletBatches(source[240:], target[240:], ids[0][240:], ids[1][240:], batch_size=32, shuffle=False)
+        result = train(model, lambda m, b: dream_losses(m, b["s"], b["t"], b["s2"], b["t2"], b["s_lang"], b["t_lang"]),
+                       data, dev, TrainSettings(lr=1e-2, max_epochs=15, patience=3, seed=7, progress=False))
+        return result.history, result.state_dict
+
+    first, weights = run()
+    second, weights2 = run()
+    assert first == second
+    assert all(torch.equal(weights[k], weights2[k]) for k in weights)
+    assert first[-1]["dev_total"] < 0.7 * first[0]["dev_total"]
+
+
+def test_partners_are_never_the_example_itself():
+    x = np.arange(8, dtype=np.float32)[:, None].repeat(2, axis=1)
+    data = QuadrupletBatches(x, x, np.zeros(8), np.ones(8), batch_size=8, source_pool=np.array([2, 3]))
+    for seed in range(20):
+        (batch,) = data.batches(1, torch.Generator().manual_seed(seed))
+        assert set(batch["s2"][:, 0].tolist()) <= {2.0, 3.0}
+        assert (batch["s"][:, 0] != batch["s2"][:, 0]).all()
+        assert (batch["t"][:, 0] != batch["t2"][:, 0]).all()
+
+
+def test_bad_settings():
+    with pytest.raises(ValueError, match="max_epochs and patience must be >= 1, got 0, 5"):
+        train(nn.Linear(1, 1), _pull, Fixed(1), Fixed(1), TrainSettings(max_epochs=0, patience=5, progress=False))
+    with pytest.raises(ValueError, match="the source partner pool needs at least 2 sentences, has 1"):
+        QuadrupletBatches(np.zeros((3, 2)), np.zeros((3, 2)), np.zeros(3), np.zeros(3), 2, source_pool=np.array([0]))
