@@ -1,0 +1,213 @@
+"""FMDA (Wu et al., MMNLU-22, §3): template, residual-semantic and language embeddings over token states.
+
+Inputs are a frozen encoder's token states ``emb_utt`` (``L × D``, with a padding mask) and
+their first-token state ``emb_cls``. The model (§3.1, Figure 2):
+
+- ``emb_lang = MLP_lang(emb_cls)``;
+- four FFNs on the token states: template value / query / key and residual value;
+- template attention ``AttnProb = softmax(Q·Kᵀ · scale)`` over the (unpadded) tokens;
+  ``emb_tp`` = the first position of ``AttnProb · V_tp``;
+- residual attention ``softmax(1 − AttnProb)``; ``emb_rs`` = the first position of its
+  product with ``V_rs``;
+- meaning ``emb_m = MLP_m(emb_tp + emb_rs)``.
+
+Only the first position of each attention output is ever used, so only the first query row
+is computed: the same numbers as the full ``L × L`` product at ``1/L`` of the cost.
+
+Losses (§3.2-3.5), each with a weight (``LOSS_WEIGHTS``):
+
+- ``lang``: cross-entropy of ``MLP_id(emb_lang)`` for both utterances of the pair;
+- ``utt_rec``: ``MSE(MLP_rec(emb_lang + emb_tp + emb_rs), emb_utt)`` for both;
+- ``tp_rec`` / ``rs_rec``: ``MSE(emb_tp + emb_lang, target)`` against the first-token state of
+  the template-masked (residual-masked) text of the same utterance (eq. 1), both utterances;
+- ``tp_rec_cl`` / ``rs_rec_cl``: the same with the *other* utterance's ``emb_lang`` and
+  target (eq. 2), both directions;
+- ``tp_con`` / ``m_con``: ``−cos(x¹, x²) + cos(x¹, neg¹) + cos(x², neg²)`` (eq. 3-4).
+
+Eq. 5 sums them all with weight 1; its repeated ``rs…-CL`` line is a typo and is counted once.
+Choices the paper leaves open are constructor arguments; ``docs/fmda.md`` argues the defaults.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+LOSS_WEIGHTS = {
+    "lang": 1.0, "utt_rec": 1.0, "tp_rec": 1.0, "tp_rec_cl": 1.0, "rs_rec": 1.0, "rs_rec_cl": 1.0,
+    "tp_con": 1.0, "m_con": 1.0,
+}
+# Table 4's ablations as weight overrides
+ABLATIONS: dict[str, dict[str, float]] = {
+    "full": {},
+    "no_reconstruction": {k: 0.0 for k in ("utt_rec", "tp_rec", "tp_rec_cl", "rs_rec", "rs_rec_cl")},
+    "no_utterance_reconstruction": {"utt_rec": 0.0},
+    "no_template_reconstruction": {"tp_rec": 0.0, "tp_rec_cl": 0.0},
+    "no_residual_reconstruction": {"rs_rec": 0.0, "rs_rec_cl": 0.0},
+    "no_contrastive": {"tp_con": 0.0, "m_con": 0.0},
+}
+# the template encoder (frozen in the second stage of the two-stage training, §4.6)
+TEMPLATE_MODULES = ("query_tp", "key_tp", "value_tp")
+ACTIVATIONS = {"none": nn.Identity, "relu": nn.ReLU, "gelu": nn.GELU, "tanh": nn.Tanh}
+
+
+@dataclass(frozen=True)
+class FmdaConfig:
+    """The choices §3 leaves open.
+
+    Attributes:
+        dim: Encoder hidden size ``D``.
+        n_languages: Languages for the identification head.
+        ffn_layers: Linear layers in each of the four token FFNs (1 = one ``D × D`` layer).
+        mlp_layers: Linear layers in ``MLP_lang``, ``MLP_m`` and ``MLP_rec``.
+        activation: Between layers of a multi-layer FFN/MLP.
+        attention_scale: ``"sqrt_d"`` multiplies ``Q·Kᵀ`` by ``1/√D`` (as in Transformers);
+            ``"none"`` uses it as written in the paper.
+        utterance_target: What ``emb_utt`` means in the utterance reconstruction: ``"cls"``
+            (the first-token state), ``"mean"`` (mean of the token states) or ``"tokens"``
+            (the reconstruction compared with every token state, mask-averaged).
+    """
+
+    dim: int
+    n_languages: int
+    ffn_layers: int = 1
+    mlp_layers: int = 1
+    activation: str = "gelu"
+    attention_scale: str = "sqrt_d"
+    utterance_target: str = "cls"
+
+    def __post_init__(self) -> None:
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {self.activation!r}")
+        if self.attention_scale not in ("sqrt_d", "none"):
+            raise ValueError(f"attention_scale must be 'sqrt_d' or 'none', got {self.attention_scale!r}")
+        if self.utterance_target not in ("cls", "mean", "tokens"):
+            raise ValueError(f"utterance_target must be 'cls', 'mean' or 'tokens', got {self.utterance_target!r}")
+        if self.ffn_layers < 1 or self.mlp_layers < 1:
+            raise ValueError("ffn_layers and mlp_layers must be >= 1")
+
+
+def stack(dim: int, layers: int, activation: str) -> nn.Module:
+    """``layers`` ``D × D`` linear layers with ``activation`` between them (none after the last)."""
+    modules: list[nn.Module] = []
+    for i in range(layers):
+        modules.append(nn.Linear(dim, dim))
+        if i < layers - 1:
+            modules.append(ACTIVATIONS[activation]())
+    return nn.Sequential(*modules)
+
+
+class Fmda(nn.Module):
+    """The FMDA heads over frozen token states."""
+
+    def __init__(self, config: FmdaConfig) -> None:
+        super().__init__()
+        self.config = config
+        d = config.dim
+        self.lang = stack(d, config.mlp_layers, config.activation)
+        self.query_tp = stack(d, config.ffn_layers, config.activation)
+        self.key_tp = stack(d, config.ffn_layers, config.activation)
+        self.value_tp = stack(d, config.ffn_layers, config.activation)
+        self.value_rs = stack(d, config.ffn_layers, config.activation)
+        self.meaning = stack(d, config.mlp_layers, config.activation)
+        self.reconstruct = stack(d, config.mlp_layers, config.activation)
+        self.identify = nn.Linear(d, config.n_languages)
+
+    def forward(self, states: torch.Tensor, mask: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Embeddings of a batch of utterances.
+
+        Args:
+            states: Token states ``(B, L, D)``; position 0 is the first token.
+            mask: ``(B, L)``, true for real tokens.
+
+        Returns:
+            ``{"lang", "tp", "rs", "m", "attn_tp", "attn_rs"}``; embeddings are ``(B, D)``,
+            attention rows of the first position ``(B, L)``.
+        """
+        mask = mask.bool()
+        cls = states[:, 0]
+        query = self.query_tp(cls)  # only the first position's query is needed
+        keys = self.key_tp(states)
+        scores = torch.einsum("bd,bld->bl", query, keys)
+        if self.config.attention_scale == "sqrt_d":
+            scores = scores / math.sqrt(self.config.dim)
+        attn_tp = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
+        attn_rs = torch.softmax((1 - attn_tp).masked_fill(~mask, float("-inf")), dim=-1)
+        tp = torch.einsum("bl,bld->bd", attn_tp, self.value_tp(states))
+        rs = torch.einsum("bl,bld->bd", attn_rs, self.value_rs(states))
+        return {"lang": self.lang(cls), "tp": tp, "rs": rs, "m": self.meaning(tp + rs), "attn_tp": attn_tp, "attn_rs": attn_rs}
+
+
+def freeze_template_encoder(model: Fmda) -> None:
+    """Stop gradients to the template query/key/value FFNs (second stage of §4.6)."""
+    for name in TEMPLATE_MODULES:
+        for parameter in getattr(model, name).parameters():
+            parameter.requires_grad_(False)
+
+
+def contrastive_loss(x1: torch.Tensor, x2: torch.Tensor, neg1: torch.Tensor, neg2: torch.Tensor) -> torch.Tensor:
+    """Eq. 3-4: ``−cos(x1, x2) + cos(x1, neg1) + cos(x2, neg2)``, batch mean."""
+    return (-F.cosine_similarity(x1, x2, dim=-1) + F.cosine_similarity(x1, neg1, dim=-1)
+            + F.cosine_similarity(x2, neg2, dim=-1)).mean()
+
+
+def utterance_target(states: torch.Tensor, mask: torch.Tensor, kind: str) -> torch.Tensor:
+    """The ``emb_utt`` a utterance reconstruction is compared with (``cls`` or ``mean``)."""
+    if kind == "cls":
+        return states[:, 0]
+    m = mask.unsqueeze(-1).to(states.dtype)
+    return (states * m).sum(1) / m.sum(1).clamp(min=1)
+
+
+def utterance_reconstruction_loss(model: Fmda, out: Mapping[str, torch.Tensor], states: torch.Tensor,
+                                  mask: torch.Tensor) -> torch.Tensor:
+    """``MSE(MLP_rec(emb_lang + emb_tp + emb_rs), emb_utt)`` with ``emb_utt`` per the config."""
+    recon = model.reconstruct(out["lang"] + out["tp"] + out["rs"])
+    if model.config.utterance_target == "tokens":
+        m = mask.unsqueeze(-1).to(states.dtype)
+        squared = ((recon.unsqueeze(1) - states) ** 2 * m).sum(dim=(1, 2)) / (m.sum(dim=(1, 2)) * states.shape[-1])
+        return squared.mean()
+    return F.mse_loss(recon, utterance_target(states, mask, model.config.utterance_target))
+
+
+def fmda_losses(model: Fmda, batch: Mapping[str, torch.Tensor], weights: Mapping[str, float] | None = None) -> dict[str, torch.Tensor]:
+    """Every FMDA loss for one batch of quadruplets, and the weighted total (eq. 5).
+
+    Args:
+        model: The FMDA heads.
+        batch: Token states and masks of the pair and the negatives (``s_states, s_mask,
+            t_states, t_mask, s2_states, s2_mask, t2_states, t2_mask``), the first-token states
+            of the masked texts of the pair (``s_tp_target, s_rs_target, t_tp_target,
+            t_rs_target``) and language ids (``s_lang, t_lang``).
+        weights: Overrides of ``LOSS_WEIGHTS``.
+
+    Returns:
+        ``{loss name: value}`` for every name in ``LOSS_WEIGHTS``, plus ``"total"``.
+    """
+    w = {**LOSS_WEIGHTS, **(weights or {})}
+    unknown = sorted(set(w) - set(LOSS_WEIGHTS))
+    if unknown:
+        raise ValueError(f"unknown FMDA loss weight(s) {unknown}; known: {sorted(LOSS_WEIGHTS)}")
+    s = model(batch["s_states"], batch["s_mask"])
+    t = model(batch["t_states"], batch["t_mask"])
+    s2 = model(batch["s2_states"], batch["s2_mask"])
+    t2 = model(batch["t2_states"], batch["t2_mask"])
+    losses = {
+        "lang": F.cross_entropy(model.identify(s["lang"]), batch["s_lang"])
+        + F.cross_entropy(model.identify(t["lang"]), batch["t_lang"]),
+        "utt_rec": utterance_reconstruction_loss(model, s, batch["s_states"], batch["s_mask"])
+        + utterance_reconstruction_loss(model, t, batch["t_states"], batch["t_mask"]),
+        "tp_rec": F.mse_loss(s["tp"] + s["lang"], batch["s_tp_target"]) + F.mse_loss(t["tp"] + t["lang"], batch["t_tp_target"]),
+        "tp_rec_cl": F.mse_loss(s["tp"] + t["lang"], batch["t_tp_target"]) + F.mse_loss(t["tp"] + s["lang"], batch["s_tp_target"]),
+        "rs_rec": F.mse_loss(s["rs"] + s["lang"], batch["s_rs_target"]) + F.mse_loss(t["rs"] + t["lang"], batch["t_rs_target"]),
+        "rs_rec_cl": F.mse_loss(s["rs"] + t["lang"], batch["t_rs_target"]) + F.mse_loss(t["rs"] + s["lang"], batch["s_rs_target"]),
+        "tp_con": contrastive_loss(s["tp"], t["tp"], s2["tp"], t2["tp"]),
+        "m_con": contrastive_loss(s["m"], t["m"], s2["m"], t2["m"]),
+    }
+    losses["total"] = sum(w[name] * value for name, value in losses.items())
+    return losses

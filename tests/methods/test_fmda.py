@@ -1,0 +1,140 @@
+"""FMDA: the attention equations by hand, padding, losses with known values, freezing."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from language_agnostic.methods.fmda import (
+    ABLATIONS,
+    LOSS_WEIGHTS,
+    Fmda,
+    FmdaConfig,
+    contrastive_loss,
+    fmda_losses,
+    freeze_template_encoder,
+)
+
+
+def _identity_model(dim: int = 2, **kwargs) -> Fmda:
+    model = Fmda(FmdaConfig(dim=dim, n_languages=2, **kwargs))
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, torch.nn.Linear):
+                if module.weight.shape[0] == module.weight.shape[1]:
+                    module.weight.copy_(torch.eye(dim))
+                else:
+                    module.weight.zero_()
+                module.bias.zero_()
+        model.identify.weight.zero_()  # language identification gives uniform probabilities
+    return model
+
+
+def test_forward_by_hand():
+    states = torch.tensor([[[1.0, 0.0], [0.0, 1.0]]])
+    out = _identity_model()(states, torch.tensor([[1, 1]]))
+    # Q = first token [1, 0]; scores = Q·K^T / sqrt(2) = [0.7071, 0]
+    a = math.exp(2**-0.5) / (math.exp(2**-0.5) + 1)
+    assert out["attn_tp"][0].tolist() == pytest.approx([a, 1 - a])
+    # residual attention: softmax(1 - attn)
+    r = math.exp(1 - a) / (math.exp(1 - a) + math.exp(a))
+    assert out["attn_rs"][0].tolist() == pytest.approx([r, 1 - r])
+    assert out["tp"][0].tolist() == pytest.approx([a, 1 - a])  # V = identity of the token states
+    assert out["rs"][0].tolist() == pytest.approx([r, 1 - r])
+    assert out["m"][0].tolist() == pytest.approx([a + r, 2 - a - r])
+    assert out["lang"][0].tolist() == [1.0, 0.0]
+    unscaled = _identity_model(attention_scale="none")(states, torch.tensor([[1, 1]]))
+    assert unscaled["attn_tp"][0, 0].item() == pytest.approx(math.e / (math.e + 1))
+
+
+def test_first_row_equals_the_full_attention_and_padding_is_ignored():
+    torch.manual_seed(0)
+    model = Fmda(FmdaConfig(dim=8, n_languages=3, ffn_layers=2, mlp_layers=2))
+    states = torch.randn(1, 5, 8)
+    out = model(states, torch.ones(1, 5))
+    # the paper's full L x L form, then its first row
+    q, k = model.query_tp(states), model.key_tp(states)
+    attn = torch.softmax(q @ k.transpose(1, 2) / math.sqrt(8), dim=-1)
+    rs_attn = torch.softmax(1 - attn, dim=-1)
+    torch.testing.assert_close(out["tp"], (attn @ model.value_tp(states))[:, 0])
+    torch.testing.assert_close(out["rs"], (rs_attn @ model.value_rs(states))[:, 0])
+    padded = torch.cat([states, 100 * torch.randn(1, 3, 8)], dim=1)
+    out_padded = model(padded, torch.tensor([[1] * 5 + [0] * 3]))
+    for name in ("lang", "tp", "rs", "m"):
+        torch.testing.assert_close(out_padded[name], out[name])
+    assert out_padded["attn_tp"][0, 5:].abs().sum().item() == 0
+
+
+def test_contrastive_loss_by_hand():
+    x1, x2 = torch.tensor([[1.0, 0.0]]), torch.tensor([[1.0, 0.0]])
+    neg1, neg2 = torch.tensor([[0.0, 1.0]]), torch.tensor([[-1.0, 0.0]])
+    assert contrastive_loss(x1, x2, neg1, neg2).item() == pytest.approx(-1 + 0 - 1)
+
+
+def _batch(model: Fmda) -> dict[str, torch.Tensor]:
+    s = torch.tensor([[[1.0, 0.0], [0.0, 1.0]]])
+    t = torch.tensor([[[1.0, 0.0], [0.0, 1.0]]])
+    s2 = torch.tensor([[[0.0, 1.0], [1.0, 0.0]]])
+    t2 = torch.tensor([[[-1.0, 0.0], [0.0, 1.0]]])
+    one = torch.ones(1, 2)
+    out = model(s, one)
+    return {
+        "s_states": s, "s_mask": one, "t_states": t, "t_mask": one, "s2_states": s2, "s2_mask": one,
+        "t2_states": t2, "t2_mask": one,
+        # targets equal to what the model reconstructs, so those losses are exactly 0
+        "s_tp_target": (out["tp"] + out["lang"]).detach(), "t_tp_target": (out["tp"] + out["lang"]).detach(),
+        "s_rs_target": (out["rs"] + out["lang"]).detach(), "t_rs_target": (out["rs"] + out["lang"]).detach(),
+        "s_lang": torch.tensor([0]), "t_lang": torch.tensor([1]),
+    }
+
+
+def test_losses_with_known_values():
+    model = _identity_model()
+    losses = fmda_losses(model, _batch(model))
+    assert set(losses) == set(LOSS_WEIGHTS) | {"total"}
+    # identify is all zeros: ln 2 per utterance, two utterances
+    assert losses["lang"].item() == pytest.approx(2 * math.log(2))
+    for name in ("tp_rec", "tp_rec_cl", "rs_rec", "rs_rec_cl"):
+        assert losses[name].item() == pytest.approx(0.0, abs=1e-12), name
+    # utterance reconstruction: MLP_rec = identity, target = first-token state [1, 0]
+    out = model(_batch(model)["s_states"], torch.ones(1, 2))
+    recon = out["lang"] + out["tp"] + out["rs"]
+    expected = ((recon - torch.tensor([[1.0, 0.0]])) ** 2).mean().item()
+    assert losses["utt_rec"].item() == pytest.approx(2 * expected)
+    assert losses["total"].item() == pytest.approx(sum(v.item() for k, v in losses.items() if k != "total"))
+    no_con = fmda_losses(model, _batch(model), ABLATIONS["no_contrastive"])
+    assert no_con["total"].item() == pytest.approx(losses["total"].item() - losses["tp_con"].item() - losses["m_con"].item())
+
+
+def test_utterance_target_variants():
+    model = _identity_model(utterance_target="mean")
+    batch = _batch(model)
+    out = model(batch["s_states"], batch["s_mask"])
+    recon = out["lang"] + out["tp"] + out["rs"]
+    expected = ((recon - torch.tensor([[0.5, 0.5]])) ** 2).mean().item()
+    assert fmda_losses(model, batch)["utt_rec"].item() == pytest.approx(2 * expected)
+    tokens = _identity_model(utterance_target="tokens")
+    per_token = ((recon - torch.tensor([[1.0, 0.0]])) ** 2).mean() + ((recon - torch.tensor([[0.0, 1.0]])) ** 2).mean()
+    assert fmda_losses(tokens, batch)["utt_rec"].item() == pytest.approx(2 * per_token.item() / 2)
+
+
+def test_frozen_template_encoder_gets_no_gradient():
+    torch.manual_seed(0)
+    model = Fmda(FmdaConfig(dim=2, n_languages=2))
+    freeze_template_encoder(model)
+    fmda_losses(model, _batch(model))["total"].backward()
+    for name in ("query_tp", "key_tp", "value_tp"):
+        assert all(p.grad is None for p in getattr(model, name).parameters()), name
+    assert model.value_rs[0].weight.grad is not None
+
+
+def test_bad_configuration_and_weights():
+    with pytest.raises(ValueError, match="utterance_target must be 'cls', 'mean' or 'tokens', got 'pooler'"):
+        FmdaConfig(dim=2, n_languages=2, utterance_target="pooler")
+    with pytest.raises(ValueError, match="attention_scale must be 'sqrt_d' or 'none'"):
+        FmdaConfig(dim=2, n_languages=2, attention_scale="learned")
+    model = _identity_model()
+    with pytest.raises(ValueError, match=r"unknown FMDA loss weight\(s\) \['contrast'\]"):
+        fmda_losses(model, _batch(model), {"contrast": 1.0})
