@@ -103,7 +103,12 @@ def train(model: nn.Module, loss_fn: LossFn, train_data: BatchSource, dev_data: 
     seed_everything(settings.seed)
     device = torch.device(settings.device)
     model.to(device)
-    optimiser = torch.optim.Adam(model.parameters(), lr=settings.lr)
+    # an adversarial method (MEAT) names its adversary's parameters: they get their own
+    # optimiser and are stepped on the "adversary" loss after the main step on "total"
+    adversary = list(model.adversary_parameters()) if hasattr(model, "adversary_parameters") else []
+    adversary_ids = {id(p) for p in adversary}
+    optimiser = torch.optim.Adam([p for p in model.parameters() if id(p) not in adversary_ids], lr=settings.lr)
+    adversary_optimiser = torch.optim.Adam(adversary, lr=settings.lr) if adversary else None
     best_loss, best_epoch, best_state = float("inf"), 0, copy.deepcopy(model.state_dict())
     history: list[dict[str, float]] = []
     bar = tqdm(range(1, settings.max_epochs + 1), desc="training", unit="epoch", disable=not settings.progress)
@@ -119,6 +124,12 @@ def train(model: nn.Module, loss_fn: LossFn, train_data: BatchSource, dev_data: 
             optimiser.zero_grad()
             losses["total"].backward()
             optimiser.step()
+            if adversary_optimiser is not None:
+                if "adversary" not in losses:
+                    raise ValueError("the model has adversary parameters but the loss has no 'adversary' term")
+                adversary_optimiser.zero_grad()  # drop what the main objective put there
+                losses["adversary"].backward()
+                adversary_optimiser.step()
             n = len(next(iter(batch.values())))
             for name, value in losses.items():
                 sums[name] = sums.get(name, 0.0) + float(value.detach()) * n

@@ -1,0 +1,74 @@
+"""MEAT (Kuroda et al., COLING 2022), the adversarial variant of DREAM, as ``../shared/README.md`` describes it.
+
+Meaning and language heads over a frozen sentence embedding ``e``, trained with
+
+- cosine reconstruction: ``1 − cos(e, e_M + e_L)`` for both sentences of the pair;
+- cross-reconstruction: ``1 − cos(s, t_M + s_L)`` and ``1 − cos(t, s_M + t_L)`` (the meaning
+  of a translation must do as well as one's own);
+- the language push-apart term: ``max(0, cos(s_L, t_L))``;
+- an adversary: a linear language discriminator on the meaning embedding, trained in
+  alternation to identify the language (``adversary``), while the heads are pushed toward
+  making its prediction uniform over languages (``uniform``: cross-entropy to the uniform
+  distribution).
+
+The training loop steps the discriminator with its own optimiser on ``adversary`` (computed
+on detached meanings) after the heads' step on ``total``; see ``training.loop``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+DEFAULT_WEIGHTS = {"reconstruction": 1.0, "cross_reconstruction": 1.0, "language_push": 1.0, "uniform": 1.0}
+
+
+class Meat(nn.Module):
+    """Meaning and language heads and the language discriminator."""
+
+    def __init__(self, dim: int, n_languages: int) -> None:
+        super().__init__()
+        self.meaning = nn.Linear(dim, dim)
+        self.language = nn.Linear(dim, dim)
+        self.discriminator = nn.Linear(dim, n_languages)
+
+    def forward(self, e: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.meaning(e), self.language(e)
+
+    def adversary_parameters(self) -> Iterator[nn.Parameter]:
+        """Parameters stepped by the adversary's optimiser (the training loop looks for this)."""
+        return self.discriminator.parameters()
+
+
+def uniform_cross_entropy(logits: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy of ``softmax(logits)`` against the uniform distribution (minimum ``log K``)."""
+    return -F.log_softmax(logits, dim=-1).mean(dim=-1).mean()
+
+
+def meat_losses(model: Meat, s: torch.Tensor, t: torch.Tensor, s_lang: torch.Tensor, t_lang: torch.Tensor,
+                weights: Mapping[str, float] | None = None) -> dict[str, torch.Tensor]:
+    """MEAT's losses for a batch of parallel pairs.
+
+    Returns:
+        The parts, ``total`` (the heads' objective) and ``adversary`` (the discriminator's
+        cross-entropy on detached meaning embeddings).
+    """
+    w = {**DEFAULT_WEIGHTS, **(weights or {})}
+    unknown = sorted(set(w) - set(DEFAULT_WEIGHTS))
+    if unknown:
+        raise ValueError(f"unknown MEAT loss weight(s) {unknown}; known: {sorted(DEFAULT_WEIGHTS)}")
+    (s_m, s_l), (t_m, t_l) = model(s), model(t)
+    cos = F.cosine_similarity
+    losses = {
+        "reconstruction": ((1 - cos(s, s_m + s_l, dim=-1)) + (1 - cos(t, t_m + t_l, dim=-1))).mean(),
+        "cross_reconstruction": ((1 - cos(s, t_m + s_l, dim=-1)) + (1 - cos(t, s_m + t_l, dim=-1))).mean(),
+        "language_push": cos(s_l, t_l, dim=-1).clamp(min=0).mean(),
+        "uniform": (uniform_cross_entropy(model.discriminator(s_m)) + uniform_cross_entropy(model.discriminator(t_m))) / 2,
+    }
+    losses["total"] = sum(w[k] * v for k, v in losses.items())
+    losses["adversary"] = (F.cross_entropy(model.discriminator(s_m.detach()), s_lang)
+                           + F.cross_entropy(model.discriminator(t_m.detach()), t_lang)) / 2
+    return losses
