@@ -87,3 +87,37 @@ def test_flores_overlap_with_the_qe_test_set_on_real_data(lang: str, distinct: i
     assert sum(overlap_key(r["source"]) in flores_keys for r in qe) == distinct
     _, counts = clean_pairs(pairs, [r["source"] for r in qe] + [r["translation"] for r in qe])
     assert counts["test_overlap"] == removed
+
+
+def test_tatoeba_file_names():
+    from language_agnostic.corpora.parallel import laser_tatoeba_files, opus_tatoeba_files
+
+    assert opus_tatoeba_files("spa") == ("eng-spa/tatoeba-test-v2021-08-07.spa", "eng-spa/tatoeba-test-v2021-08-07.eng", None)
+    assert opus_tatoeba_files("ara")[2] == "ara-eng/tatoeba-test-v2021-08-07.ara.labels"
+    assert laser_tatoeba_files("deu") == ("tatoeba.deu-eng.deu", "tatoeba.deu-eng.eng")
+    with pytest.raises(ValueError, match="no OPUS-MT Tatoeba set configured for 'xxx'"):
+        opus_tatoeba_files("xxx")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("lang3", "size", "overlap"),
+                         [("ara", 10305, 295), ("deu", 17565, 35), ("spa", 16583, 44), ("fra", 12681, 29),
+                          ("ita", 17320, 20), ("nld", 12696, 101), ("tur", 13907, 11)])
+def test_opus_tatoeba_overlap_with_laser_test_on_real_data(lang3: str, size: int, overlap: int):
+    """The provenance counts these LASER test pairs (of 1,000) inside the OPUS-MT v2021-08-07 sets."""
+    from language_agnostic.corpora.parallel import laser_tatoeba_files, opus_tatoeba_files
+    from tests.conftest import REAL_DATA_ROOT
+
+    opus = REAL_DATA_ROOT / "parallel" / "opus-mt-testsets" / "testsets"
+    laser = REAL_DATA_ROOT / "tatoeba" / "v1"
+    if not opus.is_dir() or not laser.is_dir():
+        pytest.skip(f"OPUS-MT test sets or LASER Tatoeba not found under {REAL_DATA_ROOT}")
+    src, eng, _ = opus_tatoeba_files(lang3)
+    train = read_line_aligned((opus / src).read_text("utf-8"), (opus / eng).read_text("utf-8"), src)
+    test_src, test_eng = laser_tatoeba_files(lang3)
+    test = read_line_aligned((laser / test_src).read_text("utf-8"), (laser / test_eng).read_text("utf-8"), test_src)
+    assert len(train) == size and len(test) == 1000
+    train_keys = {(overlap_key(a), overlap_key(b)) for a, b in train}
+    assert sum((overlap_key(a), overlap_key(b)) in train_keys for a, b in test) == overlap
+    kept, counts = clean_pairs(train, [s for pair in test for s in pair])
+    assert counts["test_overlap"] >= overlap  # pairs sharing just one side are removed too

@@ -133,3 +133,25 @@ def train_validation_split(pairs: Sequence[Pair], validation_fraction: float, se
     validation = sorted(order[:n_val])
     train = sorted(order[n_val:])
     return [pairs[i] for i in train], [pairs[i] for i in validation]
+
+
+# OPUS-MT Tatoeba test sets used as STS training data: language -> directory under testsets/
+OPUS_TATOEBA_DIRS = {"ara": "ara-eng", "deu": "deu-eng", "spa": "eng-spa", "fra": "eng-fra", "ita": "eng-ita",
+                     "nld": "eng-nld", "tur": "eng-tur", "ron": "eng-ron", "est": "eng-est", "zho": "eng-zho"}
+# where a file mixes varieties, the .labels values kept (others are dropped and counted)
+OPUS_TATOEBA_LABELS = {"ara": ("ara",), "zho": ("cmn_Hans", "cmn_Hant")}
+OPUS_TATOEBA_VERSION = "tatoeba-test-v2021-08-07"
+
+
+def opus_tatoeba_files(lang3: str, version: str = OPUS_TATOEBA_VERSION) -> tuple[str, str, str | None]:
+    """Relative paths (under ``opus-mt-testsets/testsets``) of a language's ``<xxx>``, ``eng`` and labels files."""
+    if lang3 not in OPUS_TATOEBA_DIRS:
+        raise ValueError(f"no OPUS-MT Tatoeba set configured for {lang3!r}; known: {sorted(OPUS_TATOEBA_DIRS)}")
+    base = f"{OPUS_TATOEBA_DIRS[lang3]}/{version}"
+    labels = f"{base}.{lang3}.labels" if lang3 in OPUS_TATOEBA_LABELS else None
+    return f"{base}.{lang3}", f"{base}.eng", labels
+
+
+def laser_tatoeba_files(lang3: str) -> tuple[str, str]:
+    """Relative paths (under ``tatoeba/v1``) of the LASER Tatoeba test pair ``<xxx>``/``eng``."""
+    return f"tatoeba.{lang3}-eng.{lang3}", f"tatoeba.{lang3}-eng.eng"
