@@ -109,11 +109,12 @@ def _flatten_params(prefix: str, value: Any, out: dict[str, Any]) -> None:
 
 
 def test_pipeline_runs_end_to_end_on_tiny_data(tiny_archive: Path):
-    params = {**PARAMS, "locales": ["en-US", "de-DE", "ja-JP"],
+    params = {**PARAMS, "locales": ["en-US", "de-DE", "ja-JP"], "masking": {"mask_token": "<mask>", "unit": "token"},
               "pairs": {"en_de": {"source": "en-US", "target": "de-DE"},
                         "en_ja": {"source": "en-US", "target": "ja-JP"}}}
     flat: dict[str, Any] = {}
     _flatten_params("massive", params, flat)
+    flat["params:embeddings.encoder"] = {"name": "unused-with-a-literal-mask-token"}
     catalog = DataCatalog(
         {"massive_archive": TarArchiveDataset(str(tiny_archive), "MASSIVE 1.1 tarball"),
          **{name: MemoryDataset(value) for name, value in flat.items()}}
@@ -162,3 +163,18 @@ def test_real_massive_counts(real_massive: Path):
     table, pair_counts = nodes.build_pair_table(utterances, pairs["en_ja"])
     assert pair_counts["en_US__ja_JP"]["pairs_out"] == 16521
     assert table["partition"].value_counts().to_dict() == {"train": 11514, "test": 2974, "dev": 2033}
+
+
+# ------------------------------------------------------------------ the mask token
+def test_literal_mask_token_loads_nothing():
+    assert nodes.resolve_mask_token({"mask_token": "[MASK]"}, {"name": "no-such-model"}) == "[MASK]"
+
+
+def test_auto_mask_token_comes_from_the_encoder(tiny_hub_model: Path, tmp_path: Path):
+    assert nodes.resolve_mask_token({"mask_token": "auto"}, {"name": str(tiny_hub_model)}) == "[MASK]"
+    from transformers import PreTrainedTokenizerFast
+
+    PreTrainedTokenizerFast.from_pretrained(tiny_hub_model, mask_token=None).save_pretrained(tmp_path / "no-mask")
+    assert PreTrainedTokenizerFast.from_pretrained(tmp_path / "no-mask").mask_token is None
+    with pytest.raises(CorpusFormatError, match="mask_token is 'auto' but encoder .* has no mask token"):
+        nodes.resolve_mask_token({"mask_token": "auto"}, {"name": str(tmp_path / "no-mask")})

@@ -155,3 +155,24 @@ def load_encoder(name: str, bundled_dir: str | Path = "data/06_models/encoders/m
     logger.info("encoder %s: %s (%s), hidden %d, weights %s", name, identity["name"], identity["source"],
                 encoder.hidden_size, identity["weights_sha256"][:12])
     return encoder
+
+
+def load_tokenizer(name: str, bundled_dir: str | Path = "data/06_models/encoders/multilingual-e5-small-q4") -> Any:
+    """Only the tokenizer of an encoder (same names as :func:`load_encoder`).
+
+    Raises:
+        EncoderLoadError: when it cannot be loaded.
+    """
+    from transformers import AutoTokenizer
+
+    if name in BUNDLED_ALIASES:
+        return AutoTokenizer.from_pretrained(str(convert_bundled_encoder(bundled_dir)), local_files_only=True)
+    local = Path(name).expanduser()
+    offline = local.exists() or os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
+    try:
+        return AutoTokenizer.from_pretrained(str(local.resolve()) if local.exists() else name, local_files_only=offline)
+    except (OSError, ValueError) as exc:
+        raise EncoderLoadError(
+            f"could not load the tokenizer of encoder {name!r} ({exc.__class__.__name__}); use 'bundled', "
+            "a local model directory, or a model in your local Hugging Face cache"
+        ) from exc

@@ -210,20 +210,44 @@ def build_pair_table(
     return table, counts
 
 
+def resolve_mask_token(masking: Mapping[str, Any], encoder: Mapping[str, Any]) -> str:
+    """The mask token to use: ``massive.masking.mask_token``, or the encoder's own for ``auto``.
+
+    Args:
+        masking: ``massive.masking``.
+        encoder: ``embeddings.encoder`` (``name``, ``bundled_dir``), read only for ``auto``.
+
+    Raises:
+        CorpusFormatError: when ``auto`` meets a tokenizer without a mask token.
+    """
+    token = str(masking.get("mask_token", "auto"))
+    if token != "auto":
+        return token
+    from language_agnostic.encoders.loading import load_tokenizer
+
+    tokenizer = load_tokenizer(str(encoder["name"]), encoder.get("bundled_dir", "data/06_models/encoders/multilingual-e5-small-q4"))
+    if not tokenizer.mask_token:
+        raise CorpusFormatError(
+            f"massive.masking.mask_token is 'auto' but encoder {encoder['name']!r} has no mask token; set one explicitly"
+        )
+    logger.info("mask token from encoder %s: %r", encoder["name"], tokenizer.mask_token)
+    return str(tokenizer.mask_token)
+
+
 def build_masked_texts(
-    utterances: pd.DataFrame, masking: Mapping[str, Any]
+    utterances: pd.DataFrame, masking: Mapping[str, Any], mask_token: str
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """FMDA's template (slots masked) and residual (carrier masked) texts for every utterance.
 
     Args:
         utterances: Output of :func:`parse_massive`.
-        masking: ``massive.masking``: ``mask_token`` and ``unit`` (``token``/``span``).
+        masking: ``massive.masking``: ``unit`` (``token``/``span``).
+        mask_token: From :func:`resolve_mask_token`.
 
     Returns:
         ``(texts, counts)`` with ``locale, id, partition, utt, template_text, residual_text,
         n_slot_tokens``.
     """
-    mask_token = str(masking["mask_token"])
     unit = masking.get("unit", "token")
     records = []
     for row in utterances.itertuples(index=False):

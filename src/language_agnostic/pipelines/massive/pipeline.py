@@ -49,8 +49,14 @@ def create_pipeline(pairs: list[str] | None = None) -> Pipeline:
                 name="parse_massive_node",
             ),
             node(
+                nodes.resolve_mask_token,
+                inputs=["params:massive.masking", "params:embeddings.encoder"],
+                outputs="massive_mask_token",
+                name="resolve_mask_token_node",
+            ),
+            node(
                 nodes.build_masked_texts,
-                inputs=["massive_utterances", "params:massive.masking"],
+                inputs=["massive_utterances", "params:massive.masking", "massive_mask_token"],
                 outputs=["massive_masked_texts", "massive_masking_counts"],
                 name="build_masked_texts_node",
             ),
