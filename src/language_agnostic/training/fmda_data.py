@@ -42,7 +42,7 @@ class FmdaBatches:
             if len(pool) < 2:
                 raise ValueError(f"the {name} negative pool needs at least 2 utterances, has {len(pool)}")
         self.source, self.target = source, target
-        self.targets = {k: torch.as_tensor(np.asarray(v, dtype=np.float32)) for k, v in targets.items()}
+        self.targets = {k: torch.from_numpy(np.array(v, dtype=np.float32)) for k, v in targets.items()}  # a copy: store arrays are read-only memmaps
         self.langs = (source_lang, target_lang)
         self.pools = (torch.as_tensor(np.asarray(source_pool)), torch.as_tensor(np.asarray(target_pool)))
         self.batch_size = batch_size

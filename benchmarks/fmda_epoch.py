@@ -1,0 +1,89 @@
+"""Benchmark: what one FMDA epoch costs on real MASSIVE data (planning the `fmda` pipeline).
+
+Needs the `massive` pipeline's outputs (`make run`). For one language pair (default en-de):
+extracts token states of the train and dev utterances and the first-token states of their
+template/residual-masked texts (cached in data/04_feature/embeddings, so a rerun skips it),
+then trains FMDA for a few epochs with the shared loop and reports seconds per epoch.
+
+Usage::
+
+    .venv/bin/python -u benchmarks/fmda_epoch.py --target de-DE --epochs 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import platform
+import time
+
+import numpy as np
+import pandas as pd
+import torch
+
+from language_agnostic.encoders.extraction import EmbeddingStore, ExtractionSettings, extract_embeddings
+from language_agnostic.encoders.loading import load_encoder
+from language_agnostic.methods.fmda import Fmda, FmdaConfig, fmda_losses
+from language_agnostic.training.fmda_data import FmdaBatches
+from language_agnostic.training.loop import TrainSettings, train
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--source", default="en-US")
+    parser.add_argument("--target", default="de-DE")
+    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--batch-size", type=int, default=512)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    utterances = pd.read_parquet("data/02_intermediate/massive_utterances.parquet")
+    masked = pd.read_parquet("data/03_primary/massive_masked_texts.parquet")
+    pools = pd.read_parquet("data/03_primary/massive_negative_pools.parquet")
+    encoder = load_encoder("bundled")
+    store = EmbeddingStore("data/04_feature/embeddings")
+    tokens = ExtractionSettings(token_states=True, progress=False)
+    sentence = ExtractionSettings(progress=False)
+    sets = {}
+    timings = {}
+    start = time.perf_counter()
+    for split in ("train", "dev"):
+        sides = {}
+        for locale in (args.source, args.target):
+            rows = masked[(masked["locale"] == locale) & (masked["partition"] == split)].sort_values("id", key=lambda s: s.astype(int))
+            sides[locale] = {
+                "ids": rows["id"].tolist(),
+                "states": extract_embeddings(encoder, rows["utt"].tolist(), tokens, store),
+                "tp": np.asarray(extract_embeddings(encoder, rows["template_text"].tolist(), sentence, store).vectors("cls")),
+                "rs": np.asarray(extract_embeddings(encoder, rows["residual_text"].tolist(), sentence, store).vectors("cls")),
+            }
+        assert sides[args.source]["ids"] == sides[args.target]["ids"], "MASSIVE ids must align across locales"
+        sets[split] = sides
+    timings["extraction (s)"] = time.perf_counter() - start
+
+    def batches(split: str, shuffle: bool) -> FmdaBatches:
+        s, t = sets[split][args.source], sets[split][args.target]
+        ids = np.array(s["ids"])
+        pool = {loc: np.flatnonzero(np.isin(ids, pools.loc[pools["locale"] == loc, "id"])) for loc in (args.source, args.target)}
+        if split != "train":  # the pools are built from train; dev negatives come from all dev utterances
+            pool = {loc: np.arange(len(ids)) for loc in pool}
+        targets = {"s_tp": s["tp"], "s_rs": s["rs"], "t_tp": t["tp"], "t_rs": t["rs"]}
+        return FmdaBatches(s["states"], t["states"], targets, 0, 1, pool[args.source], pool[args.target],
+                           args.batch_size, shuffle=shuffle)
+
+    torch.manual_seed(0)
+    model = Fmda(FmdaConfig(dim=encoder.hidden_size, n_languages=2))
+    start = time.perf_counter()
+    result = train(model, fmda_losses, batches("train", True), batches("dev", False),
+                   TrainSettings(lr=1e-4, max_epochs=args.epochs, patience=args.epochs, seed=0, progress=False))
+    per_epoch = (time.perf_counter() - start) / args.epochs
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, {torch.get_num_threads()} threads")
+    print(f"pair {args.source}-{args.target}: {len(sets['train'][args.source]['ids'])} train / {len(sets['dev'][args.source]['ids'])} dev pairs")
+    print(f"extraction (cached after the first run): {timings['extraction (s)']:.1f} s")
+    print(f"training: {per_epoch:.1f} s per epoch (incl. dev loss), batch {args.batch_size}, fp32")
+    for record in result.history:
+        print({k: round(v, 4) for k, v in record.items() if k in ("epoch", "train_total", "dev_total")})
+
+
+if __name__ == "__main__":
+    main()
