@@ -1,0 +1,5 @@
+"""``fmda``: FMDA and its baselines on MASSIVE, per language pair (work in progress, issue #4)."""
+
+from language_agnostic.pipelines.fmda.pipeline import create_pipeline
+
+__all__ = ["create_pipeline"]
