@@ -32,8 +32,9 @@ class QuadrupletBatches:
             raise ValueError(f"source {len(source)}, target {len(target)} and language ids must be aligned")
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        self.source = torch.as_tensor(np.asarray(source, dtype=np.float32))
-        self.target = torch.as_tensor(np.asarray(target, dtype=np.float32))
+        # copies: store arrays are read-only memory maps
+        self.source = torch.from_numpy(np.array(source, dtype=np.float32))
+        self.target = torch.from_numpy(np.array(target, dtype=np.float32))
         self.source_lang = torch.as_tensor(np.asarray(source_lang, dtype=np.int64))
         self.target_lang = torch.as_tensor(np.asarray(target_lang, dtype=np.int64))
         n = len(source)
