@@ -32,12 +32,17 @@ def create_pair_pipeline() -> Pipeline:
     )
 
 
+def load_encoder_pipeline() -> Pipeline:
+    """The one node that loads the encoder; every pipeline that embeds includes it (Kedro merges the copies)."""
+    return Pipeline([node(nodes.load_encoder_node, inputs="params:embeddings.encoder",
+                          outputs=["encoder", "encoder_identity"], name="load_encoder_node")])
+
+
 def create_pipeline(pairs: list[str] | None = None) -> Pipeline:
     """Build the ``embeddings`` pipeline over the language pairs of ``massive.pairs``."""
     if pairs is None:
         pairs = configured_namespaces("massive", "pairs", DEFAULT_PAIRS)
-    load = node(nodes.load_encoder_node, inputs="params:embeddings.encoder",
-                outputs=["encoder", "encoder_identity"], name="load_encoder_node")
+    load = load_encoder_pipeline()
     per_pair = [
         Pipeline(
             create_pair_pipeline(),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kedro.pipeline import Pipeline, node
 
-from language_agnostic.pipelines.embeddings import nodes as embedding_nodes
+from language_agnostic.pipelines.embeddings.pipeline import load_encoder_pipeline
 from language_agnostic.pipelines.fmda import nodes
 from language_agnostic.pipelines.massive.pipeline import DEFAULT_PAIRS
 from language_agnostic.pipelines.project_config import configured_namespaces
@@ -36,8 +36,7 @@ def create_pipeline(pairs: list[str] | None = None) -> Pipeline:
     """Build ``fmda`` over the language pairs of ``massive.pairs``."""
     if pairs is None:
         pairs = configured_namespaces("massive", "pairs", DEFAULT_PAIRS)
-    load = node(embedding_nodes.load_encoder_node, inputs="params:embeddings.encoder",
-                outputs=["encoder", "encoder_identity"], name="load_encoder_node")
+    load = load_encoder_pipeline()
     per_pair = [
         Pipeline(create_pair_pipeline(), namespace=name, inputs=SHARED_INPUTS,
                  outputs={"fmda_rows": f"fmda_rows_{name}"},
