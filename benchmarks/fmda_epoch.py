@@ -80,6 +80,11 @@ def main() -> None:
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, {torch.get_num_threads()} threads")
     print(f"pair {args.source}-{args.target}: {len(sets['train'][args.source]['ids'])} train / {len(sets['dev'][args.source]['ids'])} dev pairs")
     print(f"extraction (cached after the first run): {timings['extraction (s)']:.1f} s")
+    lengths = sets["train"][args.source]["states"].lengths
+    rng = np.random.default_rng(0)
+    batch_max = np.mean([lengths[rng.permutation(len(lengths))[: args.batch_size]].max() for _ in range(50)])
+    print(f"source-side tokens per utterance: mean {lengths.mean():.1f}; longest in a random batch of "
+          f"{args.batch_size}: {batch_max:.1f} on average (50 draws)")
     print(f"training: {per_epoch:.1f} s per epoch (incl. dev loss), batch {args.batch_size}, fp32")
     for record in result.history:
         print({k: round(v, 4) for k, v in record.items() if k in ("epoch", "train_total", "dev_total")})

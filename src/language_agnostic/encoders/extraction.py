@@ -164,9 +164,8 @@ def _padded_batch(tok: Tokenised, index: np.ndarray, pad_id: int) -> tuple[torch
 def _inference_copy(model: torch.nn.Module, device: torch.device, dtype: torch.dtype) -> torch.nn.Module:
     """The model on ``device`` in ``dtype``, in eval mode, leaving the caller's model untouched.
 
-    Casting the weights once is faster than autocast, which re-casts every weight on every
-    batch (measured on this CPU: bf16 weights 464 vs autocast 376 sentences/s), and the
-    vectors stay within cosine 0.99995 of fp32.
+    Casting once matches autocast's speed on this CPU and keeps the vectors within cosine
+    0.99996 of fp32 (``benchmarks/embedding_variants.py``, figures in docs/benchmarks.md).
     """
     parameter = next(model.parameters())
     if parameter.device == device and parameter.dtype == dtype and not model.training:
