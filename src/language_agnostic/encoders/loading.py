@@ -80,6 +80,11 @@ def _check_model_directory(directory: Path) -> None:
         )
 
 
+def _hub_offline() -> bool:
+    """Whether the Hugging Face hub is switched off (``HF_HUB_OFFLINE``)."""
+    return os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
+
+
 def _from_pretrained(source: str, local_only: bool) -> tuple[Any, Any]:
     from transformers import AutoConfig, AutoModel, AutoTokenizer
 
@@ -133,7 +138,7 @@ def load_encoder(name: str, bundled_dir: str | Path = "data/06_models/encoders/m
             raise EncoderLoadError(f"could not load the model directory {directory}: {exc}") from exc
         identity = {"name": directory.name, "source": str(directory), "weights_sha256": weights_hash(directory)}
     else:
-        offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
+        offline = _hub_offline()
         try:
             model, tokenizer = _from_pretrained(name, local_only=offline)
         except (OSError, ValueError) as exc:
@@ -168,7 +173,7 @@ def load_tokenizer(name: str, bundled_dir: str | Path = "data/06_models/encoders
     if name in BUNDLED_ALIASES:
         return AutoTokenizer.from_pretrained(str(convert_bundled_encoder(bundled_dir)), local_files_only=True)
     local = Path(name).expanduser()
-    offline = local.exists() or os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
+    offline = local.exists() or _hub_offline()
     try:
         return AutoTokenizer.from_pretrained(str(local.resolve()) if local.exists() else name, local_files_only=offline)
     except (OSError, ValueError) as exc:

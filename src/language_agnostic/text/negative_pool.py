@@ -66,21 +66,6 @@ class BleuSettings:
         )
 
 
-def sentence_bleu_score(hypothesis: str, reference: str, settings: BleuSettings) -> float:
-    """Brute-force reference: sacreBLEU's ``sentence_bleu`` with these settings (0–100)."""
-    from sacrebleu import sentence_bleu
-
-    return sentence_bleu(
-        hypothesis,
-        [reference],
-        smooth_method=settings.smooth_method,
-        smooth_value=settings.smooth_value,
-        lowercase=settings.lowercase,
-        tokenize=settings.tokenize,
-        use_effective_order=settings.effective_order,
-    ).score
-
-
 def _ngram_matrices(
     token_lists: Sequence[Sequence[str]],
 ) -> list[list[sp.csr_matrix]]:

@@ -223,6 +223,21 @@ def evaluate_fmda(manifest: Mapping[str, Any], fmda: Mapping[str, Any], dream: M
     return table
 
 
+EMBEDDING_ORDER = [("raw", "cls"), ("raw", "mean"), ("centering", "mean"), ("dream", "meaning"),
+                   ("fmda", "m"), ("fmda", "tp"), ("fmda", "rs")]
+
+
+def _markdown_table(part: pd.DataFrame, keys: list[tuple[str, str]], label: Any) -> list[str]:
+    """Rows = embeddings (in ``EMBEDDING_ORDER``), columns = ``keys`` in first-seen order."""
+    columns = list(dict.fromkeys(keys))
+    cells = {(r.method, r.embedding, key): r.value for r, key in zip(part.itertuples(), keys)}
+    lines = ["| embedding | " + " | ".join(label(c) for c in columns) + " |", "|---|" + "---:|" * len(columns)]
+    for method, emb in EMBEDDING_ORDER:
+        if any((method, emb, c) in cells for c in columns):
+            lines.append(f"| {method}/{emb} | " + " | ".join(f"{cells.get((method, emb, c), float('nan')):.3f}" for c in columns) + " |")
+    return lines
+
+
 def report_fmda(*tables: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any], str]:
     """All pairs' rows: the metrics table, MLflow metrics and markdown views (paper Tables 2, 3 and 6)."""
     rows = pd.concat(tables, ignore_index=True)
@@ -231,30 +246,15 @@ def report_fmda(*tables: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any], st
         .replace("-", "_").replace(">", "__").replace("@", "at"): {"value": float(r.value), "step": 0}
         for r in rows.itertuples()
     }
-    order = [("raw", "cls"), ("raw", "mean"), ("centering", "mean"), ("dream", "meaning"), ("fmda", "m"), ("fmda", "tp"), ("fmda", "rs")]
-    lines = ["# FMDA on MASSIVE (bundled encoder; see docs/results.md)", ""]
     semantic = rows[rows["task"] == "cross_lingual_retrieval"]
-    directions = list(dict.fromkeys(zip(semantic["source"], semantic["target"])))
-    lines += ["## Cross-lingual semantic retrieval, accuracy@1 (Table 2)", "",
-              "| embedding | " + " | ".join(f"{s.split('-')[0]}→{t.split('-')[0]}" for s, t in directions) + " |",
-              "|---|" + "---:|" * len(directions)]
-    for method, emb in order:
-        cell = semantic[(semantic["method"] == method) & (semantic["embedding"] == emb)]
-        if cell.empty:
-            continue
-        values = {(r.source, r.target): r.value for r in cell.itertuples()}
-        lines.append(f"| {method}/{emb} | " + " | ".join(f"{values.get(d, float('nan')):.3f}" for d in directions) + " |")
+    lines = ["# FMDA on MASSIVE (bundled encoder; see docs/results.md)", "",
+             "## Cross-lingual semantic retrieval, accuracy@1 (Table 2)", ""]
+    lines += _markdown_table(semantic, list(zip(semantic["source"], semantic["target"])),
+                             lambda key: f"{key[0].split('-')[0]}→{key[1].split('-')[0]}")
     for metric, title in (("accuracy@1", "Monolingual template retrieval, accuracy@1 (Table 3)"),
                           ("MAP", "Monolingual template retrieval, MAP over five targets (Table 6)")):
         part = rows[(rows["task"] == "template_retrieval") & (rows["metric"] == metric)]
-        columns = list(dict.fromkeys(zip(part["dataset"].str.split(":").str[-1], part["source"])))
-        lines += ["", f"## {title}", "",
-                  "| embedding | " + " | ".join(f"{loc.split('-')[0]} ({pair.replace('>', '→')})" for pair, loc in columns) + " |",
-                  "|---|" + "---:|" * len(columns)]
-        for method, emb in order:
-            cell = part[(part["method"] == method) & (part["embedding"] == emb)]
-            if cell.empty:
-                continue
-            values = {(r.dataset.split(":")[-1], r.source): r.value for r in cell.itertuples()}
-            lines.append(f"| {method}/{emb} | " + " | ".join(f"{values.get(c, float('nan')):.3f}" for c in columns) + " |")
+        lines += ["", f"## {title}", ""]
+        lines += _markdown_table(part, list(zip(part["dataset"].str.split(":").str[-1], part["source"])),
+                                 lambda key: f"{key[1].split('-')[0]} ({key[0].replace('>', '→')})")
     return rows, metrics, "\n".join(lines) + "\n"
