@@ -108,3 +108,10 @@ def test_unknown_ablation_is_named(tiny_hub_model: Path, tmp_path: Path):
 
     with pytest.raises(ValueError, match="fmda.variant.ablation must be one of"):
         train_fmda({"sets": {}}, pd.DataFrame(), {}, {"ablation": "no_everything"}, {"max_epochs": 1})
+
+
+def test_unknown_training_and_model_keys_are_named():
+    from language_agnostic.pipelines.fmda.nodes import train_fmda
+
+    with pytest.raises(ValueError, match=r"fmda.training: unknown key\(s\) \['epochs'\]"):
+        train_fmda({"sets": {}}, pd.DataFrame(), {}, {"ablation": "full"}, {"epochs": 3})

@@ -66,3 +66,13 @@ def test_missing_raw_data_through_the_catalog(project: Path, tmp_path: Path):
     assert "MASSIVE 1.1 tarball not found at" in message
     assert f"'{tmp_path}/{MASSIVE_TAIL}'" in message
     assert "https://amazon-massive-nlu-dataset.s3.amazonaws.com/amazon-massive-dataset-1.1.tar.gz" in message
+
+
+def test_settings_from_params_names_the_parameter():
+    from language_agnostic.methods.fmda import FmdaConfig
+    from language_agnostic.pipelines.project_config import settings_from_params
+
+    config = settings_from_params(FmdaConfig, {"ffn_layers": 2}, "fmda.model", dim=4, n_languages=2)
+    assert (config.dim, config.ffn_layers) == (4, 2)
+    with pytest.raises(ValueError, match=r"fmda.model: unknown key\(s\) \['depth'\]; known: \['activation'"):
+        settings_from_params(FmdaConfig, {"depth": 2}, "fmda.model", dim=4, n_languages=2)

@@ -15,6 +15,7 @@ import pandas as pd
 from language_agnostic.encoders.extraction import EmbeddingStore, ExtractionSettings, extract_embeddings
 from language_agnostic.encoders.loading import LoadedEncoder, load_encoder
 from language_agnostic.evaluation.retrieval import retrieval_accuracy_at_1
+from language_agnostic.pipelines.project_config import settings_from_params
 
 logger = logging.getLogger(__name__)
 
@@ -35,11 +36,7 @@ def load_encoder_node(encoder: Mapping[str, Any]) -> tuple[LoadedEncoder, dict[s
 
 def extraction_settings(params: Mapping[str, Any], token_states: bool = False) -> ExtractionSettings:
     """``ExtractionSettings`` from ``embeddings.extraction`` (unknown keys are an error)."""
-    known = set(ExtractionSettings.__dataclass_fields__)
-    unknown = sorted(set(params) - known)
-    if unknown:
-        raise ValueError(f"embeddings.extraction: unknown key(s) {unknown}; known: {sorted(known)}")
-    return ExtractionSettings(**{**params, "token_states": token_states})
+    return settings_from_params(ExtractionSettings, params, "embeddings.extraction", token_states=token_states)
 
 
 def embed_pair_texts(

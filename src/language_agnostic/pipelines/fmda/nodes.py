@@ -24,6 +24,7 @@ from language_agnostic.methods.centering import center, fit_language_means
 from language_agnostic.methods.dream import Dream, dream_losses
 from language_agnostic.methods.fmda import ABLATIONS, Fmda, FmdaConfig, fmda_losses
 from language_agnostic.pipelines.embeddings.nodes import extraction_settings
+from language_agnostic.pipelines.project_config import settings_from_params
 from language_agnostic.training.data import QuadrupletBatches
 from language_agnostic.training.fmda_data import FmdaBatches, encode_with_fmda
 from language_agnostic.training.loop import TrainSettings, history_metrics, train
@@ -81,10 +82,10 @@ def embed_fmda_inputs(
             "template_sizes": sizes}
 
 
-def _training_settings(params: Mapping[str, Any]) -> tuple[TrainSettings, int]:
+def _training_settings(params: Mapping[str, Any], where: str) -> tuple[TrainSettings, int]:
     params = dict(params)
     batch_size = int(params.pop("batch_size", 512))
-    return TrainSettings(**params), batch_size
+    return settings_from_params(TrainSettings, params, where), batch_size
 
 
 def _fmda_batches(manifest: Mapping[str, Any], split: str, pools: pd.DataFrame | None, batch_size: int,
@@ -115,13 +116,13 @@ def train_fmda(manifest: Mapping[str, Any], pools: pd.DataFrame, model_params: M
     Returns:
         ``(model, metrics)``: the trained weights and config, and per-epoch losses for MLflow.
     """
-    settings, batch_size = _training_settings(training)
+    settings, batch_size = _training_settings(training, "fmda.training")
     ablation = str(variant.get("ablation", "full"))
     if ablation not in ABLATIONS:
         raise ValueError(f"fmda.variant.ablation must be one of {sorted(ABLATIONS)}, got {ablation!r}")
     weights = {**ABLATIONS[ablation], **dict(variant.get("loss_weights") or {})}
     dim = manifest["sets"]["train.source.utt"].dim
-    config = FmdaConfig(dim=dim, n_languages=2, **dict(model_params))
+    config = settings_from_params(FmdaConfig, model_params, "fmda.model", dim=dim, n_languages=2)
     torch.manual_seed(settings.seed)
     model = Fmda(config)
     result = train(model, lambda m, b: fmda_losses(m, b, weights),
@@ -141,7 +142,7 @@ def train_dream_baseline(manifest: Mapping[str, Any], dream: Mapping[str, Any]) 
         dream: ``pooling`` (``cls`` as in the paper), ``activation``, ``loss_weights`` and
             ``training`` (``TrainSettings`` fields and ``batch_size``).
     """
-    settings, batch_size = _training_settings(dream["training"])
+    settings, batch_size = _training_settings(dream["training"], "fmda.dream.training")
     pooling = str(dream.get("pooling", "cls"))
     sets = manifest["sets"]
 
