@@ -8,6 +8,7 @@ then trains FMDA for a few epochs with the shared loop and reports seconds per e
 Usage::
 
     .venv/bin/python -u benchmarks/fmda_epoch.py --target de-DE --epochs 2
+    .venv/bin/python -u benchmarks/fmda_epoch.py --epochs 2 --no-bucket --tokenwise   # as before both
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ def main() -> None:
     parser.add_argument("--target", default="de-DE")
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=512)
+    parser.add_argument("--no-bucket", action="store_true", help="random batches instead of length buckets")
+    parser.add_argument("--tokenwise", action="store_true",
+                        help="FFNs on every token (the literal form) instead of the affine fast path")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     utterances = pd.read_parquet("data/02_intermediate/massive_utterances.parquet")
@@ -69,10 +73,12 @@ def main() -> None:
             pool = {loc: np.arange(len(ids)) for loc in pool}
         targets = {"s_tp": s["tp"], "s_rs": s["rs"], "t_tp": t["tp"], "t_rs": t["rs"]}
         return FmdaBatches(s["states"], t["states"], targets, 0, 1, pool[args.source], pool[args.target],
-                           args.batch_size, shuffle=shuffle)
+                           args.batch_size, shuffle=shuffle, bucket=not args.no_bucket)
 
     torch.manual_seed(0)
     model = Fmda(FmdaConfig(dim=encoder.hidden_size, n_languages=2))
+    if args.tokenwise:
+        model.affine_fast_path = False
     start = time.perf_counter()
     result = train(model, fmda_losses, batches("train", True), batches("dev", False),
                    TrainSettings(lr=1e-4, max_epochs=args.epochs, patience=args.epochs, seed=0, progress=False))
@@ -85,7 +91,8 @@ def main() -> None:
     batch_max = np.mean([lengths[rng.permutation(len(lengths))[: args.batch_size]].max() for _ in range(50)])
     print(f"source-side tokens per utterance: mean {lengths.mean():.1f}; longest in a random batch of "
           f"{args.batch_size}: {batch_max:.1f} on average (50 draws)")
-    print(f"training: {per_epoch:.1f} s per epoch (incl. dev loss), batch {args.batch_size}, fp32")
+    print(f"training: {per_epoch:.1f} s per epoch (incl. dev loss), batch {args.batch_size}, fp32, "
+          f"{'random' if args.no_bucket else 'length-bucketed'} batches, {'token-wise' if args.tokenwise else 'affine fast path'}")
     for record in result.history:
         print({k: round(v, 4) for k, v in record.items() if k in ("epoch", "train_total", "dev_total")})
 

@@ -67,6 +67,24 @@ def test_first_row_equals_the_full_attention_and_padding_is_ignored():
     assert out_padded["attn_tp"][0, 5:].abs().sum().item() == 0
 
 
+@pytest.mark.parametrize("ffn_layers", [1, 2])
+def test_fast_path_equals_the_tokenwise_form_with_odd_lengths_and_padding(ffn_layers):
+    torch.manual_seed(1)
+    model = Fmda(FmdaConfig(dim=6, n_languages=2, ffn_layers=ffn_layers))
+    lengths = torch.tensor([1, 3, 7])  # odd lengths, one utterance of a single token
+    mask = torch.arange(7)[None, :] < lengths[:, None]
+    states = torch.randn(3, 7, 6).masked_fill(~mask[..., None], 1e3)  # padding holds garbage
+    fast, slow = model(states, mask), model.tokenwise(states, mask)
+    for name in ("lang", "tp", "rs", "m", "attn_tp", "attn_rs"):
+        assert fast[name].shape == slow[name].shape
+        torch.testing.assert_close(fast[name], slow[name], rtol=1e-5, atol=1e-5)
+    assert fast["attn_tp"][0].tolist() == [1.0] + [0.0] * 6  # one token takes all the weight
+    assert not fast["attn_tp"].masked_select(~mask).any() and not fast["attn_rs"].masked_select(~mask).any()
+    fast["m"].sum().backward()  # gradients reach every FFN through the fast path
+    assert all(p.grad is not None and p.grad.abs().sum() > 0 for n, p in model.named_parameters()
+               if n.startswith(("query_tp", "key_tp", "value_tp", "value_rs")) and n.endswith("weight"))
+
+
 def test_contrastive_loss_by_hand():
     x1, x2 = torch.tensor([[1.0, 0.0]]), torch.tensor([[1.0, 0.0]])
     neg1, neg2 = torch.tensor([[0.0, 1.0]]), torch.tensor([[-1.0, 0.0]])

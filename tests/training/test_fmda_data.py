@@ -27,8 +27,9 @@ def batches_factory(tiny_hub_model: Path, tmp_path: Path):
     rng = np.random.default_rng(0)
     targets = {k: rng.standard_normal((6, 16)).astype(np.float32) for k in ("s_tp", "s_rs", "t_tp", "t_rs")}
 
-    def make(shuffle: bool = True) -> FmdaBatches:
-        return FmdaBatches(source, target, targets, 0, 1, np.array([0, 2, 5]), np.arange(6), batch_size=4, shuffle=shuffle)
+    def make(shuffle: bool = True, batch_size: int = 4, bucket: bool = False) -> FmdaBatches:
+        return FmdaBatches(source, target, targets, 0, 1, np.array([0, 2, 5]), np.arange(6), batch_size=batch_size,
+                           shuffle=shuffle, bucket=bucket)
 
     return make, source, targets
 
@@ -48,6 +49,25 @@ def test_batches_carry_everything_fmda_needs(batches_factory):
             negatives = {tuple(row[0, :3].tolist()) for row in batch["s2_states"]}
             pool_rows = {tuple(torch.from_numpy(source.token_states([i])[0][0, 0, :3].astype(np.float32)).tolist()) for i in (0, 2, 5)}
             assert negatives <= pool_rows
+
+
+def test_length_buckets_group_similar_lengths_and_still_cover_every_pair(batches_factory):
+    make, source, _ = batches_factory
+    batches = make(batch_size=2, bucket=True)
+    pair_lengths = sorted((source.lengths + batches.target.lengths).tolist())
+    orders = set()
+    for seed in range(6):
+        seen = []
+        for batch in batches.batches(1, torch.Generator().manual_seed(seed)):
+            seen.append(sorted((batch["s_mask"].sum(1) + batch["t_mask"].sum(1)).tolist()))
+        # every pair once per epoch; each batch holds neighbours of the length order
+        assert sorted(x for b in seen for x in b) == pair_lengths
+        assert sorted(seen) == [pair_lengths[i : i + 2] for i in range(0, 6, 2)]
+        orders.add(tuple(map(tuple, seen)))
+    assert len(orders) > 1  # the batch order is reshuffled
+    # dev batches (no shuffle) are never bucketed: the stored order
+    dev = next(iter(make(shuffle=False, batch_size=2, bucket=True).batches(0, torch.Generator().manual_seed(0))))
+    assert dev["s_mask"].sum(1).tolist() == source.lengths[:2].tolist()
 
 
 def test_fmda_trains_through_the_shared_loop(batches_factory):

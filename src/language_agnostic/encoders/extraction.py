@@ -193,6 +193,16 @@ class EmbeddingSet:
         if not meta_path.is_file():
             raise FileNotFoundError(f"{self.directory} is not a finished embedding entry (no meta.json)")
         self.meta: dict[str, Any] = json.loads(meta_path.read_text())
+        self._tokens: np.ndarray | None = None
+
+    def load_token_states(self, dtype: str = "float32") -> None:
+        """Read all token states into memory once, as ``dtype``; :meth:`token_states` then returns that dtype.
+
+        Worth it for a training set gathered every epoch (MASSIVE en-US train: ~230 MB in
+        fp32): converting fp16 once is much cheaper than per batch, where it took half an epoch.
+        """
+        tokens = np.load(self.directory / "tokens.npy")
+        self._tokens = torch.from_numpy(tokens).to(getattr(torch, dtype)).numpy()
 
     def __len__(self) -> int:
         return int(self.meta["n_texts"])
@@ -216,20 +226,21 @@ class EmbeddingSet:
         """Padded token states and attention mask for the texts at ``index``.
 
         Returns:
-            ``(states, mask)``: ``(len(index), L, dim)`` float16 and ``(len(index), L)`` bool,
-            ``L`` the longest of them.
+            ``(states, mask)``: ``(len(index), L, dim)`` float16 (float32 after
+            :meth:`load_token_states`) and ``(len(index), L)`` bool, ``L`` the longest of them.
         """
         if not self.meta.get("token_states"):
             raise ValueError(f"{self.directory} was extracted without token states (token_states: false)")
-        flat = np.load(self.directory / "tokens.npy", mmap_mode="r")
+        flat = self._tokens if self._tokens is not None else np.load(self.directory / "tokens.npy", mmap_mode="r")
         starts = np.load(self.directory / "token_starts.npy", mmap_mode="r")
         index = np.asarray(index, dtype=np.int64)
         lengths = self.lengths[index]
         width = int(lengths.max()) if len(index) else 0
-        states = np.zeros((len(index), width, flat.shape[1]), dtype=np.float16)
         mask = np.arange(width)[None, :] < lengths[:, None]
-        for row, (start, length) in enumerate(zip(starts[index], lengths)):
-            states[row, :length] = flat[start : start + length]
+        # one fancy-indexing gather instead of a Python loop over rows (the FMDA loader's hot path)
+        positions = np.asarray(starts)[index][:, None] + np.arange(width)[None, :]
+        states = np.asarray(flat[np.where(mask, positions, 0)])
+        states[~mask] = 0
         return states, mask
 
 

@@ -27,11 +27,15 @@ class FmdaBatches:
         source_pool, target_pool: Row indices negatives are drawn from (the negative pools).
         batch_size: Pairs per batch.
         shuffle: Reshuffle every epoch (training) or keep the order (dev).
+        bucket: Length-bucketed batches (training only): each epoch's shuffled pairs are
+            sorted by length, ties broken by the shuffle, cut into batches, and the batches
+            shuffled. Batches then pad to about their own length instead of the longest of a
+            random 512 (32.7 tokens for a mean of 13.1 on MASSIVE en-de, docs/fmda.md).
     """
 
     def __init__(self, source: EmbeddingSet, target: EmbeddingSet, targets: dict[str, np.ndarray],
                  source_lang: int, target_lang: int, source_pool: np.ndarray, target_pool: np.ndarray,
-                 batch_size: int, shuffle: bool = True) -> None:
+                 batch_size: int, shuffle: bool = True, bucket: bool = False) -> None:
         n = len(source)
         if len(target) != n or any(len(v) != n for v in targets.values()):
             raise ValueError(f"source ({n}), target ({len(target)}) and masked-text targets must be aligned")
@@ -42,11 +46,15 @@ class FmdaBatches:
             if len(pool) < 2:
                 raise ValueError(f"the {name} negative pool needs at least 2 utterances, has {len(pool)}")
         self.source, self.target = source, target
+        for entry in (source, target):
+            entry.load_token_states()  # gathered every epoch: keep them in memory
         self.targets = {k: torch.from_numpy(np.array(v, dtype=np.float32)) for k, v in targets.items()}  # a copy: store arrays are read-only memmaps
         self.langs = (source_lang, target_lang)
         self.pools = (torch.as_tensor(np.asarray(source_pool)), torch.as_tensor(np.asarray(target_pool)))
         self.batch_size = batch_size
         self.shuffle = shuffle
+        self.bucket = bucket
+        self.lengths = torch.as_tensor(np.asarray(source.lengths) + np.asarray(target.lengths))
 
     def __len__(self) -> int:
         return len(self.source)
@@ -54,7 +62,8 @@ class FmdaBatches:
     @staticmethod
     def _states(entry: EmbeddingSet, index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         states, mask = entry.token_states(index.numpy())
-        return torch.from_numpy(states.astype(np.float32)), torch.from_numpy(mask)
+        # torch converts fp16 with SIMD; numpy's astype was 4 s of a 9 s epoch
+        return torch.from_numpy(states).float(), torch.from_numpy(mask)
 
     def _negatives(self, index: torch.Tensor, pool: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         draw = torch.randint(len(pool), (len(index),), generator=generator)
@@ -63,13 +72,20 @@ class FmdaBatches:
         chosen[same] = pool[(draw[same] + 1) % len(pool)]
         return chosen
 
+    def _batch_indices(self, generator: torch.Generator) -> list[torch.Tensor]:
+        n = len(self.source)
+        order = torch.randperm(n, generator=generator) if self.shuffle else torch.arange(n)
+        if not (self.shuffle and self.bucket):
+            return list(order.split(self.batch_size))
+        # a stable sort keeps the random order among equal lengths, so batches differ every epoch
+        order = order[torch.sort(self.lengths[order], stable=True).indices]
+        chunks = order.split(self.batch_size)
+        return [chunks[i] for i in torch.randperm(len(chunks), generator=generator)]
+
     def batches(self, epoch: int, generator: torch.Generator) -> Iterator[dict[str, torch.Tensor]]:
         """The epoch's batches, with every key ``fmda_losses`` reads."""
         del epoch
-        n = len(self.source)
-        order = torch.randperm(n, generator=generator) if self.shuffle else torch.arange(n)
-        for start in range(0, n, self.batch_size):
-            index = order[start : start + self.batch_size]
+        for index in self._batch_indices(generator):
             s2 = self._negatives(index, self.pools[0], generator)
             t2 = self._negatives(index, self.pools[1], generator)
             batch: dict[str, torch.Tensor] = {}
@@ -90,7 +106,7 @@ def encode_with_fmda(model: torch.nn.Module, entry: EmbeddingSet, batch_size: in
     with torch.no_grad():
         for start in range(0, len(entry), batch_size):
             states, mask = entry.token_states(np.arange(start, min(start + batch_size, len(entry))))
-            out = model(torch.from_numpy(states.astype(np.float32)), torch.from_numpy(mask))
+            out = model(torch.from_numpy(states).float(), torch.from_numpy(mask))
             for key in outputs:
                 outputs[key].append(out[key].numpy())
     return {k: np.concatenate(v) for k, v in outputs.items()}
