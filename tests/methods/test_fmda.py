@@ -156,3 +156,13 @@ def test_bad_configuration_and_weights():
     model = _identity_model()
     with pytest.raises(ValueError, match=r"unknown FMDA loss weight\(s\) \['contrast'\]"):
         fmda_losses(model, _batch(model), {"contrast": 1.0})
+
+
+def test_two_stage_weights_split_the_losses():
+    from language_agnostic.methods.fmda import two_stage_weights
+
+    one, two = two_stage_weights(1), two_stage_weights(2)
+    assert {k for k, v in one.items() if v == 1.0} == {"tp_rec", "tp_rec_cl", "tp_con"}
+    assert all(one[k] + two[k] == 1.0 for k in LOSS_WEIGHTS)
+    with pytest.raises(ValueError, match="stage must be 1 or 2"):
+        two_stage_weights(3)

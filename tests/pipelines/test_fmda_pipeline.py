@@ -8,14 +8,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 from kedro.io import DataCatalog, MemoryDataset
 from kedro.runner import SequentialRunner
 
-from language_agnostic.datasets.embeddings import EmbeddingStoreDataset
+from language_agnostic.datasets.embeddings import EmbeddingManifestDataset, EmbeddingStoreDataset
 from language_agnostic.datasets.torch_state import TrainedHeadDataset
 from language_agnostic.encoders.extraction import EmbeddingStore, ExtractionSettings, extract_embeddings
 from language_agnostic.encoders.loading import load_encoder
 from language_agnostic.evaluation.retrieval import retrieval_accuracy_at_1
+from language_agnostic.methods.fmda import fmda_losses
 from language_agnostic.pipelines.fmda.pipeline import create_pipeline
 
 EN = ["wake me up at nine", "play jazz music", "what is the weather", "set an alarm for six", "play some music",
@@ -50,6 +52,20 @@ def _template(k: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _template_pairs() -> pd.DataFrame:
+    # train utterances 0-7 paired with another train utterance (the slot-replaced copy in real data)
+    return pd.DataFrame([{"locale": locale, "source_id": str(i), "target_index": 0, "template": "x",
+                          "source_utt": texts[i], "target_utt": texts[(i + 1) % 8]}
+                         for locale, texts in (("en-US", EN), ("de-DE", DE)) for i in range(8)])
+
+
+def _utterances() -> pd.DataFrame:
+    return pd.DataFrame([{"locale": locale, "id": str(i), "partition": partition, "utt": text,
+                          "intent": "music" if i >= 12 else "other"}
+                         for locale, texts in (("en-US", EN), ("de-DE", DE))
+                         for i, (text, partition) in enumerate(zip(texts, PARTITIONS))])
+
+
 def _catalog(model_dir: Path, store: Path) -> DataCatalog:
     params: dict[str, Any] = {
         "params:embeddings.encoder": {"name": str(model_dir)},
@@ -57,7 +73,12 @@ def _catalog(model_dir: Path, store: Path) -> DataCatalog:
         "params:massive.pairs.en_de": {"source": "en-US", "target": "de-DE"},
         "params:fmda.model": {"ffn_layers": 1, "mlp_layers": 1, "activation": "gelu", "attention_scale": "sqrt_d",
                               "utterance_target": "cls"},
-        "params:fmda.variant": {"ablation": "full", "loss_weights": {}},
+        "params:fmda.variants.all_together": {"pairs": "all"},
+        "params:fmda.variants.two_stage": {"pairs": ["en_de"], "two_stage": True},
+        "params:fmda.variants.no_contrastive": {"pairs": ["en_de"], "ablation": "no_contrastive"},
+        "params:fmda.unified": {"pairs": ["en_de"]},
+        "params:fmda.template_pairs_holdout": {"dev_fraction": 0.25, "seed": 0},
+        "params:fmda.figure": {"n_pairs": 4, "intent": "music", "n_templates": 2, "per_template": 2, "seed": 0},
         "params:fmda.training": TRAINING,
         "params:fmda.dream": {"pooling": "cls", "activation": "none", "loss_weights": {}, "training": TRAINING},
     }
@@ -67,23 +88,33 @@ def _catalog(model_dir: Path, store: Path) -> DataCatalog:
         "massive_template_retrieval_single": MemoryDataset(_template(1)),
         "massive_template_retrieval_multi": MemoryDataset(_template(2)),
         "massive_negative_pools": MemoryDataset(pools),
+        "massive_template_train_pairs": MemoryDataset(_template_pairs()),
+        "massive_utterances": MemoryDataset(_utterances()),
         "embedding_store": EmbeddingStoreDataset(str(store)),
         "encoder": MemoryDataset(copy_mode="assign"),
         # on disk (safetensors), so the runner does not release it after evaluation
-        "en_de.fmda_model": TrainedHeadDataset(str(store.parent / "fmda.safetensors")),
+        "en_de.fmda_model_all_together": TrainedHeadDataset(str(store.parent / "fmda.safetensors")),
+        "en_de.fmda_model_two_stage": TrainedHeadDataset(str(store.parent / "fmda_two_stage.safetensors")),
+        "fmda_model_unified": TrainedHeadDataset(str(store.parent / "fmda_unified.safetensors")),
         **{name: MemoryDataset(value) for name, value in params.items()},
     })
 
 
+VARIANTS = {"all_together": {"pairs": "all"}, "two_stage": {"pairs": ["en_de"], "two_stage": True},
+            "no_contrastive": {"pairs": ["en_de"], "ablation": "no_contrastive"}}
+
+
 def test_fmda_pipeline_end_to_end_on_tiny_data(tiny_hub_model: Path, tmp_path: Path):
     catalog = _catalog(tiny_hub_model, tmp_path / "store")
-    SequentialRunner().run(create_pipeline(pairs=["en_de"]), catalog)
+    pipeline = create_pipeline(pairs=["en_de"], variants=VARIANTS, unified=["en_de"], figure_pair="en_de")
+    SequentialRunner().run(pipeline, catalog)
     table = catalog["fmda_metrics_table"].load()
-    embeddings = {("raw", "cls"), ("raw", "mean"), ("centering", "mean"), ("dream", "meaning"),
-                  ("fmda", "m"), ("fmda", "tp"), ("fmda", "rs")}
+    fmda_methods = ["fmda", "fmda-two_stage", "fmda-no_contrastive", "fmda-unified"]
+    embeddings = {("raw", "cls"), ("raw", "mean"), ("centering", "mean"), ("dream", "meaning")}
+    embeddings |= {(m, e) for m in fmda_methods for e in ("m", "tp", "rs")}
     assert set(zip(table["method"], table["embedding"])) == embeddings
-    # 7 embeddings x (2 retrieval directions + 2 locales x (accuracy@1 + MAP))
-    assert len(table) == 7 * (2 + 4)
+    # 16 embeddings x (2 retrieval directions + 2 locales x (accuracy@1 + MAP))
+    assert len(table) == 16 * (2 + 4)
     assert table["value"].between(0, 1).all()
     # the raw rows equal retrieval computed here from the encoder directly
     encoder = load_encoder(str(tiny_hub_model))
@@ -94,19 +125,57 @@ def test_fmda_pipeline_end_to_end_on_tiny_data(tiny_hub_model: Path, tmp_path: P
     raw = table[(table["method"] == "raw") & (table["embedding"] == "mean") & (table["task"] == "cross_lingual_retrieval")]
     assert raw.set_index("source")["value"].to_dict() == pytest.approx(
         {"en-US": retrieval_accuracy_at_1(a, b), "de-DE": retrieval_accuracy_at_1(b, a)})
-    model = catalog["en_de.fmda_model"].load()
-    assert model["ablation"] == "full" and 1 <= model["best_epoch"] <= 2
-    history = catalog["en_de.fmda_history"].load()
-    assert [point["step"] for point in history["fmda.dev_total"]] == [1, 2]
+    model = catalog["en_de.fmda_model_all_together"].load()
+    assert model["ablation"] == "full" and model["method"] == "fmda" and 1 <= model["best_epoch"] <= 2
+    two_stage = catalog["en_de.fmda_model_two_stage"].load()
+    assert len(two_stage["stage_epochs"]) == 2
+    history = catalog["en_de.fmda_history_all_together"].load()
+    assert [point["step"] for point in history["fmda.all_together.en-US-de-DE.dev_total"]] == [1, 2]
+    unified = catalog["fmda_model_unified"].load()
+    assert unified["languages"] == ["en-US", "de-DE"] and unified["method"] == "fmda-unified"
     markdown = catalog["fmda_tables_markdown"].load()
-    assert "## Cross-lingual semantic retrieval, accuracy@1 (Table 2)" in markdown
-    assert "| fmda/tp |" in markdown
+    for title in ("Table 2", "Table 3", "Table 4", "Table 5", "Table 6", "Table 9"):
+        assert f"## {title}:" in markdown
+    assert "| fmda/tp |" in markdown and "| w/o contrastive (fmda-no_contrastive/m) |" in markdown
+    assert "| two-stage / tp |" in markdown
+    figure = catalog["fmda_figure"].load()
+    assert [ax.get_title()[:3] for ax in figure.axes[:3]] == ["(a)", "(b)", "(c)"]
+
+
+def test_two_stage_freezes_the_template_encoder_after_stage_one(tiny_hub_model: Path, tmp_path: Path, monkeypatch):
+    from language_agnostic.pipelines.fmda import nodes
+
+    catalog = _catalog(tiny_hub_model, tmp_path / "store")
+    for name in ("en_de.fmda_inputs", "en_de.fmda_template_pairs"):
+        catalog[name] = EmbeddingManifestDataset(str(tmp_path / f"{name}.json"))
+    pipeline = create_pipeline(pairs=["en_de"], variants=VARIANTS, unified=[], figure_pair="")
+    SequentialRunner().run(pipeline.to_outputs("en_de.fmda_inputs", "en_de.fmda_template_pairs"), catalog)
+    after_each_stage, weights_used = [], []
+    real_train = nodes.train
+
+    def recording_train(model, loss_fn, train_data, dev_data, settings):
+        result = real_train(model, loss_fn, train_data, dev_data, settings)
+        after_each_stage.append({k: v.clone() for k, v in model.state_dict().items()})
+        return result
+
+    monkeypatch.setattr(nodes, "train", recording_train)
+    monkeypatch.setattr(nodes, "fmda_losses", lambda m, b, w: (weights_used.append(dict(w)), fmda_losses(m, b, w))[1])
+    trained, _ = nodes.train_fmda_two_stage(catalog["en_de.fmda_inputs"].load(), catalog["en_de.fmda_template_pairs"].load(),
+                                            catalog["massive_negative_pools"].load(), {}, {}, TRAINING)
+    first, second = after_each_stage
+    for name in ("query_tp.0.weight", "key_tp.0.weight", "value_tp.0.weight"):
+        torch.testing.assert_close(second[name], first[name], rtol=0, atol=0)  # frozen in stage 2
+    assert not torch.equal(first["value_rs.0.weight"], second["value_rs.0.weight"])  # the rest trains on
+    torch.testing.assert_close(trained["state_dict"]["key_tp.0.weight"], first["key_tp.0.weight"], rtol=0, atol=0)
+    stage1, stage2 = weights_used[0], weights_used[-1]
+    assert {k for k, v in stage1.items() if v} == {"tp_rec", "tp_rec_cl", "tp_con"}
+    assert {k for k, v in stage2.items() if v} == {"lang", "utt_rec", "rs_rec", "rs_rec_cl", "m_con"}
 
 
 def test_unknown_ablation_is_named(tiny_hub_model: Path, tmp_path: Path):
     from language_agnostic.pipelines.fmda.nodes import train_fmda
 
-    with pytest.raises(ValueError, match="fmda.variant.ablation must be one of"):
+    with pytest.raises(ValueError, match="fmda.variants: ablation must be one of"):
         train_fmda({"sets": {}}, pd.DataFrame(), {}, {"ablation": "no_everything"}, {"max_epochs": 1})
 
 
@@ -115,3 +184,46 @@ def test_unknown_training_and_model_keys_are_named():
 
     with pytest.raises(ValueError, match=r"fmda.training: unknown key\(s\) \['epochs'\]"):
         train_fmda({"sets": {}}, pd.DataFrame(), {}, {"ablation": "full"}, {"epochs": 3})
+
+
+def test_variants_name_their_mistakes():
+    from language_agnostic.pipelines.fmda.pipeline import variant_pairs
+
+    assert variant_pairs({"a": {"pairs": "all"}, "b": {"pairs": ["en_es"]}, "c": None}, ["en_de", "en_es"]) == \
+        {"a": ["en_de", "en_es"], "b": ["en_es"], "c": ["en_de", "en_es"]}
+    with pytest.raises(ValueError, match=r"fmda.variants.b: unknown key\(s\) \['pair'\]"):
+        variant_pairs({"b": {"pair": ["en_de"]}}, ["en_de"])
+    with pytest.raises(ValueError, match=r"fmda.variants.b.pairs: \['en_fr'\] not in massive.pairs"):
+        variant_pairs({"b": {"pairs": ["en_fr"]}}, ["en_de"])
+    with pytest.raises(ValueError, match="fmda.figure.pair 'en_de' needs the all_together variant"):
+        create_pipeline(pairs=["en_de"], variants={"two_stage": {"two_stage": True}}, unified=[], figure_pair="en_de")
+
+
+def test_paper_tables_from_hand_made_rows():
+    from language_agnostic.pipelines.fmda.nodes import fmda_tables
+
+    def row(method, emb, task, dataset, source, target, metric, value):
+        return {"pipeline": "fmda", "method": method, "embedding": emb, "task": task, "dataset": dataset,
+                "source": source, "target": target, "metric": metric, "value": value, "encoder": "x"}
+
+    rows = []
+    for method, emb, base in (("raw", "cls", 0.1), ("dream", "meaning", 0.2), ("fmda", "m", 0.3), ("fmda", "tp", 0.4),
+                              ("fmda-no_contrastive", "m", 0.05), ("fmda-unified", "m", 0.25), ("fmda-unified", "tp", 0.35)):
+        rows.append(row(method, emb, "cross_lingual_retrieval", "massive_test", "en-US", "de-DE", "accuracy@1", base))
+        rows.append(row(method, emb, "cross_lingual_retrieval", "massive_test", "de-DE", "en-US", "accuracy@1", base + 0.01))
+        for locale, extra in (("en-US", 0.002), ("de-DE", 0.004)):
+            rows.append(row(method, emb, "template_retrieval", "massive_template_single:en-US>de-DE", locale, locale, "accuracy@1", base + extra))
+            rows.append(row(method, emb, "template_retrieval", "massive_template_multi:en-US>de-DE", locale, locale, "MAP", base + extra / 2))
+    text = fmda_tables(pd.DataFrame(rows))
+    table2 = text.split("## Table 2")[1].split("##")[0]
+    assert "| embedding | EN→DE | DE→EN |" in table2
+    assert "| fmda/m | 0.300 | 0.310 |" in table2 and "| raw/mean |" not in table2  # unmeasured rows left out
+    assert "| fmda/tp | 0.402 | 0.404 |" in text.split("## Table 3")[1].split("##")[0]
+    assert "| fmda/tp | 0.401 | 0.402 |" in text.split("## Table 6")[1].split("##")[0]
+    table4 = text.split("## Table 4")[1].split("##")[0]
+    assert "| w/o contrastive (fmda-no_contrastive/m) | 0.050 | 0.060 |" in table4
+    assert "(no two_stage variant configured)" in text.split("## Table 5")[1].split("##")[0]
+    table9 = text.split("## Table 9")[1]
+    assert "| task | DREAM | dual-lingual FMDA | unified FMDA |" in table9
+    assert "| DE→EN | 0.210 | 0.310 | 0.260 |" in table9
+    assert "| EN template | 0.202 | 0.402 | 0.352 |" in table9 and "| DE template | 0.204 | 0.404 | 0.354 |" in table9

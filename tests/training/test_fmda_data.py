@@ -92,3 +92,26 @@ def test_misaligned_inputs(batches_factory):
         FmdaBatches(source, source, {k: v for k, v in targets.items() if k != "t_rs"}, 0, 1, np.arange(6), np.arange(6), 4)
     with pytest.raises(ValueError, match="the target negative pool needs at least 2 utterances, has 1"):
         FmdaBatches(source, source, targets, 0, 1, np.arange(6), np.array([3]), 4)
+
+
+def test_interleaved_batches_mix_sources_and_keep_each_ones_batches():
+    from language_agnostic.training.data import InterleavedBatches, QuadrupletBatches
+
+    def source(offset: float, n: int) -> QuadrupletBatches:
+        x = np.full((n, 2), offset, dtype=np.float32) + np.arange(n, dtype=np.float32)[:, None]
+        return QuadrupletBatches(x, x, np.zeros(n), np.ones(n), batch_size=2)
+
+    mixed = InterleavedBatches([source(0, 4), source(100, 6)])
+    assert len(mixed) == 10
+    orders = set()
+    for seed in range(8):
+        batches = list(mixed.batches(1, torch.Generator().manual_seed(seed)))
+        assert len(batches) == 5  # 2 + 3, each batch from one source
+        firsts = [float(b["s"][0, 0]) for b in batches]
+        assert sorted(v for b in batches for v in b["s"][:, 0].tolist()) == [0, 1, 2, 3, 100, 101, 102, 103, 104, 105]
+        assert all(len({v >= 100 for v in b["s"][:, 0].tolist()}) == 1 for b in batches)
+        orders.add(tuple(f >= 100 for f in firsts))
+    assert len(orders) > 1
+    again = [b["s"] for b in mixed.batches(1, torch.Generator().manual_seed(3))]
+    once = [b["s"] for b in mixed.batches(1, torch.Generator().manual_seed(3))]
+    assert all(torch.equal(a, b) for a, b in zip(again, once))

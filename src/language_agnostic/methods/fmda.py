@@ -55,6 +55,16 @@ ABLATIONS: dict[str, dict[str, float]] = {
 }
 # the template encoder (frozen in the second stage of the two-stage training, §4.6)
 TEMPLATE_MODULES = ("query_tp", "key_tp", "value_tp")
+# §4.6: stage 1 trains "the template reconstruction loss and the template contrastive loss"
+# on monolingual template pairs; stage 2 uses "all other losses except template-related ones"
+TEMPLATE_LOSSES = ("tp_rec", "tp_rec_cl", "tp_con")
+
+
+def two_stage_weights(stage: int) -> dict[str, float]:
+    """Loss weights of stage 1 (template losses only) or stage 2 (all but them) of §4.6."""
+    if stage not in (1, 2):
+        raise ValueError(f"stage must be 1 or 2, got {stage}")
+    return {name: float((name in TEMPLATE_LOSSES) == (stage == 1)) for name in LOSS_WEIGHTS}
 ACTIVATIONS = {"none": nn.Identity, "relu": nn.ReLU, "gelu": nn.GELU, "tanh": nn.Tanh}
 
 

@@ -70,3 +70,35 @@ class QuadrupletBatches:
                 "s": self.source[index], "t": self.target[index], "s2": self.source[s2], "t2": self.target[t2],
                 "s_lang": self.source_lang[index], "t_lang": self.target_lang[index],
             }
+
+
+class InterleavedBatches:
+    """Several batch sources as one epoch: every source's batches, in a seeded random order.
+
+    The unified multilingual FMDA (Appendix C) trains on EN-DE, EN-ES and EN-JA pairs "in one
+    epoch", and the first stage of two-stage FMDA (§4.6) on template pairs of two languages;
+    each batch comes from one source (one language pair), the order of batches is mixed.
+
+    Args:
+        sources: The batch sources, each with ``__len__`` (examples) and ``batch_size``.
+    """
+
+    def __init__(self, sources: list) -> None:
+        if not sources:
+            raise ValueError("InterleavedBatches needs at least one source")
+        self.sources = list(sources)
+
+    def __len__(self) -> int:
+        return sum(len(s) for s in self.sources)
+
+    def batches(self, epoch: int, generator: torch.Generator) -> Iterator[dict[str, torch.Tensor]]:
+        """All sources' batches for ``epoch``, interleaved by ``generator``."""
+        streams = []
+        for source in self.sources:
+            # each source draws from its own generator, seeded from the shared one
+            seed = int(torch.randint(2**62, (1,), generator=generator))
+            streams.append(iter(source.batches(epoch, torch.Generator().manual_seed(seed))))
+        counts = [-(-len(s) // s.batch_size) for s in self.sources]
+        schedule = torch.cat([torch.full((c,), i) for i, c in enumerate(counts)])
+        for i in schedule[torch.randperm(len(schedule), generator=generator)].tolist():
+            yield next(streams[i])

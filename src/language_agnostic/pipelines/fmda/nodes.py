@@ -9,7 +9,7 @@ semantic retrieval (test pairs) and monolingual template retrieval (accuracy@1 a
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -22,10 +22,13 @@ from language_agnostic.evaluation.retrieval import retrieval_accuracy_at_1
 from language_agnostic.evaluation.template import mean_average_precision, template_accuracy_at_1
 from language_agnostic.methods.centering import center, fit_language_means
 from language_agnostic.methods.dream import Dream, dream_losses
-from language_agnostic.methods.fmda import ABLATIONS, Fmda, FmdaConfig, fmda_losses
+from language_agnostic.methods.fmda import (
+    ABLATIONS, TEMPLATE_LOSSES, Fmda, FmdaConfig, fmda_losses, freeze_template_encoder, two_stage_weights,
+)
 from language_agnostic.pipelines.embeddings.nodes import extraction_settings
 from language_agnostic.pipelines.project_config import settings_from_params
-from language_agnostic.training.data import QuadrupletBatches
+from language_agnostic.pipelines.tracking import log_child_metrics, log_child_run, metric_key
+from language_agnostic.training.data import InterleavedBatches, QuadrupletBatches
 from language_agnostic.training.fmda_data import FmdaBatches, encode_with_fmda
 from language_agnostic.training.loop import TrainSettings, history_metrics, train
 
@@ -82,56 +85,188 @@ def embed_fmda_inputs(
             "template_sizes": sizes}
 
 
-def _training_settings(params: Mapping[str, Any], where: str) -> tuple[TrainSettings, int]:
+ALL_TOGETHER = "all_together"
+
+
+def method_name(variant: str) -> str:
+    """The metrics-table ``method`` of an FMDA variant: ``fmda`` for all-together training."""
+    return "fmda" if variant == ALL_TOGETHER else f"fmda-{variant}"
+
+
+def _training_settings(params: Mapping[str, Any], where: str) -> tuple[TrainSettings, int, bool]:
     params = dict(params)
     batch_size = int(params.pop("batch_size", 512))
-    return settings_from_params(TrainSettings, params, where), batch_size
+    buckets = bool(params.pop("length_buckets", False))
+    return settings_from_params(TrainSettings, params, where), batch_size, buckets
+
+
+def _variant_weights(variant: Mapping[str, Any]) -> dict[str, float]:
+    ablation = str(variant.get("ablation", "full"))
+    if ablation not in ABLATIONS:
+        raise ValueError(f"fmda.variants: ablation must be one of {sorted(ABLATIONS)}, got {ablation!r}")
+    return {**ABLATIONS[ablation], **dict(variant.get("loss_weights") or {})}
+
+
+def _pool_rows(ids: np.ndarray, pools: pd.DataFrame | None, locale: str) -> np.ndarray:
+    """Rows of ``ids`` negatives are drawn from: the locale's negative pool (train), else all."""
+    if pools is None:
+        return np.arange(len(ids))
+    return np.flatnonzero(np.isin(ids, pools.loc[pools["locale"] == locale, "id"]))
 
 
 def _fmda_batches(manifest: Mapping[str, Any], split: str, pools: pd.DataFrame | None, batch_size: int,
-                  shuffle: bool) -> FmdaBatches:
+                  shuffle: bool, buckets: bool = False, langs: tuple[int, int] = (0, 1)) -> FmdaBatches:
     sets, ids = manifest["sets"], np.array(manifest["ids"][split])
-    pool = {}
-    for side in ("source", "target"):
-        locale = manifest[f"{side}_locale"]
-        pooled = np.flatnonzero(np.isin(ids, pools.loc[pools["locale"] == locale, "id"])) if pools is not None else np.arange(len(ids))
-        pool[side] = pooled
+    pool = {side: _pool_rows(ids, pools, manifest[f"{side}_locale"]) for side in ("source", "target")}
     targets = {f"{s[0]}_{kind}": np.asarray(sets[f"{split}.{s}.{kind}"].vectors("cls")) for s in ("source", "target") for kind in ("tp", "rs")}
-    return FmdaBatches(sets[f"{split}.source.utt"], sets[f"{split}.target.utt"], targets, 0, 1,
-                       pool["source"], pool["target"], batch_size, shuffle=shuffle)
+    return FmdaBatches(sets[f"{split}.source.utt"], sets[f"{split}.target.utt"], targets, *langs,
+                       pool["source"], pool["target"], batch_size, shuffle=shuffle, bucket=buckets)
+
+
+def _new_model(manifest: Mapping[str, Any], model_params: Mapping[str, Any], n_languages: int, seed: int) -> Fmda:
+    dim = manifest["sets"]["train.source.utt"].dim
+    config = settings_from_params(FmdaConfig, model_params, "fmda.model", dim=dim, n_languages=n_languages)
+    torch.manual_seed(seed)
+    return Fmda(config)
+
+
+def _trained(model: Fmda, results: list[Any], variant: str, spec: Mapping[str, Any], **extra: Any) -> dict[str, Any]:
+    logger.info("FMDA %s: best dev epoch(s) %s of %s", variant, [r.best_epoch for r in results], [r.epochs_run for r in results])
+    return {"state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()}, "config": model.config.__dict__,
+            "variant": variant, "method": method_name(variant), "ablation": str(spec.get("ablation", "full")),
+            "best_epoch": results[-1].best_epoch, "epochs_run": results[-1].epochs_run,
+            "stage_epochs": [[r.best_epoch, r.epochs_run] for r in results], **extra}
 
 
 def train_fmda(manifest: Mapping[str, Any], pools: pd.DataFrame, model_params: Mapping[str, Any],
-               variant: Mapping[str, Any], training: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Train FMDA on the pair's train split, early stopping on dev (§4.2).
+               spec: Mapping[str, Any], training: Mapping[str, Any], variant: str = ALL_TOGETHER,
+               ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Train FMDA on the pair's train split, early stopping on dev (§4.2); all losses together.
 
     Args:
         manifest: From :func:`embed_fmda_inputs`.
         pools: ``massive_negative_pools``; train negatives come from them, dev negatives from
             all dev utterances (the pools are built from train only).
         model_params: ``FmdaConfig`` fields other than ``dim``/``n_languages``.
-        variant: ``ablation`` (a key of ``ABLATIONS``) and extra ``loss_weights``.
-        training: ``TrainSettings`` fields and ``batch_size``.
+        spec: The variant (``fmda.variants.<name>``): ``ablation`` (a key of ``ABLATIONS``)
+            and extra ``loss_weights``.
+        training: ``TrainSettings`` fields, ``batch_size`` and ``length_buckets``.
+        variant: The variant's name (rows and MLflow run are named after it).
 
     Returns:
         ``(model, metrics)``: the trained weights and config, and per-epoch losses for MLflow.
     """
-    settings, batch_size = _training_settings(training, "fmda.training")
-    ablation = str(variant.get("ablation", "full"))
-    if ablation not in ABLATIONS:
-        raise ValueError(f"fmda.variant.ablation must be one of {sorted(ABLATIONS)}, got {ablation!r}")
-    weights = {**ABLATIONS[ablation], **dict(variant.get("loss_weights") or {})}
-    dim = manifest["sets"]["train.source.utt"].dim
-    config = settings_from_params(FmdaConfig, model_params, "fmda.model", dim=dim, n_languages=2)
-    torch.manual_seed(settings.seed)
-    model = Fmda(config)
+    settings, batch_size, buckets = _training_settings(training, "fmda.training")
+    weights = _variant_weights(spec)
+    model = _new_model(manifest, model_params, 2, settings.seed)
     result = train(model, lambda m, b: fmda_losses(m, b, weights),
-                   _fmda_batches(manifest, "train", pools, batch_size, True),
+                   _fmda_batches(manifest, "train", pools, batch_size, True, buckets),
                    _fmda_batches(manifest, "dev", None, batch_size, False), settings)
-    logger.info("FMDA (%s): best dev epoch %d of %d", ablation, result.best_epoch, result.epochs_run)
-    trained = {"state_dict": result.state_dict, "config": config.__dict__, "ablation": ablation,
-               "best_epoch": result.best_epoch, "epochs_run": result.epochs_run}
-    return trained, history_metrics(result.history, "fmda")
+    trained = _trained(model, [result], variant, spec)
+    trained["mlflow_run_id"] = log_child_run(f"fmda/{variant}/{manifest['source_locale']}-{manifest['target_locale']}",
+                                             {"variant": variant, **spec, **model_params, **training}, result.history)
+    return trained, history_metrics(result.history, f"fmda.{variant}.{manifest['source_locale']}-{manifest['target_locale']}")
+
+
+def embed_template_pairs(pairs: pd.DataFrame, masked: pd.DataFrame, pair: Mapping[str, str], encoder: LoadedEncoder,
+                         store: EmbeddingStore, extraction: Mapping[str, Any], holdout: Mapping[str, Any]) -> dict[str, Any]:
+    """Monolingual template pairs of both languages of ``pair``, for stage 1 of two-stage FMDA (§4.6).
+
+    Each pair is a train utterance and a copy with other slot values (``massive_template_train_pairs``).
+    Both share one template, so both reconstruction targets are the first-token state of the
+    source's template-masked text. A seeded ``holdout.dev_fraction`` of source utterances is kept
+    out for early stopping (MASSIVE's dev split is not used to build template pairs).
+
+    Returns:
+        A manifest: ``sets`` (``<split>.<side>.a`` / ``.b`` token states of the two utterances,
+        ``<split>.<side>.tp`` the target), ``ids`` (source ids per ``<split>.<side>``), locales.
+    """
+    tokens, sentence = extraction_settings(extraction, token_states=True), extraction_settings(extraction)
+    fraction, seed = float(holdout.get("dev_fraction", 0.1)), int(holdout.get("seed", 0))
+    sets: dict[str, EmbeddingSet] = {}
+    ids: dict[str, list[str]] = {}
+    for side in ("source", "target"):
+        locale = pair[side]
+        rows = pairs[pairs["locale"] == locale].sort_values("source_id", key=lambda c: c.astype(int)).reset_index(drop=True)
+        if rows.empty:
+            raise ValueError(f"no template train pairs for {locale}: check massive.template_pairs")
+        texts = _split_rows(masked, locale, "train").set_index("id")["template_text"]
+        missing = sorted(set(rows["source_id"]) - set(texts.index))
+        if missing:
+            raise ValueError(f"template pairs of {locale} name {len(missing)} utterance(s) not in train, e.g. {missing[:3]}")
+        dev = np.random.default_rng(seed).random(len(rows)) < fraction
+        for split, chosen in (("train", rows[~dev]), ("dev", rows[dev])):
+            ids[f"{split}.{side}"] = chosen["source_id"].tolist()
+            sets[f"{split}.{side}.a"] = extract_embeddings(encoder, chosen["source_utt"].tolist(), tokens, store)
+            sets[f"{split}.{side}.b"] = extract_embeddings(encoder, chosen["target_utt"].tolist(), tokens, store)
+            sets[f"{split}.{side}.tp"] = extract_embeddings(encoder, texts.loc[chosen["source_id"]].tolist(), sentence, store)
+        logger.info("template pairs %s: %d train / %d held out for early stopping", locale, int((~dev).sum()), int(dev.sum()))
+    return {"sets": sets, "ids": ids, "source_locale": pair["source"], "target_locale": pair["target"]}
+
+
+def _template_pair_batches(manifest: Mapping[str, Any], split: str, pools: pd.DataFrame | None, batch_size: int,
+                           shuffle: bool, buckets: bool) -> InterleavedBatches:
+    sources = []
+    for lang, side in enumerate(("source", "target")):
+        sets, ids = manifest["sets"], np.array(manifest["ids"][f"{split}.{side}"])
+        target = np.asarray(sets[f"{split}.{side}.tp"].vectors("cls"))
+        pool = _pool_rows(ids, pools, manifest[f"{side}_locale"])
+        # both utterances share the template, so one target serves both; the residual targets
+        # are unused (weight 0 in stage 1) and filled with the same array
+        targets = {k: target for k in ("s_tp", "t_tp", "s_rs", "t_rs")}
+        sources.append(FmdaBatches(sets[f"{split}.{side}.a"], sets[f"{split}.{side}.b"], targets, lang, lang,
+                                   pool, pool, batch_size, shuffle=shuffle, bucket=buckets))
+    return InterleavedBatches(sources)
+
+
+def train_fmda_two_stage(manifest: Mapping[str, Any], template_pairs: Mapping[str, Any], pools: pd.DataFrame,
+                         model_params: Mapping[str, Any], spec: Mapping[str, Any], training: Mapping[str, Any],
+                         variant: str = "two_stage") -> tuple[dict[str, Any], dict[str, Any]]:
+    """Two-stage FMDA (§4.6): template losses on monolingual template pairs, then the rest with the template encoder frozen.
+
+    Stage 1 stops early on the held-out template pairs, stage 2 on the MASSIVE dev pairs.
+    """
+    settings, batch_size, buckets = _training_settings(training, "fmda.training")
+    extra = _variant_weights(spec)
+    model = _new_model(manifest, model_params, 2, settings.seed)
+    stage1 = {**two_stage_weights(1), **{k: v for k, v in extra.items() if k in TEMPLATE_LOSSES}}
+    first = train(model, lambda m, b: fmda_losses(m, b, stage1),
+                  _template_pair_batches(template_pairs, "train", pools, batch_size, True, buckets),
+                  _template_pair_batches(template_pairs, "dev", None, batch_size, False, False), settings)
+    freeze_template_encoder(model)
+    stage2 = {**two_stage_weights(2), **{k: v for k, v in extra.items() if k not in TEMPLATE_LOSSES}}
+    second = train(model, lambda m, b: fmda_losses(m, b, stage2),
+                   _fmda_batches(manifest, "train", pools, batch_size, True, buckets),
+                   _fmda_batches(manifest, "dev", None, batch_size, False), settings)
+    trained = _trained(model, [first, second], variant, spec)
+    history = first.history + [{**r, "epoch": r["epoch"] + len(first.history)} for r in second.history]
+    trained["mlflow_run_id"] = log_child_run(f"fmda/{variant}/{manifest['source_locale']}-{manifest['target_locale']}",
+                                             {"variant": variant, "two_stage": True, **spec, **model_params, **training}, history)
+    pair = f"{manifest['source_locale']}-{manifest['target_locale']}"
+    return trained, {**history_metrics(first.history, f"fmda.{variant}.{pair}.stage1"),
+                     **history_metrics(second.history, f"fmda.{variant}.{pair}.stage2")}
+
+
+def train_fmda_unified(pools: pd.DataFrame, model_params: Mapping[str, Any], spec: Mapping[str, Any],
+                       training: Mapping[str, Any], *manifests: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One FMDA on the mixture of several pairs (Appendix C), one language id per locale.
+
+    Every epoch holds every pair's batches in a seeded random order; early stopping uses the
+    summed dev loss of all pairs.
+    """
+    settings, batch_size, buckets = _training_settings(training, "fmda.training")
+    weights = _variant_weights(spec)
+    languages = list(dict.fromkeys(loc for m in manifests for loc in (m["source_locale"], m["target_locale"])))
+    langs = [(languages.index(m["source_locale"]), languages.index(m["target_locale"])) for m in manifests]
+    model = _new_model(manifests[0], model_params, len(languages), settings.seed)
+    result = train(model, lambda m, b: fmda_losses(m, b, weights),
+                   InterleavedBatches([_fmda_batches(m, "train", pools, batch_size, True, buckets, l) for m, l in zip(manifests, langs)]),
+                   InterleavedBatches([_fmda_batches(m, "dev", None, batch_size, False, False, l) for m, l in zip(manifests, langs)]),
+                   settings)
+    trained = _trained(model, [result], "unified", spec, languages=languages)
+    trained["mlflow_run_id"] = log_child_run("fmda/unified/" + "+".join(languages),
+                                             {"variant": "unified", **spec, **model_params, **training}, result.history)
+    return trained, history_metrics(result.history, "fmda.unified")
 
 
 def train_dream_baseline(manifest: Mapping[str, Any], dream: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -142,7 +277,7 @@ def train_dream_baseline(manifest: Mapping[str, Any], dream: Mapping[str, Any]) 
         dream: ``pooling`` (``cls`` as in the paper), ``activation``, ``loss_weights`` and
             ``training`` (``TrainSettings`` fields and ``batch_size``).
     """
-    settings, batch_size = _training_settings(dream["training"], "fmda.dream.training")
+    settings, batch_size, _ = _training_settings(dream["training"], "fmda.dream.training")
     pooling = str(dream.get("pooling", "cls"))
     sets = manifest["sets"]
 
@@ -158,104 +293,241 @@ def train_dream_baseline(manifest: Mapping[str, Any], dream: Mapping[str, Any]) 
                    batches("train", True), batches("dev", False), settings)
     trained = {"state_dict": result.state_dict, "pooling": pooling, "activation": str(dream.get("activation", "none")),
                "best_epoch": result.best_epoch, "epochs_run": result.epochs_run}
-    return trained, history_metrics(result.history, "dream")
+    return trained, history_metrics(result.history, f"dream.{manifest['source_locale']}-{manifest['target_locale']}")
 
 
-def _row(manifest: Mapping[str, Any], embedding: str, method: str, task: str, dataset: str, source: str,
+def _row(embedding: str, method: str, task: str, dataset: str, source: str,
          target: str, metric: str, value: float, encoder: str) -> dict[str, Any]:
     return {"pipeline": "fmda", "method": method, "embedding": embedding, "task": task, "dataset": dataset,
             "source": source, "target": target, "metric": metric, "value": round(float(value), 6), "encoder": encoder}
 
 
-def evaluate_fmda(manifest: Mapping[str, Any], fmda: Mapping[str, Any], dream: Mapping[str, Any],
-                  identity: Mapping[str, Any]) -> pd.DataFrame:
-    """Semantic retrieval (both directions) and template retrieval (accuracy@1, MAP) for every embedding.
+Embedder = Callable[[EmbeddingSet, str], dict[tuple[str, str], np.ndarray]]
+
+
+def _score(manifest: Mapping[str, Any], embed: Embedder, encoder: str) -> pd.DataFrame:
+    """Semantic retrieval (both directions) and template retrieval (accuracy@1, MAP) of every embedding ``embed`` gives."""
+    sets = manifest["sets"]
+    src, tgt = manifest["source_locale"], manifest["target_locale"]
+    rows = []
+    test = {side: embed(sets[f"test.{side}.utt"], loc) for side, loc in (("source", src), ("target", tgt))}
+    for (method, emb), a in test["source"].items():
+        b = test["target"][(method, emb)]
+        rows.append(_row(emb, method, "cross_lingual_retrieval", "massive_test", src, tgt, "accuracy@1", retrieval_accuracy_at_1(a, b), encoder))
+        rows.append(_row(emb, method, "cross_lingual_retrieval", "massive_test", tgt, src, "accuracy@1", retrieval_accuracy_at_1(b, a), encoder))
+    # the trained pair is part of the row: EN is evaluated once per training pair
+    pair = f"{src}>{tgt}"
+    for side, locale in (("source", src), ("target", tgt)):
+        if f"template.single.{side}.source" not in sets or f"template.multi.{side}.source" not in sets:
+            continue
+        single = [embed(sets[f"template.single.{side}.{end}"], locale) for end in ("source", "target")]
+        multi = [embed(sets[f"template.multi.{side}.{end}"], locale) for end in ("source", "target")]
+        k = len(sets[f"template.multi.{side}.target"]) // len(sets[f"template.multi.{side}.source"])
+        for method, emb in single[0]:
+            key = (method, emb)
+            rows.append(_row(emb, method, "template_retrieval", f"massive_template_single:{pair}", locale, locale,
+                             "accuracy@1", template_accuracy_at_1(single[0][key], single[1][key]), encoder))
+            rows.append(_row(emb, method, "template_retrieval", f"massive_template_multi:{pair}", locale, locale,
+                             "MAP", mean_average_precision(multi[0][key], multi[1][key], k), encoder))
+    table = pd.DataFrame(rows)
+    logger.info("%s-%s evaluated: %d metric rows", src, tgt, len(table))
+    return table
+
+
+def evaluate_baselines(manifest: Mapping[str, Any], dream: Mapping[str, Any], identity: Mapping[str, Any]) -> pd.DataFrame:
+    """The baselines on the pair's test retrieval and template sets.
 
     Embeddings: raw first-token (``raw/cls``), raw mean (``raw/mean``), per-language mean
     centring of the mean vectors fitted on train (``centering/mean``), DREAM's meaning
-    (``dream/meaning``), FMDA's meaning, template and residual (``fmda/m``, ``fmda/tp``,
-    ``fmda/rs``).
+    (``dream/meaning``).
     """
     sets = manifest["sets"]
     src, tgt = manifest["source_locale"], manifest["target_locale"]
-    encoder = str(identity.get("name"))
-    model = Fmda(FmdaConfig(**fmda["config"]))
-    model.load_state_dict(fmda["state_dict"])
     dream_model = Dream(sets["train.source.utt"].dim, 2, dream["activation"])
     dream_model.load_state_dict(dream["state_dict"])
     dream_model.eval()
     train_mean = np.concatenate([np.asarray(sets["train.source.utt"].vectors("mean")), np.asarray(sets["train.target.utt"].vectors("mean"))])
     means = fit_language_means(train_mean, [src] * len(sets["train.source.utt"]) + [tgt] * len(sets["train.target.utt"]))
 
-    def embeddings(entry: EmbeddingSet, locale: str) -> dict[tuple[str, str], np.ndarray]:
+    def embed(entry: EmbeddingSet, locale: str) -> dict[tuple[str, str], np.ndarray]:
         out = {("raw", "cls"): np.asarray(entry.vectors("cls")), ("raw", "mean"): np.asarray(entry.vectors("mean"))}
         out[("centering", "mean")] = center(out[("raw", "mean")], [locale] * len(entry), means)
         with torch.no_grad():
             out[("dream", "meaning")] = dream_model(torch.from_numpy(np.array(entry.vectors(dream["pooling"]))))[0].numpy()
-        for key, value in encode_with_fmda(model, entry).items():
-            if key != "lang":
-                out[("fmda", key)] = value
         return out
 
-    rows = []
-    test = {side: embeddings(sets[f"test.{side}.utt"], loc) for side, loc in (("source", src), ("target", tgt))}
-    for (method, emb), a in test["source"].items():
-        b = test["target"][(method, emb)]
-        rows.append(_row(manifest, emb, method, "cross_lingual_retrieval", "massive_test", src, tgt, "accuracy@1", retrieval_accuracy_at_1(a, b), encoder))
-        rows.append(_row(manifest, emb, method, "cross_lingual_retrieval", "massive_test", tgt, src, "accuracy@1", retrieval_accuracy_at_1(b, a), encoder))
-    for side, locale in (("source", src), ("target", tgt)):
-        if f"template.single.{side}.source" not in sets or f"template.multi.{side}.source" not in sets:
-            continue
-        single_src = embeddings(sets[f"template.single.{side}.source"], locale)
-        single_tgt = embeddings(sets[f"template.single.{side}.target"], locale)
-        multi_src = embeddings(sets[f"template.multi.{side}.source"], locale)
-        multi_tgt = embeddings(sets[f"template.multi.{side}.target"], locale)
-        k = len(sets[f"template.multi.{side}.target"]) // len(sets[f"template.multi.{side}.source"])
-        for key in single_src:
-            method, emb = key
-            # the trained pair is part of the row: EN is evaluated once per training pair
-            pair = f"{src}>{tgt}"
-            rows.append(_row(manifest, emb, method, "template_retrieval", f"massive_template_single:{pair}", locale, locale,
-                             "accuracy@1", template_accuracy_at_1(single_src[key], single_tgt[key]), encoder))
-            rows.append(_row(manifest, emb, method, "template_retrieval", f"massive_template_multi:{pair}", locale, locale,
-                             "MAP", mean_average_precision(multi_src[key], multi_tgt[key], k), encoder))
-    table = pd.DataFrame(rows)
-    logger.info("fmda %s-%s evaluated: %d metric rows", src, tgt, len(table))
-    return table
+    return _score(manifest, embed, str(identity.get("name")))
+
+
+def evaluate_fmda(manifest: Mapping[str, Any], fmda: Mapping[str, Any], identity: Mapping[str, Any]) -> pd.DataFrame:
+    """An FMDA variant's meaning (``m``), template (``tp``) and residual (``rs``) embeddings, as ``fmda[-<variant>]`` rows."""
+    model = Fmda(FmdaConfig(**fmda["config"]))
+    model.load_state_dict(fmda["state_dict"])
+    method = str(fmda.get("method", "fmda"))
+
+    def embed(entry: EmbeddingSet, locale: str) -> dict[tuple[str, str], np.ndarray]:
+        del locale
+        return {(method, key): value for key, value in encode_with_fmda(model, entry).items() if key != "lang"}
+
+    rows = _score(manifest, embed, str(identity.get("name")))
+    log_child_metrics(fmda.get("mlflow_run_id"), rows)
+    return rows
 
 
 EMBEDDING_ORDER = [("raw", "cls"), ("raw", "mean"), ("centering", "mean"), ("dream", "meaning"),
                    ("fmda", "m"), ("fmda", "tp"), ("fmda", "rs")]
+CellKey = tuple[str, str, str, str, str, str, str]  # method, embedding, task, pair, source, target, metric
 
 
-def _markdown_table(part: pd.DataFrame, keys: list[tuple[str, str]], label: Any) -> list[str]:
-    """Rows = embeddings (in ``EMBEDDING_ORDER``), columns = ``keys`` in first-seen order."""
-    columns = list(dict.fromkeys(keys))
-    cells = {(r.method, r.embedding, key): r.value for r, key in zip(part.itertuples(), keys)}
-    lines = ["| embedding | " + " | ".join(label(c) for c in columns) + " |", "|---|" + "---:|" * len(columns)]
-    for method, emb in EMBEDDING_ORDER:
-        if any((method, emb, c) in cells for c in columns):
-            lines.append(f"| {method}/{emb} | " + " | ".join(f"{cells.get((method, emb, c), float('nan')):.3f}" for c in columns) + " |")
-    return lines
+def _cells(rows: pd.DataFrame) -> dict[CellKey, float]:
+    pair = rows["dataset"].str.split(":").str[1].fillna("")
+    return {(r.method, r.embedding, r.task, p, r.source, r.target, r.metric): float(r.value)
+            for r, p in zip(rows.itertuples(), pair)}
+
+
+def _grid(cells: Mapping[CellKey, float], header: list[str], body: list[tuple[str, list[CellKey]]]) -> list[str]:
+    """A markdown table; a row none of whose cells was measured is left out, a missing cell is ``—``."""
+    lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
+    for label, keys in body:
+        if any(k in cells for k in keys):
+            lines.append(f"| {label} | " + " | ".join(f"{cells[k]:.3f}" if k in cells else "—" for k in keys) + " |")
+    return lines if len(lines) > 2 else ["(not measured in this run: see `fmda.variants` in conf/base/parameters_fmda.yml)"]
+
+
+def _short(locale: str) -> str:
+    return locale.split("-")[0].upper()
+
+
+def _semantic(method: str, emb: str, src: str, tgt: str) -> CellKey:
+    return (method, emb, "cross_lingual_retrieval", "", src, tgt, "accuracy@1")
+
+
+def _template(method: str, emb: str, pair: tuple[str, str], locale: str, metric: str = "accuracy@1") -> CellKey:
+    return (method, emb, "template_retrieval", f"{pair[0]}>{pair[1]}", locale, locale, metric)
+
+
+def fmda_tables(rows: pd.DataFrame) -> str:
+    """Markdown views of the long table with the rows and columns of the paper's Tables 2, 3, 4, 5, 6 and 9."""
+    cells = _cells(rows)
+    semantic = rows[rows["task"] == "cross_lingual_retrieval"]
+    pairs: list[tuple[str, str]] = []
+    for src, tgt in zip(semantic["source"], semantic["target"]):
+        if (src, tgt) not in pairs and (tgt, src) not in pairs:
+            pairs.append((src, tgt))
+    directions = [d for src, tgt in pairs for d in ((src, tgt), (tgt, src))]
+    methods = set(rows["method"])
+    ablations = [m for m in dict.fromkeys(rows["method"]) if m.startswith("fmda-no_")]
+    out = ["# FMDA on MASSIVE (bundled 4-bit multilingual-e5-small; see docs/results.md)", "",
+           "## Table 2: cross-lingual semantic retrieval, accuracy@1", ""]
+    out += _grid(cells, ["embedding"] + [f"{_short(a)}→{_short(b)}" for a, b in directions],
+                 [(f"{m}/{e}", [_semantic(m, e, a, b) for a, b in directions]) for m, e in EMBEDDING_ORDER])
+    template_cols = [(pair, loc) for pair in pairs for loc in pair]
+    for metric, title in (("accuracy@1", "Table 3: monolingual template retrieval, accuracy@1"),
+                          ("MAP", "Table 6: monolingual template retrieval, MAP over five targets")):
+        out += ["", f"## {title}", ""]
+        out += _grid(cells, ["embedding"] + [f"{_short(loc)} ({_short(p[0])}-{_short(p[1])} model)" for p, loc in template_cols],
+                     [(f"{m}/{e}", [_template(m, e, p, loc, metric) for p, loc in template_cols]) for m, e in EMBEDDING_ORDER])
+    # Tables 4 and 5 are about the first pair (EN-DE in the paper and in the default configuration)
+    first = pairs[0] if pairs else ("", "")
+    both = [first, first[::-1]]
+    out += ["", f"## Table 4: ablations, cross-lingual semantic retrieval of the meaning embedding ({_short(first[0])}-{_short(first[1])}), accuracy@1", ""]
+    body = [("encoder first token (raw/cls)", [_semantic("raw", "cls", *d) for d in both]),
+            ("DREAM (dream/meaning)", [_semantic("dream", "meaning", *d) for d in both]),
+            ("FMDA (fmda/m)", [_semantic("fmda", "m", *d) for d in both])]
+    body += [(f"w/o {m.removeprefix('fmda-no_').replace('_', ' ')} ({m}/m)", [_semantic(m, "m", *d) for d in both]) for m in ablations]
+    out += _grid(cells, ["model"] + [f"{_short(a)}→{_short(b)}" for a, b in both], body) if ablations else \
+        ["(no ablation variant configured)"]
+    out += ["", "## Table 5: all-together vs two-stage training, accuracy@1", ""]
+    header = ["method / embedding"] + [f"{_short(a)}→{_short(b)}" for a, b in both] + [f"{_short(loc)} template" for loc in first]
+    body = [(f"{label} / {e}", [_semantic(m, e, *d) for d in both] + [_template(m, e, first, loc) for loc in first])
+            for label, m in (("all-together", "fmda"), ("two-stage", "fmda-two_stage")) for e in ("m", "tp")]
+    out += _grid(cells, header, body) if "fmda-two_stage" in methods else ["(no two_stage variant configured)"]
+    out += ["", "## Table 9: dual-lingual vs unified multilingual training, accuracy@1", "",
+            "Semantic rows compare meaning embeddings (`dream/meaning`, `fmda/m`, `fmda-unified/m`); template rows "
+            "the template embeddings (`fmda/tp`, `fmda-unified/tp`; DREAM's meaning). EN is the EN template set "
+            "evaluated with the first pair's models.", ""]
+    body = [(f"{_short(b)}→{_short(a)}", [_semantic("dream", "meaning", b, a), _semantic("fmda", "m", b, a),
+                                          _semantic("fmda-unified", "m", b, a)]) for a, b in pairs]
+    template_rows = [(pairs[0], pairs[0][0])] + [(p, p[1]) for p in pairs] if pairs else []
+    body += [(f"{_short(loc)} template", [_template("dream", "meaning", p, loc), _template("fmda", "tp", p, loc),
+                                          _template("fmda-unified", "tp", p, loc)]) for p, loc in template_rows]
+    out += _grid(cells, ["task", "DREAM", "dual-lingual FMDA", "unified FMDA"], body) if "fmda-unified" in methods else \
+        ["(no unified model configured)"]
+    return "\n".join(out) + "\n"
 
 
 def report_fmda(*tables: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any], str]:
-    """All pairs' rows: the metrics table, MLflow metrics and markdown views (paper Tables 2, 3 and 6)."""
+    """All rows: the metrics table, MLflow metrics and the markdown tables (:func:`fmda_tables`)."""
     rows = pd.concat(tables, ignore_index=True)
-    metrics = {
-        f"{r.task}.{r.method}.{r.embedding}.{r.dataset.split(':')[-1]}.{r.source}_to_{r.target}.{r.metric}"
-        .replace("-", "_").replace(">", "__").replace("@", "at"): {"value": float(r.value), "step": 0}
-        for r in rows.itertuples()
-    }
-    semantic = rows[rows["task"] == "cross_lingual_retrieval"]
-    lines = ["# FMDA on MASSIVE (bundled encoder; see docs/results.md)", "",
-             "## Cross-lingual semantic retrieval, accuracy@1 (Table 2)", ""]
-    lines += _markdown_table(semantic, list(zip(semantic["source"], semantic["target"])),
-                             lambda key: f"{key[0].split('-')[0]}→{key[1].split('-')[0]}")
-    for metric, title in (("accuracy@1", "Monolingual template retrieval, accuracy@1 (Table 3)"),
-                          ("MAP", "Monolingual template retrieval, MAP over five targets (Table 6)")):
-        part = rows[(rows["task"] == "template_retrieval") & (rows["metric"] == metric)]
-        lines += ["", f"## {title}", ""]
-        lines += _markdown_table(part, list(zip(part["dataset"].str.split(":").str[-1], part["source"])),
-                                 lambda key: f"{key[1].split('-')[0]} ({key[0].replace('>', '→')})")
-    return rows, metrics, "\n".join(lines) + "\n"
+    metrics = {metric_key(r): {"value": float(r.value), "step": 0} for r in rows.itertuples()}
+    return rows, metrics, fmda_tables(rows)
+
+
+def plot_embeddings(manifest: Mapping[str, Any], fmda: Mapping[str, Any], template_model: Mapping[str, Any],
+                    utterances: pd.DataFrame, masked: pd.DataFrame, params: Mapping[str, Any]) -> Any:
+    """Figure 4: t-SNE of FMDA's language and meaning embeddings of test pairs, and of template embeddings of one intent.
+
+    Args:
+        manifest: The pair's FMDA inputs (test token states).
+        fmda: The all-together model (panels a, b).
+        template_model: The model whose template embeddings panel c shows (two-stage in the paper).
+        utterances: ``massive_utterances`` (intents); masked: ``massive_masked_texts`` (templates).
+        params: ``fmda.figure``: ``n_pairs``, ``intent``, ``n_templates``, ``per_template``, ``seed``.
+
+    Returns:
+        A matplotlib figure with the three panels.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from sklearn.manifold import TSNE
+
+    seed = int(params.get("seed", 0))
+    rng = np.random.default_rng(seed)
+    sets, ids = manifest["sets"], np.array(manifest["ids"]["test"])
+    src, tgt = manifest["source_locale"], manifest["target_locale"]
+    chosen = np.sort(rng.choice(len(ids), size=min(int(params.get("n_pairs", 800)), len(ids)), replace=False))
+
+    def encode(model_dict: Mapping[str, Any], entry: EmbeddingSet, rows: np.ndarray) -> dict[str, np.ndarray]:
+        model = Fmda(FmdaConfig(**model_dict["config"]))
+        model.load_state_dict(model_dict["state_dict"])
+        model.eval()
+        states, mask = entry.token_states(rows)
+        with torch.no_grad():
+            out = model(torch.from_numpy(np.asarray(states, dtype=np.float32)), torch.from_numpy(mask))
+        return {k: out[k].numpy() for k in ("lang", "m", "tp")}
+
+    a = encode(fmda, sets["test.source.utt"], chosen)
+    b = encode(fmda, sets["test.target.utt"], chosen)
+    fig, axes = plt.subplots(1, 3, figsize=(18, 6))
+    for ax, key, title in ((axes[0], "lang", "(a) language embeddings"), (axes[1], "m", "(b) meaning embeddings")):
+        both = np.concatenate([a[key], b[key]])
+        points = TSNE(random_state=seed, init="pca", perplexity=min(30.0, len(both) - 1.0)).fit_transform(both)
+        n = len(chosen)
+        ax.scatter(*points[:n].T, s=4, label=_short(src))
+        ax.scatter(*points[n:].T, s=4, label=_short(tgt))
+        ax.set_title(f"{title}, {n} {_short(src)}-{_short(tgt)} test pairs")
+        ax.legend()
+    # panel c: utterances of one intent, several templates (same template-masked text)
+    intent = str(params.get("intent", "play_music"))
+    test = utterances[(utterances["locale"] == src) & (utterances["partition"] == "test") & (utterances["intent"] == intent)]
+    templates = masked[(masked["locale"] == src) & (masked["partition"] == "test")].set_index("id")["template_text"]
+    test = test.assign(template=templates.reindex(test["id"]).to_numpy())
+    per, k = int(params.get("per_template", 5)), int(params.get("n_templates", 4))
+    counts = test["template"].value_counts()
+    top = counts[counts >= per].index[:k].tolist()
+    position = {i: n for n, i in enumerate(ids)}
+    picked = pd.concat([test[test["template"] == t].sample(per, random_state=seed) for t in top]) if top else test.iloc[:0]
+    if len(top) >= 2:
+        tp = encode(template_model, sets["test.source.utt"], np.array([position[i] for i in picked["id"]]))["tp"]
+        points = TSNE(random_state=seed, init="pca", perplexity=min(5.0, len(picked) - 1.0)).fit_transform(tp)
+        for t in top:
+            where = (picked["template"] == t).to_numpy()
+            axes[2].scatter(*points[where].T, s=30, label=t[:50])
+        axes[2].legend(fontsize=7)
+    axes[2].set_title(f"(c) template embeddings ({template_model.get('method', 'fmda')}), {_short(src)} {intent}: "
+                      f"{len(top)} templates × {per}")
+    fig.tight_layout()
+    logger.info("figure 4: %d pairs, %d templates of %s", len(chosen), len(top), intent)
+    return fig

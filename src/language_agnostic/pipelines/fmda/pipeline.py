@@ -1,48 +1,139 @@
-"""``fmda``: per language pair, embed → train FMDA and DREAM → evaluate → one report."""
+"""``fmda``: per language pair, embed → train DREAM and the FMDA variants → evaluate; one unified model; report.
+
+The variants (``fmda.variants``: all-together, two-stage, the Table 4 ablations) and the
+pairs each is trained on are read from ``conf/`` when the pipeline is built, like the pairs
+themselves: adding a variant or a pair is a YAML edit, and kedro-viz shows every one.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import partial, update_wrapper
+from typing import Any
 
 from kedro.pipeline import Pipeline, node
 
 from language_agnostic.pipelines.embeddings.pipeline import load_encoder_pipeline
 from language_agnostic.pipelines.fmda import nodes
 from language_agnostic.pipelines.massive.pipeline import DEFAULT_PAIRS
-from language_agnostic.pipelines.project_config import configured_namespaces
+from language_agnostic.pipelines.project_config import configured_namespaces, load_parameters
 
 SHARED_INPUTS = {"massive_masked_texts", "massive_template_retrieval_single", "massive_template_retrieval_multi",
-                 "massive_negative_pools", "encoder", "embedding_store", "encoder_identity"}
-SHARED_PARAMS = {"params:embeddings.extraction", "params:fmda.model", "params:fmda.variant", "params:fmda.training",
-                 "params:fmda.dream"}
+                 "massive_negative_pools", "massive_template_train_pairs", "encoder", "embedding_store",
+                 "encoder_identity"}
+SHARED_PARAMS = {"params:embeddings.extraction", "params:fmda.model", "params:fmda.training", "params:fmda.dream",
+                 "params:fmda.template_pairs_holdout"}
+VARIANT_KEYS = {"pairs", "ablation", "two_stage", "loss_weights"}
+DEFAULT_VARIANTS: dict[str, Any] = {nodes.ALL_TOGETHER: {"pairs": "all"}}
 
 
-def create_pair_pipeline() -> Pipeline:
-    """One language pair (instantiated per namespace)."""
-    return Pipeline([
+def _for_variant(func: Any, variant: str) -> Any:
+    """``func`` with its ``variant`` argument bound (and its name kept for Kedro's logs)."""
+    return update_wrapper(partial(func, variant=variant), func)
+
+
+def variant_pairs(variants: Mapping[str, Any], pairs: list[str]) -> dict[str, list[str]]:
+    """``{variant: [pair namespaces]}``; ``pairs: all`` (or no ``pairs``) means every configured pair.
+
+    Raises:
+        ValueError: Unknown keys in a variant, or a pair that is not in ``massive.pairs``.
+    """
+    out = {}
+    for name, spec in variants.items():
+        spec = dict(spec or {})
+        unknown = sorted(set(spec) - VARIANT_KEYS)
+        if unknown:
+            raise ValueError(f"fmda.variants.{name}: unknown key(s) {unknown}; known: {sorted(VARIANT_KEYS)}")
+        chosen = spec.get("pairs", "all")
+        chosen = list(pairs) if chosen == "all" else [str(p) for p in chosen]
+        missing = sorted(set(chosen) - set(pairs))
+        if missing:
+            raise ValueError(f"fmda.variants.{name}.pairs: {missing} not in massive.pairs ({pairs})")
+        out[str(name)] = chosen
+    return out
+
+
+def create_pair_pipeline(variants: Mapping[str, Any]) -> Pipeline:
+    """One language pair (instantiated per namespace) with the given variants."""
+    nodes_ = [
         node(nodes.embed_fmda_inputs,
              inputs=["massive_masked_texts", "massive_template_retrieval_single", "massive_template_retrieval_multi",
                      "params:pair", "encoder", "embedding_store", "params:embeddings.extraction"],
              outputs="fmda_inputs", name="embed_fmda_inputs_node"),
-        node(nodes.train_fmda,
-             inputs=["fmda_inputs", "massive_negative_pools", "params:fmda.model", "params:fmda.variant", "params:fmda.training"],
-             outputs=["fmda_model", "fmda_history"], name="train_fmda_node"),
         node(nodes.train_dream_baseline, inputs=["fmda_inputs", "params:fmda.dream"],
              outputs=["dream_model", "dream_history"], name="train_dream_node"),
-        node(nodes.evaluate_fmda, inputs=["fmda_inputs", "fmda_model", "dream_model", "encoder_identity"],
-             outputs="fmda_rows", name="evaluate_fmda_node"),
-    ])
+        node(nodes.evaluate_baselines, inputs=["fmda_inputs", "dream_model", "encoder_identity"],
+             outputs="baseline_rows", name="evaluate_baselines_node"),
+    ]
+    if any((spec or {}).get("two_stage") for spec in variants.values()):
+        nodes_.append(node(nodes.embed_template_pairs,
+                           inputs=["massive_template_train_pairs", "massive_masked_texts", "params:pair", "encoder",
+                                   "embedding_store", "params:embeddings.extraction", "params:fmda.template_pairs_holdout"],
+                           outputs="fmda_template_pairs", name="embed_template_pairs_node"))
+    for name, spec in variants.items():
+        if (spec or {}).get("two_stage"):
+            train = node(_for_variant(nodes.train_fmda_two_stage, name),
+                         inputs=["fmda_inputs", "fmda_template_pairs", "massive_negative_pools", "params:fmda.model",
+                                 f"params:fmda.variants.{name}", "params:fmda.training"],
+                         outputs=[f"fmda_model_{name}", f"fmda_history_{name}"], name=f"train_fmda_{name}_node")
+        else:
+            train = node(_for_variant(nodes.train_fmda, name),
+                         inputs=["fmda_inputs", "massive_negative_pools", "params:fmda.model",
+                                 f"params:fmda.variants.{name}", "params:fmda.training"],
+                         outputs=[f"fmda_model_{name}", f"fmda_history_{name}"], name=f"train_fmda_{name}_node")
+        nodes_ += [train, node(nodes.evaluate_fmda, inputs=["fmda_inputs", f"fmda_model_{name}", "encoder_identity"],
+                               outputs=f"fmda_rows_{name}", name=f"evaluate_fmda_{name}_node")]
+    return Pipeline(nodes_)
 
 
-def create_pipeline(pairs: list[str] | None = None) -> Pipeline:
-    """Build ``fmda`` over the language pairs of ``massive.pairs``."""
+def create_pipeline(pairs: list[str] | None = None, variants: Mapping[str, Any] | None = None,
+                    unified: list[str] | None = None, figure_pair: str | None = None) -> Pipeline:
+    """Build ``fmda`` from ``massive.pairs``, ``fmda.variants``, ``fmda.unified.pairs`` and ``fmda.figure.pair``.
+
+    Arguments given here replace the configuration (tests build small pipelines this way).
+    """
+    params = load_parameters() if None in (pairs, variants, unified, figure_pair) else {}
+    fmda = params.get("fmda", {})
     if pairs is None:
         pairs = configured_namespaces("massive", "pairs", DEFAULT_PAIRS)
-    load = load_encoder_pipeline()
-    per_pair = [
-        Pipeline(create_pair_pipeline(), namespace=name, inputs=SHARED_INPUTS,
-                 outputs={"fmda_rows": f"fmda_rows_{name}"},
-                 parameters={**{p: p for p in SHARED_PARAMS}, "params:pair": f"params:massive.pairs.{name}"})
-        for name in pairs
-    ]
-    report = node(nodes.report_fmda, inputs=[f"fmda_rows_{name}" for name in pairs],
-                  outputs=["fmda_metrics_table", "fmda_metrics", "fmda_tables_markdown"], name="report_fmda_node")
-    return Pipeline([load, *per_pair, report], tags="fmda")
+    if variants is None:
+        variants = fmda.get("variants") or DEFAULT_VARIANTS
+    if unified is None:
+        unified = [str(p) for p in (fmda.get("unified") or {}).get("pairs") or []]
+    if figure_pair is None:
+        figure_pair = str((fmda.get("figure") or {}).get("pair") or "")
+    trained_on = variant_pairs(variants, pairs)
+    missing = sorted(set(unified) - set(pairs))
+    if missing:
+        raise ValueError(f"fmda.unified.pairs: {missing} not in massive.pairs ({pairs})")
+    per_pair, rows = [], []
+    for name in pairs:
+        mine = {v: spec for v, spec in variants.items() if name in trained_on[v]}
+        pipe = create_pair_pipeline(mine)
+        used = pipe.inputs()  # a pair without a two-stage variant reads no template pairs
+        parameters = {**{p: p for p in SHARED_PARAMS & used}, **{f"params:fmda.variants.{v}": f"params:fmda.variants.{v}" for v in mine},
+                      "params:pair": f"params:massive.pairs.{name}"}
+        per_pair.append(Pipeline(pipe, namespace=name, inputs=SHARED_INPUTS & used, parameters=parameters))
+        rows += [f"{name}.baseline_rows"] + [f"{name}.fmda_rows_{v}" for v in mine]
+    extra = []
+    if unified:
+        extra.append(node(nodes.train_fmda_unified,
+                          inputs=["massive_negative_pools", "params:fmda.model", "params:fmda.unified", "params:fmda.training",
+                                  *[f"{name}.fmda_inputs" for name in unified]],
+                          outputs=["fmda_model_unified", "fmda_history_unified"], name="train_fmda_unified_node"))
+        for name in unified:
+            extra.append(node(nodes.evaluate_fmda, inputs=[f"{name}.fmda_inputs", "fmda_model_unified", "encoder_identity"],
+                              outputs=f"fmda_rows_unified_{name}", name=f"evaluate_fmda_unified_{name}_node"))
+            rows.append(f"fmda_rows_unified_{name}")
+    if figure_pair:
+        if nodes.ALL_TOGETHER not in variants or figure_pair not in trained_on[nodes.ALL_TOGETHER]:
+            raise ValueError(f"fmda.figure.pair {figure_pair!r} needs the all_together variant trained on it")
+        template_model = "two_stage" if "two_stage" in variants and figure_pair in trained_on["two_stage"] else nodes.ALL_TOGETHER
+        extra.append(node(nodes.plot_embeddings,
+                          inputs=[f"{figure_pair}.fmda_inputs", f"{figure_pair}.fmda_model_{nodes.ALL_TOGETHER}",
+                                  f"{figure_pair}.fmda_model_{template_model}", "massive_utterances", "massive_masked_texts",
+                                  "params:fmda.figure"],
+                          outputs="fmda_figure", name="plot_embeddings_node"))
+    report = node(nodes.report_fmda, inputs=rows, outputs=["fmda_metrics_table", "fmda_metrics", "fmda_tables_markdown"],
+                  name="report_fmda_node")
+    return Pipeline([load_encoder_pipeline(), *per_pair, *extra, report], tags="fmda")
