@@ -142,6 +142,18 @@ def test_fmda_pipeline_end_to_end_on_tiny_data(tiny_hub_model: Path, tmp_path: P
     assert [ax.get_title()[:3] for ax in figure.axes[:3]] == ["(a)", "(b)", "(c)"]
 
 
+def test_two_runs_with_the_same_seed_give_the_same_metrics(tiny_hub_model: Path, tmp_path: Path):
+    variants = {"all_together": {"pairs": "all"}}
+    tables = []
+    for run in ("first", "second"):
+        catalog = _catalog(tiny_hub_model, tmp_path / run / "store")
+        SequentialRunner().run(create_pipeline(pairs=["en_de"], variants=variants, unified=[], figure_pair=""), catalog)
+        tables.append(catalog["fmda_metrics_table"].load().drop(columns=["run_id"], errors="ignore"))
+    pd.testing.assert_frame_equal(tables[0], tables[1])
+    # the trained rows are there, not only the raw ones
+    assert {"fmda", "dream"} <= set(tables[0]["method"])
+
+
 def test_two_stage_freezes_the_template_encoder_after_stage_one(tiny_hub_model: Path, tmp_path: Path, monkeypatch):
     from language_agnostic.pipelines.fmda import nodes
 

@@ -1,0 +1,67 @@
+"""Dev-only check of the learning rate and epoch cap of FMDA and DREAM on one MASSIVE pair.
+
+Model selection here uses the MASSIVE **dev** split only (the same early-stopping criterion
+as the pipeline: the lowest mean dev ``total`` loss); no test figure is computed. For each
+learning rate it trains with the pipeline's own node (``train_fmda`` / ``train_dream_baseline``)
+and prints the best dev loss, the epoch it came from, the epochs run and the seconds taken.
+
+Needs the pair's FMDA inputs (``data/04_feature/<pair>/fmda_inputs.json``), which any
+``kedro run --pipelines=fmda`` writes.
+
+Usage::
+
+    .venv/bin/python -u benchmarks/dev_lr_check.py --pair en_de --method fmda --lrs 1e-4 3e-4 1e-3 --max-epochs 60
+    .venv/bin/python -u benchmarks/dev_lr_check.py --pair en_de --method dream --lrs 1e-4 1e-3 --max-epochs 200
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import time
+
+import pandas as pd
+import yaml
+
+from language_agnostic.datasets.embeddings import EmbeddingManifestDataset
+from language_agnostic.pipelines.fmda import nodes
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--pair", default="en_de")
+    parser.add_argument("--method", choices=["fmda", "dream"], default="fmda")
+    parser.add_argument("--lrs", type=float, nargs="+", default=[1e-4, 3e-4, 1e-3])
+    parser.add_argument("--max-epochs", type=int, default=60)
+    parser.add_argument("--patience", type=int, default=None, help="default: the configured one")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    params = yaml.safe_load(open("conf/base/parameters_fmda.yml"))["fmda"]
+    manifest = EmbeddingManifestDataset(f"data/04_feature/{args.pair}/fmda_inputs.json").load()
+    pools = pd.read_parquet("data/03_primary/massive_negative_pools.parquet")
+    print(f"{args.method} on {args.pair}: dev-only selection, max {args.max_epochs} epochs")
+    print("| lr | best dev total | best epoch | epochs run | seconds |")
+    print("|---|---:|---:|---:|---:|")
+    for lr in args.lrs:
+        if args.method == "fmda":
+            training = {**params["training"], "lr": lr, "max_epochs": args.max_epochs, "progress": False}
+            if args.patience:
+                training["patience"] = args.patience
+            start = time.perf_counter()
+            _, history = nodes.train_fmda(manifest, pools, params["model"], {}, training)
+            key = f"fmda.all_together.{manifest['source_locale']}-{manifest['target_locale']}.dev_total"
+        else:
+            training = {**params["dream"]["training"], "lr": lr, "max_epochs": args.max_epochs, "progress": False}
+            if args.patience:
+                training["patience"] = args.patience
+            start = time.perf_counter()
+            _, history = nodes.train_dream_baseline(manifest, {**params["dream"], "training": training})
+            key = f"dream.{manifest['source_locale']}-{manifest['target_locale']}.dev_total"
+        seconds = time.perf_counter() - start
+        dev = [(r["value"], r["step"]) for r in history[key]]
+        best, epoch = min(dev)
+        print(f"| {lr:g} | {best:.4f} | {epoch} | {len(dev)} | {seconds:.0f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
