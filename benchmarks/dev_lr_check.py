@@ -12,6 +12,11 @@ Usage::
 
     .venv/bin/python -u benchmarks/dev_lr_check.py --pair en_de --method fmda --lrs 1e-4 3e-4 1e-3 --max-epochs 60
     .venv/bin/python -u benchmarks/dev_lr_check.py --pair en_de --method dream --lrs 1e-4 1e-3 --max-epochs 200
+    .venv/bin/python -u benchmarks/dev_lr_check.py --pair en_de --lrs 1e-3 --select-on dev_retrieval --test
+
+``--select-on dev_retrieval`` selects FMDA's epoch by the dev accuracy@1 of ``emb_m`` instead of
+the dev loss. ``--test`` then also prints the kept model's MASSIVE **test** rows (retrieval and
+template retrieval), computed once, after selection, exactly as the pipeline's evaluation does.
 """
 
 from __future__ import annotations
@@ -34,6 +39,8 @@ def main() -> None:
     parser.add_argument("--lrs", type=float, nargs="+", default=[1e-4, 3e-4, 1e-3])
     parser.add_argument("--max-epochs", type=int, default=60)
     parser.add_argument("--patience", type=int, default=None, help="default: the configured one")
+    parser.add_argument("--select-on", choices=list(nodes.SELECTION), default="dev_loss")
+    parser.add_argument("--test", action="store_true", help="print the selected model's test rows")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     params = yaml.safe_load(open("conf/base/parameters_fmda.yml"))["fmda"]
@@ -44,12 +51,20 @@ def main() -> None:
     print("|---|---:|---:|---:|---:|")
     for lr in args.lrs:
         if args.method == "fmda":
-            training = {**params["training"], "lr": lr, "max_epochs": args.max_epochs, "progress": False}
+            training = {**params["training"], "lr": lr, "max_epochs": args.max_epochs, "progress": False,
+                        "select_on": args.select_on}
             if args.patience:
                 training["patience"] = args.patience
             start = time.perf_counter()
-            _, history = nodes.train_fmda(manifest, pools, params["model"], {}, training)
-            key = f"fmda.all_together.{manifest['source_locale']}-{manifest['target_locale']}.dev_total"
+            trained, history = nodes.train_fmda(manifest, pools, params["model"], {}, training)
+            pair = f"{manifest['source_locale']}-{manifest['target_locale']}"
+            key = f"fmda.all_together.{pair}.dev_total"
+            if args.select_on == "dev_retrieval":
+                scores = [p["value"] for p in history[f"fmda.all_together.{pair}.dev_score"]]
+                print(f"dev accuracy@1 of emb_m per epoch: {[round(x, 3) for x in scores]}; kept epoch {trained['best_epoch']}")
+            if args.test:
+                rows = nodes.evaluate_fmda(manifest, trained, {"name": "bundled"})
+                print(rows[["embedding", "task", "source", "target", "metric", "value"]].to_string(index=False))
         else:
             training = {**params["dream"]["training"], "lr": lr, "max_epochs": args.max_epochs, "progress": False}
             if args.patience:
@@ -61,6 +76,7 @@ def main() -> None:
         dev = [(r["value"], r["step"]) for r in history[key]]
         best, epoch = min(dev)
         print(f"| {lr:g} | {best:.4f} | {epoch} | {len(dev)} | {seconds:.0f} |", flush=True)
+        print("(best dev total is the lowest dev loss seen; with --select-on dev_retrieval the kept epoch is printed above)")
 
 
 if __name__ == "__main__":

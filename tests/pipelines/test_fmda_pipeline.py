@@ -154,6 +154,29 @@ def test_two_runs_with_the_same_seed_give_the_same_metrics(tiny_hub_model: Path,
     assert {"fmda", "dream"} <= set(tables[0]["method"])
 
 
+def test_selection_on_dev_retrieval_records_the_score(tiny_hub_model: Path, tmp_path: Path):
+    from language_agnostic.evaluation.retrieval import retrieval_accuracy_at_1 as acc
+    from language_agnostic.methods.fmda import Fmda, FmdaConfig
+    from language_agnostic.pipelines.fmda import nodes
+    from language_agnostic.training.fmda_data import encode_with_fmda
+
+    catalog = _catalog(tiny_hub_model, tmp_path / "store")
+    manifest = nodes.embed_fmda_inputs(_masked(), _template(1), _template(2), {"source": "en-US", "target": "de-DE"},
+                                       load_encoder(str(tiny_hub_model)), EmbeddingStore(tmp_path / "store"), EXTRACTION)
+    pools = catalog["massive_negative_pools"].load()
+    training = {**TRAINING, "select_on": "dev_retrieval", "max_epochs": 3, "patience": 3}
+    trained, history = nodes.train_fmda(manifest, pools, catalog["params:fmda.model"].load(), {}, training)
+    scores = [p["value"] for p in history["fmda.all_together.en-US-de-DE.dev_score"]]
+    assert len(scores) == 3 and trained["best_epoch"] == 1 + int(np.argmax(scores))
+    # the kept model's score is the dev retrieval accuracy of emb_m, recomputed here
+    model = Fmda(FmdaConfig(**trained["config"]))
+    model.load_state_dict(trained["state_dict"])
+    a, b = (encode_with_fmda(model, manifest["sets"][f"dev.{side}.utt"])["m"] for side in ("source", "target"))
+    assert max(scores) == pytest.approx((acc(a, b) + acc(b, a)) / 2)
+    with pytest.raises(ValueError, match=r"fmda.training.select_on must be one of \['dev_loss', 'dev_retrieval'\]"):
+        nodes.train_fmda(manifest, pools, catalog["params:fmda.model"].load(), {}, {**TRAINING, "select_on": "test"})
+
+
 def test_two_stage_freezes_the_template_encoder_after_stage_one(tiny_hub_model: Path, tmp_path: Path, monkeypatch):
     from language_agnostic.pipelines.fmda import nodes
 
@@ -165,8 +188,8 @@ def test_two_stage_freezes_the_template_encoder_after_stage_one(tiny_hub_model: 
     after_each_stage, weights_used = [], []
     real_train = nodes.train
 
-    def recording_train(model, loss_fn, train_data, dev_data, settings):
-        result = real_train(model, loss_fn, train_data, dev_data, settings)
+    def recording_train(model, loss_fn, train_data, dev_data, settings, dev_score=None):
+        result = real_train(model, loss_fn, train_data, dev_data, settings, dev_score)
         after_each_stage.append({k: v.clone() for k, v in model.state_dict().items()})
         return result
 

@@ -44,6 +44,21 @@ def test_early_stopping_keeps_the_best_dev_epoch():
     assert metrics["toy.dev_total"][0] == {"value": dev[0], "step": 1}
 
 
+def test_a_dev_score_replaces_the_dev_loss_as_the_criterion():
+    model = nn.Linear(1, 1, bias=False)
+    with torch.no_grad():
+        model.weight.fill_(0.0)
+    # the dev loss alone would pick w ~ 0.35 (test above); a score peaking at w = 0.2 picks ~20 epochs
+    result = train(model, _pull, Fixed(1.0), Fixed(0.35),
+                   TrainSettings(lr=0.01, max_epochs=200, patience=5, progress=False),
+                   dev_score=lambda m: -abs(m.weight.item() - 0.2))
+    assert 15 <= result.best_epoch <= 25
+    assert result.epochs_run == result.best_epoch + 5
+    assert model.weight.item() == pytest.approx(0.2, abs=0.006)
+    scores = [h["dev_score"] for h in result.history]
+    assert max(scores) == scores[result.best_epoch - 1]
+
+
 def test_training_dream_is_deterministic_and_lowers_dev_loss():
     rng = np.random.default_rng(0)
     meaning = rng.standard_normal((300, 8)).astype(np.float32)

@@ -85,8 +85,8 @@ def _mean_losses(model: nn.Module, loss_fn: LossFn, batches: Iterable[Batch], de
 
 
 def train(model: nn.Module, loss_fn: LossFn, train_data: BatchSource, dev_data: BatchSource,
-          settings: TrainSettings) -> TrainResult:
-    """Train ``model`` with Adam and early stopping on the dev loss.
+          settings: TrainSettings, dev_score: Callable[[nn.Module], float] | None = None) -> TrainResult:
+    """Train ``model`` with Adam and early stopping on the dev loss (or a dev score).
 
     Args:
         model: The head to train (its parameters are updated in place, then set to the best).
@@ -94,6 +94,9 @@ def train(model: nn.Module, loss_fn: LossFn, train_data: BatchSource, dev_data: 
         train_data: Training batches (reshuffled every epoch by the seeded generator).
         dev_data: Dev batches (drawn with a fixed generator, so every epoch sees the same).
         settings: Learning rate, epochs, patience, seed, device.
+        dev_score: Optional ``model -> float`` on **dev** data, higher is better (e.g. dev
+            retrieval accuracy). When given, it replaces the dev loss as the early-stopping and
+            model-selection criterion; it is recorded as ``dev_score`` in the history.
 
     Returns:
         The best weights, the epoch they come from, and the per-epoch history.
@@ -140,13 +143,20 @@ def train(model: nn.Module, loss_fn: LossFn, train_data: BatchSource, dev_data: 
         dev = _mean_losses(model, loss_fn, dev_data.batches(0, torch.Generator().manual_seed(settings.seed)), device)
         record = {"epoch": float(epoch), **{f"train_{k}": v / count for k, v in sums.items()},
                   **{f"dev_{k}": v for k, v in dev.items()}}
+        # lower is better: the dev loss, or the negated dev score
+        criterion = dev["total"]
+        if dev_score is not None:
+            record["dev_score"] = float(dev_score(model))
+            criterion = -record["dev_score"]
+            model.to(device)
         history.append(record)
-        bar.set_postfix(train=f"{record['train_total']:.4f}", dev=f"{dev['total']:.4f}")
-        if dev["total"] < best_loss - settings.min_delta:
-            best_loss, best_epoch = dev["total"], epoch
+        bar.set_postfix(train=f"{record['train_total']:.4f}", dev=f"{dev['total']:.4f}",
+                        **({"score": f"{record['dev_score']:.4f}"} if dev_score is not None else {}))
+        if criterion < best_loss - settings.min_delta:
+            best_loss, best_epoch = criterion, epoch
             best_state = copy.deepcopy(model.state_dict())
         elif epoch - best_epoch >= settings.patience:
-            logger.info("early stop after epoch %d: no dev improvement since epoch %d (dev total %.5f)",
+            logger.info("early stop after epoch %d: no dev improvement since epoch %d (criterion %.5f)",
                         epoch, best_epoch, best_loss)
             break
     bar.close()

@@ -93,11 +93,36 @@ def method_name(variant: str) -> str:
     return "fmda" if variant == ALL_TOGETHER else f"fmda-{variant}"
 
 
+SELECTION = ("dev_loss", "dev_retrieval")
+
+
 def _training_settings(params: Mapping[str, Any], where: str) -> tuple[TrainSettings, int, bool]:
     params = dict(params)
     batch_size = int(params.pop("batch_size", 512))
     buckets = bool(params.pop("length_buckets", False))
+    select_on = params.pop("select_on", "dev_loss")
+    if select_on not in SELECTION:
+        raise ValueError(f"{where}.select_on must be one of {list(SELECTION)}, got {select_on!r}")
     return settings_from_params(TrainSettings, params, where), batch_size, buckets
+
+
+def _dev_scorer(training: Mapping[str, Any], *manifests: Mapping[str, Any]) -> Callable[[torch.nn.Module], float] | None:
+    """``select_on: dev_retrieval``: the mean dev accuracy@1 of ``emb_m``, both directions of every pair; else None.
+
+    Only MASSIVE dev pairs are read, so selecting on it follows the project's rule (no test data).
+    """
+    if training.get("select_on", "dev_loss") != "dev_retrieval":
+        return None
+
+    def score(model: torch.nn.Module) -> float:
+        accuracies = []
+        for manifest in manifests:
+            a = encode_with_fmda(model, manifest["sets"]["dev.source.utt"])["m"]
+            b = encode_with_fmda(model, manifest["sets"]["dev.target.utt"])["m"]
+            accuracies += [retrieval_accuracy_at_1(a, b), retrieval_accuracy_at_1(b, a)]
+        return float(np.mean(accuracies))
+
+    return score
 
 
 def _variant_weights(variant: Mapping[str, Any]) -> dict[str, float]:
@@ -161,7 +186,7 @@ def train_fmda(manifest: Mapping[str, Any], pools: pd.DataFrame, model_params: M
     model = _new_model(manifest, model_params, 2, settings.seed)
     result = train(model, lambda m, b: fmda_losses(m, b, weights),
                    _fmda_batches(manifest, "train", pools, batch_size, True, buckets),
-                   _fmda_batches(manifest, "dev", None, batch_size, False), settings)
+                   _fmda_batches(manifest, "dev", None, batch_size, False), settings, _dev_scorer(training, manifest))
     trained = _trained(model, [result], variant, spec)
     trained["mlflow_run_id"] = log_child_run(f"fmda/{variant}/{manifest['source_locale']}-{manifest['target_locale']}",
                                              {"variant": variant, **spec, **model_params, **training}, result.history)
@@ -237,7 +262,7 @@ def train_fmda_two_stage(manifest: Mapping[str, Any], template_pairs: Mapping[st
     stage2 = {**two_stage_weights(2), **{k: v for k, v in extra.items() if k not in TEMPLATE_LOSSES}}
     second = train(model, lambda m, b: fmda_losses(m, b, stage2),
                    _fmda_batches(manifest, "train", pools, batch_size, True, buckets),
-                   _fmda_batches(manifest, "dev", None, batch_size, False), settings)
+                   _fmda_batches(manifest, "dev", None, batch_size, False), settings, _dev_scorer(training, manifest))
     trained = _trained(model, [first, second], variant, spec)
     history = first.history + [{**r, "epoch": r["epoch"] + len(first.history)} for r in second.history]
     trained["mlflow_run_id"] = log_child_run(f"fmda/{variant}/{manifest['source_locale']}-{manifest['target_locale']}",
@@ -262,7 +287,7 @@ def train_fmda_unified(pools: pd.DataFrame, model_params: Mapping[str, Any], spe
     result = train(model, lambda m, b: fmda_losses(m, b, weights),
                    InterleavedBatches([_fmda_batches(m, "train", pools, batch_size, True, buckets, l) for m, l in zip(manifests, langs)]),
                    InterleavedBatches([_fmda_batches(m, "dev", None, batch_size, False, False, l) for m, l in zip(manifests, langs)]),
-                   settings)
+                   settings, _dev_scorer(training, *manifests))
     trained = _trained(model, [result], "unified", spec, languages=languages)
     trained["mlflow_run_id"] = log_child_run("fmda/unified/" + "+".join(languages),
                                              {"variant": "unified", **spec, **model_params, **training}, result.history)
@@ -278,6 +303,8 @@ def train_dream_baseline(manifest: Mapping[str, Any], dream: Mapping[str, Any]) 
             ``training`` (``TrainSettings`` fields and ``batch_size``).
     """
     settings, batch_size, _ = _training_settings(dream["training"], "fmda.dream.training")
+    if dream["training"].get("select_on", "dev_loss") != "dev_loss":
+        raise ValueError("fmda.dream.training.select_on: DREAM selects on its dev loss only ('dev_loss')")
     pooling = str(dream.get("pooling", "cls"))
     sets = manifest["sets"]
 
