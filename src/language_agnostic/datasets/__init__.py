@@ -1,5 +1,5 @@
 """Kedro datasets for upstream formats that kedro-datasets does not read (archives in place)."""
 
-from language_agnostic.datasets.archive import ArchiveMembers, TarArchiveDataset
+from language_agnostic.datasets.archive import ArchiveMembers, TarArchiveDataset, ZipArchiveDataset
 
-__all__ = ["ArchiveMembers", "TarArchiveDataset"]
+__all__ = ["ArchiveMembers", "TarArchiveDataset", "ZipArchiveDataset"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tarfile
+import zipfile
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -19,10 +20,11 @@ class ArchiveMembers(Mapping[str, Callable[[], str]]):
         source: The archive's path, for messages.
     """
 
-    def __init__(self, source: str, names: list[str], encoding: str = "utf-8") -> None:
+    def __init__(self, source: str, names: list[str], encoding: str = "utf-8", kind: str = "tar") -> None:
         self.source = source
         self._names = names
         self._encoding = encoding
+        self._kind = kind
 
     def __getitem__(self, name: str) -> Callable[[], str]:
         if name not in self._names:
@@ -36,6 +38,9 @@ class ArchiveMembers(Mapping[str, Callable[[], str]]):
         return len(self._names)
 
     def _read(self, name: str) -> str:
+        if self._kind == "zip":
+            with zipfile.ZipFile(self.source) as archive:
+                return archive.read(name).decode(self._encoding)
         with tarfile.open(self.source, "r:*") as archive:
             handle = archive.extractfile(name)
             if handle is None:
@@ -78,13 +83,18 @@ class TarArchiveDataset(AbstractDataset[None, ArchiveMembers]):
         self._encoding = encoding
         self.metadata = metadata
 
-    def load(self) -> ArchiveMembers:
-        """List the archive's members; raise a clear error if the archive is missing."""
+    def _existing_path(self) -> Path:
+        """The archive's path; a clear error (path, what, where to get it) if it is missing."""
         path = Path(self._filepath)
         if not path.is_file():
             raise MissingRawDataError(
                 missing_raw_data_message(str(path), self._description, self._source_url)
             )
+        return path
+
+    def load(self) -> ArchiveMembers:
+        """List the archive's members; raise a clear error if the archive is missing."""
+        path = self._existing_path()
         try:
             with tarfile.open(path, "r:*") as archive:
                 names = [m.name for m in archive.getmembers() if m.isfile()]
@@ -101,3 +111,17 @@ class TarArchiveDataset(AbstractDataset[None, ArchiveMembers]):
 
     def _describe(self) -> dict[str, Any]:
         return {"filepath": self._filepath, "description": self._description}
+
+
+class ZipArchiveDataset(TarArchiveDataset):
+    """A read-only ``.zip`` archive (e.g. the SemEval-2017 STS zips) whose members are loaded on demand."""
+
+    def load(self) -> ArchiveMembers:
+        """List the archive's members; raise a clear error if the archive is missing."""
+        path = self._existing_path()
+        try:
+            with zipfile.ZipFile(path) as archive:
+                names = [m.filename for m in archive.infolist() if not m.is_dir()]
+        except zipfile.BadZipFile as exc:
+            raise DatasetError(f"'{path}' is not a readable zip archive: {exc}") from exc
+        return ArchiveMembers(str(path), names, self._encoding, kind="zip")
