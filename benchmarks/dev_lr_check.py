@@ -49,13 +49,13 @@ def main() -> None:
     print(f"{args.method} on {args.pair}: dev-only selection, max {args.max_epochs} epochs")
     print("| lr | best dev total | best epoch | epochs run | seconds |")
     print("|---|---:|---:|---:|---:|")
+    base = params["training"] if args.method == "fmda" else params["dream"]["training"]
     for lr in args.lrs:
+        training = {**base, "lr": lr, "max_epochs": args.max_epochs, "progress": False,
+                    **({"patience": args.patience} if args.patience else {})}
+        start = time.perf_counter()
         if args.method == "fmda":
-            training = {**params["training"], "lr": lr, "max_epochs": args.max_epochs, "progress": False,
-                        "select_on": args.select_on}
-            if args.patience:
-                training["patience"] = args.patience
-            start = time.perf_counter()
+            training["select_on"] = args.select_on
             trained, history = nodes.train_fmda(manifest, pools, params["model"], {}, training)
             pair = f"{manifest['source_locale']}-{manifest['target_locale']}"
             key = f"fmda.all_together.{pair}.dev_total"
@@ -66,10 +66,6 @@ def main() -> None:
                 rows = nodes.evaluate_fmda(manifest, trained, {"name": "bundled"})
                 print(rows[["embedding", "task", "source", "target", "metric", "value"]].to_string(index=False))
         else:
-            training = {**params["dream"]["training"], "lr": lr, "max_epochs": args.max_epochs, "progress": False}
-            if args.patience:
-                training["patience"] = args.patience
-            start = time.perf_counter()
             _, history = nodes.train_dream_baseline(manifest, {**params["dream"], "training": training})
             key = f"dream.{manifest['source_locale']}-{manifest['target_locale']}.dev_total"
         seconds = time.perf_counter() - start

@@ -10,7 +10,8 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import partial, update_wrapper
 from typing import Any
 
 from kedro.framework.project import settings
@@ -74,3 +75,8 @@ def settings_from_params(cls: type, params: Mapping[str, Any], where: str, **ove
     if unknown:
         raise ValueError(f"{where}: unknown key(s) {unknown}; known: {sorted(known)}")
     return cls(**{**params, **overrides})
+
+
+def bind(func: Callable[..., Any], **kwargs: Any) -> Callable[..., Any]:
+    """``func`` with ``kwargs`` bound, keeping its name (Kedro names nodes and logs by it)."""
+    return update_wrapper(partial(func, **kwargs), func)

@@ -38,7 +38,7 @@ from language_agnostic.methods.meat import Meat, meat_losses
 from language_agnostic.methods.seed import Seed, seed_losses
 from language_agnostic.pipelines.embeddings.nodes import extraction_settings
 from language_agnostic.pipelines.embeddings.pipeline import load_encoder_pipeline
-from language_agnostic.pipelines.project_config import load_parameters, settings_from_params
+from language_agnostic.pipelines.project_config import bind, load_parameters, settings_from_params
 from language_agnostic.pipelines.tracking import log_child_metrics, log_child_run, metric_key
 from language_agnostic.training.data import InterleavedBatches, QuadrupletBatches
 from language_agnostic.training.loop import TrainSettings, history_metrics, train
@@ -539,12 +539,6 @@ def evaluation_sets_pipeline(qe_pairs: Sequence[str] | None = None) -> Pipeline:
     ])
 
 
-def _bind(func: Callable[..., Any], **kwargs: Any) -> Callable[..., Any]:
-    from functools import partial, update_wrapper
-
-    return update_wrapper(partial(func, **kwargs), func)
-
-
 def create_similarity_pipeline(name: str, candidates: node, qe_pairs: Sequence[str] | None = None) -> Pipeline:
     """The shared body of ``qe`` and ``sts``: corpus → embed → train → evaluate → report.
 
@@ -566,7 +560,7 @@ def create_similarity_pipeline(name: str, candidates: node, qe_pairs: Sequence[s
              outputs=f"{name}_centering_model", name=f"fit_{name}_centering_node"),
     ]
     for method in TRAINED_METHODS:
-        nodes_.append(node(_bind(train_head, method=method, pipeline=name),
+        nodes_.append(node(bind(train_head, method=method, pipeline=name),
                            inputs=[f"{name}_embeddings", f"{name}_corpus", f"params:{name}.methods.{method}",
                                    f"params:{name}.training", f"params:{name}.pooling"],
                            outputs=[f"{name}_{method}_model", f"{name}_{method}_history"], name=f"train_{name}_{method}_node"))

@@ -148,7 +148,6 @@ def train(model: nn.Module, loss_fn: LossFn, train_data: BatchSource, dev_data: 
         if dev_score is not None:
             record["dev_score"] = float(dev_score(model))
             criterion = -record["dev_score"]
-            model.to(device)
         history.append(record)
         bar.set_postfix(train=f"{record['train_total']:.4f}", dev=f"{dev['total']:.4f}",
                         **({"score": f"{record['dev_score']:.4f}"} if dev_score is not None else {}))

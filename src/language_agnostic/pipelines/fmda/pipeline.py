@@ -8,7 +8,6 @@ themselves: adding a variant or a pair is a YAML edit, and kedro-viz shows every
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import partial, update_wrapper
 from typing import Any
 
 from kedro.pipeline import Pipeline, node
@@ -16,7 +15,7 @@ from kedro.pipeline import Pipeline, node
 from language_agnostic.pipelines.embeddings.pipeline import load_encoder_pipeline
 from language_agnostic.pipelines.fmda import nodes
 from language_agnostic.pipelines.massive.pipeline import DEFAULT_PAIRS
-from language_agnostic.pipelines.project_config import configured_namespaces, load_parameters
+from language_agnostic.pipelines.project_config import bind, configured_namespaces, load_parameters
 
 SHARED_INPUTS = {"massive_masked_texts", "massive_template_retrieval_single", "massive_template_retrieval_multi",
                  "massive_negative_pools", "massive_template_train_pairs", "encoder", "embedding_store",
@@ -25,11 +24,6 @@ SHARED_PARAMS = {"params:embeddings.extraction", "params:fmda.model", "params:fm
                  "params:fmda.template_pairs_holdout"}
 VARIANT_KEYS = {"pairs", "ablation", "two_stage", "loss_weights"}
 DEFAULT_VARIANTS: dict[str, Any] = {nodes.ALL_TOGETHER: {"pairs": "all"}}
-
-
-def _for_variant(func: Any, variant: str) -> Any:
-    """``func`` with its ``variant`` argument bound (and its name kept for Kedro's logs)."""
-    return update_wrapper(partial(func, variant=variant), func)
 
 
 def variant_pairs(variants: Mapping[str, Any], pairs: list[str]) -> dict[str, list[str]]:
@@ -72,12 +66,12 @@ def create_pair_pipeline(variants: Mapping[str, Any]) -> Pipeline:
                            outputs="fmda_template_pairs", name="embed_template_pairs_node"))
     for name, spec in variants.items():
         if (spec or {}).get("two_stage"):
-            train = node(_for_variant(nodes.train_fmda_two_stage, name),
+            train = node(bind(nodes.train_fmda_two_stage, variant=name),
                          inputs=["fmda_inputs", "fmda_template_pairs", "massive_negative_pools", "params:fmda.model",
                                  f"params:fmda.variants.{name}", "params:fmda.training"],
                          outputs=[f"fmda_model_{name}", f"fmda_history_{name}"], name=f"train_fmda_{name}_node")
         else:
-            train = node(_for_variant(nodes.train_fmda, name),
+            train = node(bind(nodes.train_fmda, variant=name),
                          inputs=["fmda_inputs", "massive_negative_pools", "params:fmda.model",
                                  f"params:fmda.variants.{name}", "params:fmda.training"],
                          outputs=[f"fmda_model_{name}", f"fmda_history_{name}"], name=f"train_fmda_{name}_node")
