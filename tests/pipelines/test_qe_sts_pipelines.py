@@ -182,27 +182,36 @@ def test_clean_and_split_counts_duplicates_and_every_kind_of_test_overlap():
 # ---------------------------------------------------------------- reports
 
 
-def test_report_averages_groups_and_lists_corpus_sizes():
+def test_report_tables_average_their_pairs_and_ablations_get_their_own_table():
     def row(method: str, embedding: str, pair: str, value: float) -> dict[str, Any]:
         return {"pipeline": "qe", "method": method, "embedding": embedding, "task": "quality_estimation",
                 "dataset": f"wmt20_qe_test:{pair}", "source": pair[:2], "target": pair[3:], "metric": "pearson",
                 "value": value, "encoder": "tiny"}
 
     pearson_rows = pd.DataFrame([row("raw", "mean", "ro-en", 0.6), row("raw", "mean", "et-en", 0.2),
-                                 row("seed", "meaning", "ro-en", 0.7), row("seed", "meaning", "et-en", 0.3)])
+                                 row("seed", "meaning", "ro-en", 0.7), row("seed", "meaning", "et-en", 0.3),
+                                 row("seed_without_lc", "meaning", "ro-en", 0.5), row("seed_without_lc", "meaning", "et-en", 0.2)])
     leakage = pd.DataFrame([{**row("seed", "meaning", "x-x", 0.3), "task": "language_leakage", "metric": "probe_accuracy",
                              "dataset": "qe_corpus:validation"},
                             {**row("seed", "language", "x-x", 0.99), "task": "language_leakage",
                              "metric": "probe_accuracy", "dataset": "qe_corpus:validation"}])
     sizes = pd.DataFrame([{"pair": "ro-en", "in": 10, "empty": 0, "duplicate": 1, "test_overlap": 2, "out": 7,
                            "train": 6, "validation": 1}])
-    report = {"pipeline": "qe", "title": "QE", "groups": {"all": ["ro-en", "et-en"]},
+    report = {"pipeline": "qe", "title": "QE", "tables": {"Table 1": ["ro-en", "et-en"], "Table 1b": ["et-en"]},
+              "ablation_tables": {"seed": "Table 5", "dream": "Table 6"},
               "paper_corpus_sizes": {"DREAM Table 1": {"ro-en": 195082}}}
-    rows, metrics, markdown = similarity.report_similarity(report, sizes, {"ro-en": {"rows_in": 1, "rows_out": 1}},
+    ablations = {"seed_without_lc": {"method": "seed", "loss_weights": {"cross": 0}}}
+    rows, metrics, markdown = similarity.report_similarity(report, ablations, sizes, {"ro-en": {"rows_in": 1, "rows_out": 1}},
                                                            pearson_rows, leakage)
-    assert len(rows) == 6
-    assert "| raw/mean | 0.600 | 0.200 | 0.400 |" in markdown
-    assert "| seed/meaning | 0.700 | 0.300 | 0.500 |" in markdown
+    assert len(rows) == 8
+    table_1 = markdown.split("## Table 1\n")[1].split("## ")[0]
+    assert "| method / embedding | ro-en | et-en | Avg. |" in table_1
+    assert "| raw/mean | 0.600 | 0.200 | 0.400 |" in table_1
+    assert "| seed/meaning | 0.700 | 0.300 | 0.500 |" in table_1
+    assert "seed_without_lc" not in table_1  # ablations only in their own table
+    assert "| seed/meaning | 0.300 | 0.300 |" in markdown.split("## Table 1b\n")[1]
+    assert "| seed | none (all losses) | 0.700 | 0.300 | 0.500 |\n| seed_without_lc | cross = 0 | 0.500 | 0.200 | 0.350 |" in markdown
+    assert "## Table 6" not in markdown  # no DREAM ablation configured
     assert "| seed | 0.300 | 0.990 |" in markdown
     assert "| ro-en | 10 | 1 | 2 | 7 | 6 | 1 | 195,082 |" in markdown
     assert metrics["qe.ingest.ro_en.rows_in"] == {"value": 1.0, "step": 0}
@@ -214,14 +223,16 @@ EXTRACTION = {"prefix": "", "dtype": "float32", "device": "cpu", "batch_size": 8
 TRAINING = {"batch_size": 4, "lr": 1e-3, "max_epochs": 2, "patience": 2, "seed": 0, "progress": False}
 
 
-def _params(name: str, report: dict[str, Any], figure_pair: str, corpus: dict[str, Any]) -> dict[str, Any]:
+def _params(name: str, report: dict[str, Any], figure_pair: str, corpus: dict[str, Any],
+            ablations: dict[str, Any] | None = None) -> dict[str, Any]:
     methods = {"dream": {"activation": "none", "training": {"patience": 1}}, "meat": {"training": {"lr": 1e-4}}, "seed": {}}
     params = {f"params:{name}.corpus": {**corpus, "validation_fraction": 0.25, "seed": 0},
               f"params:{name}.pooling": "mean", f"params:{name}.training": TRAINING,
               f"params:{name}.leakage": {"train_per_language": 100, "test_per_language": 100, "seed": 0},
               f"params:{name}.figure": {"pair": figure_pair, "n_pairs": 1000, "seed": 0},
-              f"params:{name}.report": report}
+              f"params:{name}.report": report, f"params:{name}.ablations": ablations or {}}
     params.update({f"params:{name}.methods.{m}": spec for m, spec in methods.items()})
+    params.update({f"params:{name}.ablations.{a}": spec for a, spec in (ablations or {}).items()})
     return params
 
 
@@ -254,18 +265,21 @@ def test_qe_pipeline_end_to_end_on_tiny_data(tiny_hub_model: Path, tmp_path: Pat
     mlqe_dev = _members({"ro-en-dev/dev.src": "\n".join(RO[8:12] + [RO[15]]) + "\n",
                          "ro-en-dev/dev.pe": "\n".join(EN[8:12] + ["set music"]) + "\n"})
     corpus = {"pairs": ["ro-en"], "mlqe_pe_splits": ["train", "dev"], "flores": {"pairs": []}}
-    report = {"pipeline": "qe", "task": "quality_estimation", "title": "QE", "groups": {"all": ["ro-en"]},
-              "paper_corpus_sizes": {"SEED Table 2": {"ro-en": 200000}}}
+    report = {"pipeline": "qe", "task": "quality_estimation", "title": "QE", "tables": {"QE": ["ro-en"]},
+              "ablation_tables": {"dream": "DREAM Table 6"}, "paper_corpus_sizes": {"SEED Table 2": {"ro-en": 200000}}}
+    ablations = {"dream_without_meaning": {"method": "dream", "loss_weights": {"meaning": 0}}}
     catalog = _catalog(tmp_path, tiny_hub_model, {"mlqe_pe_train_ro-en": mlqe, "mlqe_pe_dev_ro-en": mlqe_dev,
-                                                  "flores_v1_archive": {}, **_params("qe", report, "ro-en", corpus)})
-    SequentialRunner().run(create_pipeline(corpus=corpus, qe_pairs=["ro-en"]), catalog)
+                                                  "flores_v1_archive": {}, **_params("qe", report, "ro-en", corpus, ablations)})
+    catalog["qe_dream_without_meaning_model"] = TrainedHeadDataset(str(tmp_path / "ablation.safetensors"))
+    SequentialRunner().run(create_pipeline(corpus=corpus, qe_pairs=["ro-en"], ablations=ablations), catalog)
     sizes = catalog["qe_corpus_sizes"].load()
     assert sizes.to_dict("records") == [{"pair": "ro-en", "in": 13, "empty": 0, "duplicate": 0, "test_overlap": 3,
                                          "out": 10, "train": 8, "validation": 2}]
     table = catalog["qe_metrics_table"].load()
     pearson_rows = table[table["metric"] == "pearson"]
     assert set(zip(pearson_rows["method"], pearson_rows["embedding"])) == {
-        ("raw", "cls"), ("raw", "mean"), ("centering", "mean"), ("dream", "meaning"), ("meat", "meaning"), ("seed", "meaning")}
+        ("raw", "cls"), ("raw", "mean"), ("centering", "mean"), ("dream", "meaning"), ("meat", "meaning"), ("seed", "meaning"),
+        ("dream_without_meaning", "meaning")}
     assert set(pearson_rows["dataset"]) == {"wmt20_qe_test:ro-en"} and set(pearson_rows["source"]) == {"ro"}
     # the raw row is Pearson(cos, z_mean) computed here from the encoder directly
     encoder = load_encoder(str(tiny_hub_model))
@@ -279,6 +293,9 @@ def test_qe_pipeline_end_to_end_on_tiny_data(tiny_hub_model: Path, tmp_path: Pat
     assert probes["value"].between(0, 1).all()
     markdown = catalog["qe_report_markdown"].load()
     assert "| seed/meaning |" in markdown and "## Language leakage" in markdown and "| ro-en | 13 | 0 | 3 | 10 | 8 | 2 | 200,000 |" in markdown
+    assert "## DREAM Table 6" in markdown and "| dream_without_meaning | meaning = 0 |" in markdown
+    ablated = catalog["qe_dream_without_meaning_model"].load()
+    assert (ablated["method"], ablated["name"], ablated["loss_weights"]) == ("dream", "dream_without_meaning", {"meaning": 0.0})
     figure = catalog["qe_figure"].load()
     assert [ax.get_title().split()[1] for ax in figure.axes] == ["meaning", "language"]
     model = catalog["qe_seed_model"].load()
@@ -292,10 +309,10 @@ def test_sts_pipeline_end_to_end_on_tiny_data(tiny_hub_model: Path, tmp_path: Pa
     opus = _members({f"{base}.spa": "\n".join(f"{w} número {i}" for i, w in enumerate(RO[:12])) + "\n",
                      f"{base}.eng": "\n".join([EN_STS[0], *EN[1:12]]) + "\n"})
     report = {"pipeline": "sts", "task": "semantic_textual_similarity", "title": "STS",
-              "groups": {"cross-lingual": ["es-en"], "monolingual": ["en-en"]}, "paper_corpus_sizes": {}}
+              "tables": {"cross-lingual": ["es-en"], "monolingual": ["en-en"]}, "paper_corpus_sizes": {}}
     catalog = _catalog(tmp_path, tiny_hub_model, {"opus_mt_testsets": opus,
                                                   **_params("sts", report, "es-en", {"languages": {"spa": "es"}})})
-    SequentialRunner().run(create_pipeline(qe_pairs=["ro-en"]), catalog)
+    SequentialRunner().run(create_pipeline(qe_pairs=["ro-en"], ablations={}), catalog)
     table = catalog["sts_metrics_table"].load()
     pearson_rows = table[table["metric"] == "pearson"]
     assert set(pearson_rows["dataset"]) == {"sts17:es-en", "sts17:en-en"}
@@ -304,7 +321,9 @@ def test_sts_pipeline_end_to_end_on_tiny_data(tiny_hub_model: Path, tmp_path: Pa
     sizes = catalog["sts_corpus_sizes"].load()
     assert sizes.to_dict("records") == [{"pair": "es-en", "in": 12, "empty": 0, "duplicate": 0, "test_overlap": 3,
                                          "out": 9, "train": 7, "validation": 2}]
-    assert "| avg (cross-lingual) | avg (monolingual) |" in catalog["sts_report_markdown"].load()
+    markdown = catalog["sts_report_markdown"].load()
+    assert "## cross-lingual\n\n| method / embedding | es-en | Avg. |" in markdown
+    assert "## monolingual\n\n| method / embedding | en-en | Avg. |" in markdown
 
 
 def test_unknown_training_keys_and_methods_are_named():
@@ -312,6 +331,17 @@ def test_unknown_training_keys_and_methods_are_named():
         similarity.train_head({"sets": {}}, pd.DataFrame(), {}, {"epochs": 3}, "mean", method="seed", pipeline="qe")
     with pytest.raises(ValueError, match="unknown method 'emu'"):
         similarity.new_head("emu", 4, 2)
+
+
+@pytest.mark.parametrize(("ablations", "message"), [
+    ({"seed": {"method": "seed", "loss_weights": {"cross": 0}}}, "ablation name 'seed' must be a new identifier"),
+    ({"x-y": {"method": "seed", "loss_weights": {"cross": 0}}}, "ablation name 'x-y' must be a new identifier"),
+    ({"no_lm": {"method": "emu", "loss_weights": {"meaning": 0}}}, r"ablation 'no_lm': method must be one of \['dream', 'meat', 'seed'\], got 'emu'"),
+    ({"no_lm": {"method": "seed"}}, "ablation 'no_lm': give the loss_weights it changes"),
+])
+def test_bad_ablations_are_named(ablations: dict[str, Any], message: str):
+    with pytest.raises(ValueError, match=message):
+        similarity.check_ablations(ablations)
 
 
 @pytest.mark.slow

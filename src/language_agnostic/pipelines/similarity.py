@@ -265,7 +265,8 @@ def head_loss(method: str, weights: Mapping[str, float]) -> Callable[[torch.nn.M
 
 
 def train_head(manifest: Mapping[str, Any], corpus: pd.DataFrame, spec: Mapping[str, Any], training: Mapping[str, Any],
-               pooling: str, method: str = "seed", pipeline: str = "qe") -> tuple[dict[str, Any], dict[str, Any]]:
+               pooling: str, method: str = "seed", pipeline: str = "qe", name: str | None = None
+               ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Train one method on every pair together; keep the weights of the best validation epoch.
 
     Args:
@@ -277,10 +278,13 @@ def train_head(manifest: Mapping[str, Any], corpus: pd.DataFrame, spec: Mapping[
         pooling: Which sentence vector the heads read (``mean`` | ``cls``).
         method: ``dream`` | ``meat`` | ``seed``.
         pipeline: For run names and metric keys.
+        name: The head's name in rows, runs and reports (default: ``method``; an ablation's
+            name otherwise).
 
     Returns:
         ``(model, history)``: weights and metadata, and per-epoch losses for MLflow.
     """
+    name = name or method
     params = {**dict(training), **dict(spec.get("training") or {})}
     batch_size = int(params.pop("batch_size", 512))
     settings = settings_from_params(TrainSettings, params, f"{pipeline}.training")
@@ -291,13 +295,42 @@ def train_head(manifest: Mapping[str, Any], corpus: pd.DataFrame, spec: Mapping[
     result = train(model, head_loss(method, dict(spec.get("loss_weights") or {})),
                    _batches(manifest, corpus, "train", pooling, languages, batch_size, True),
                    _batches(manifest, corpus, "validation", pooling, languages, batch_size, False), settings)
-    logger.info("%s %s: best validation epoch %d of %d", pipeline, method, result.best_epoch, result.epochs_run)
-    run_id = log_child_run(f"{pipeline}/{method}", {"method": method, "pooling": pooling, **dict(spec), **params,
-                                                    "batch_size": batch_size}, result.history)
-    trained = {"state_dict": result.state_dict, "method": method, "languages": languages, "pooling": pooling,
-               "activation": activation, "best_epoch": result.best_epoch, "epochs_run": result.epochs_run,
-               "mlflow_run_id": run_id}
-    return trained, history_metrics(result.history, f"{pipeline}.{method}")
+    logger.info("%s %s: best validation epoch %d of %d", pipeline, name, result.best_epoch, result.epochs_run)
+    run_id = log_child_run(f"{pipeline}/{name}", {"method": method, "pooling": pooling, **dict(spec), **params,
+                                                  "batch_size": batch_size}, result.history)
+    trained = {"state_dict": result.state_dict, "method": method, "name": name, "languages": languages,
+               "pooling": pooling, "activation": activation, "loss_weights": dict(spec.get("loss_weights") or {}),
+               "best_epoch": result.best_epoch, "epochs_run": result.epochs_run, "mlflow_run_id": run_id}
+    return trained, history_metrics(result.history, f"{pipeline}.{name}")
+
+
+def check_ablations(ablations: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """Validate ``<pipeline>.ablations``: ``{name: {method, loss_weights}}`` (SEED Table 5, DREAM Table 6).
+
+    Raises:
+        ValueError: A name that clashes with a method or the baselines, an unknown method, or
+            no loss weight changed.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for name, spec in dict(ablations or {}).items():
+        spec = dict(spec or {})
+        if name in (*TRAINED_METHODS, "raw", "centering") or not name.replace("_", "").isalnum():
+            raise ValueError(f"ablation name {name!r} must be a new identifier (letters, digits, _), not a method name")
+        if spec.get("method") not in TRAINED_METHODS:
+            raise ValueError(f"ablation {name!r}: method must be one of {list(TRAINED_METHODS)}, got {spec.get('method')!r}")
+        if not spec.get("loss_weights"):
+            raise ValueError(f"ablation {name!r}: give the loss_weights it changes (e.g. {{meaning: 0}})")
+        out[name] = {"method": str(spec["method"]), "loss_weights": {str(k): float(v) for k, v in dict(spec["loss_weights"]).items()}}
+    return out
+
+
+def train_ablation(manifest: Mapping[str, Any], corpus: pd.DataFrame, spec: Mapping[str, Any], ablation: Mapping[str, Any],
+                   training: Mapping[str, Any], pooling: str, name: str, pipeline: str = "qe"
+                   ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A method retrained with the ablation's loss weights over its own (``spec``); otherwise as :func:`train_head`."""
+    weights = {**dict(spec.get("loss_weights") or {}), **dict(ablation["loss_weights"])}
+    return train_head(manifest, corpus, {**dict(spec), "loss_weights": weights}, training, pooling,
+                      method=str(ablation["method"]), pipeline=pipeline, name=name)
 
 
 # ---------------------------------------------------------------- evaluation
@@ -326,7 +359,8 @@ def encode_all(vectors: Mapping[str, np.ndarray], languages: Sequence[str], cent
         model.eval()
         with torch.no_grad():
             meaning, language = model(torch.from_numpy(np.asarray(vectors[head["pooling"]], dtype=np.float32)))
-        out[(head["method"], "meaning")], out[(head["method"], "language")] = meaning.numpy(), language.numpy()
+        name = head.get("name", head["method"])
+        out[(name, "meaning")], out[(name, "language")] = meaning.numpy(), language.numpy()
     return out
 
 
@@ -360,7 +394,7 @@ def evaluate_similarity(manifest: Mapping[str, Any], test: pd.DataFrame, identit
                              part["lang2"].iloc[0], "pearson", pearson(cosine[index], part["gold"].to_numpy()), encoder))
     table = pd.DataFrame(rows)
     for head in heads:
-        log_child_metrics(head.get("mlflow_run_id"), table[table["method"] == head["method"]])
+        log_child_metrics(head.get("mlflow_run_id"), table[table["method"] == head.get("name", head["method"])])
     return table
 
 
@@ -405,18 +439,51 @@ def _fmt(value: float | None) -> str:
     return "—" if value is None or pd.isna(value) else f"{value:.3f}"
 
 
-def pearson_table(rows: pd.DataFrame, groups: Mapping[str, Sequence[str]]) -> list[str]:
-    """Markdown: methods as rows, each evaluation pair a column, one average column per group of pairs."""
+def _pearson_by_head(rows: pd.DataFrame) -> dict[tuple[str, str], dict[str, float]]:
+    """``{(method, embedding): {pair: pearson}}`` in row order."""
     scores = rows[rows["metric"] == "pearson"].assign(pair=lambda t: t["dataset"].str.split(":").str[1])
-    pairs = list(dict.fromkeys(p for members in groups.values() for p in members))
-    header = ["method / embedding", *pairs, *[f"avg ({g})" for g in groups]]
+    return {key: part.set_index("pair")["value"].to_dict() for key, part in scores.groupby(["method", "embedding"], sort=False)}
+
+
+def _average(by_pair: Mapping[str, float], pairs: Sequence[str]) -> float | None:
+    return float(np.mean([by_pair[p] for p in pairs])) if all(p in by_pair for p in pairs) else None
+
+
+def pearson_table(rows: pd.DataFrame, pairs: Sequence[str], exclude: Sequence[str] = ()) -> list[str]:
+    """Markdown: methods as rows, each evaluation pair a column, then their average (``Avg.``).
+
+    Args:
+        rows: Pearson rows from :func:`evaluate_similarity`.
+        pairs: The columns, in order.
+        exclude: Heads left out (the ablations, which have their own table).
+    """
+    header = ["method / embedding", *pairs, "Avg."]
     lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
-    for (method, embedding), part in scores.groupby(["method", "embedding"], sort=False):
-        by_pair = part.set_index("pair")["value"].to_dict()
-        averages = [np.mean([by_pair[p] for p in members]) if all(p in by_pair for p in members) else None
-                    for members in groups.values()]
-        lines.append(f"| {method}/{embedding} | " + " | ".join(_fmt(by_pair.get(p)) for p in pairs) + " | "
-                     + " | ".join(_fmt(a) for a in averages) + " |")
+    for (method, embedding), by_pair in _pearson_by_head(rows).items():
+        if method in exclude:
+            continue
+        lines.append(f"| {method}/{embedding} | " + " | ".join(_fmt(by_pair.get(p)) for p in pairs)
+                     + f" | {_fmt(_average(by_pair, pairs))} |")
+    return lines
+
+
+def ablation_table(rows: pd.DataFrame, method: str, ablations: Mapping[str, Mapping[str, Any]], pairs: Sequence[str]
+                   ) -> list[str]:
+    """Markdown: a method with all its losses, then each of its ablations (the loss weights they change).
+
+    SEED Table 5 and DREAM Table 6 report the average Pearson of these rows; the pairs are kept
+    as columns too.
+    """
+    scores = _pearson_by_head(rows)
+    header = ["head", "loss weights changed", *pairs, "Avg."]
+    lines = ["| " + " | ".join(header) + " |", "|---|---|" + "---:|" * (len(header) - 2)]
+    heads = [(method, "none (all losses)")] + [
+        (name, ", ".join(f"{k} = {v:g}" for k, v in spec["loss_weights"].items()))
+        for name, spec in ablations.items() if spec["method"] == method]
+    for name, changed in heads:
+        by_pair = scores.get((name, "meaning"), {})
+        lines.append(f"| {name} | {changed} | " + " | ".join(_fmt(by_pair.get(p)) for p in pairs)
+                     + f" | {_fmt(_average(by_pair, pairs))} |")
     return lines
 
 
@@ -445,27 +512,37 @@ def corpus_table(sizes: pd.DataFrame, papers: Mapping[str, Mapping[str, Any]]) -
     return lines
 
 
-def report_similarity(report: Mapping[str, Any], sizes: pd.DataFrame, ingest: Mapping[str, Any], *tables: pd.DataFrame
-                      ) -> tuple[pd.DataFrame, dict[str, Any], str]:
-    """The metrics-table rows, MLflow metrics and the markdown report (Pearson, leakage, corpus sizes).
+def report_similarity(report: Mapping[str, Any], ablations: Mapping[str, Any] | None, sizes: pd.DataFrame,
+                      ingest: Mapping[str, Any], *tables: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any], str]:
+    """The metrics-table rows, MLflow metrics and the markdown report in the papers' layouts.
 
     Args:
-        report: ``<pipeline>.report``: ``pipeline``, ``title``, ``groups`` (average columns:
-            ``{name: [pairs]}``) and ``paper_corpus_sizes`` (``{paper: {pair: size}}``).
+        report: ``<pipeline>.report``: ``pipeline``, ``title``, ``tables`` (``{title: [pairs]}``:
+            one Pearson table each, e.g. SEED Table 1), ``ablation_tables`` (``{method: title}``,
+            e.g. SEED Table 5 over the first table's pairs) and ``paper_corpus_sizes``
+            (``{paper: {pair: size}}``).
+        ablations: ``<pipeline>.ablations`` (see :func:`check_ablations`).
         sizes: From :func:`clean_and_split`.
         ingest: The evaluation set's ingestion counts.
         *tables: Row tables from :func:`evaluate_similarity` and :func:`language_leakage`.
     """
+    ablations = check_ablations(ablations)
     rows = pd.concat(tables, ignore_index=True)
     metrics = {metric_key(r): {"value": float(r.value), "step": 0} for r in rows.itertuples()}
     for pair, counts in ingest.items():
         for name, value in counts.items():
             metrics[f"{report['pipeline']}.ingest.{pair}.{name}".replace("-", "_")] = {"value": float(value), "step": 0}
-    groups = {str(k): [str(p) for p in v] for k, v in dict(report["groups"]).items()}
+    views = {str(k): [str(p) for p in v] for k, v in dict(report["tables"]).items()}
     text = [f"# {report['title']}", "", "Pearson correlation of the cosine between the two sentences' embeddings and "
-            "the human scores (methods as rows; `raw/*` = the frozen encoder).", ""]
-    text += pearson_table(rows, groups)
-    text += ["", "## Language leakage", "", "Accuracy of a logistic-regression language-ID probe (trained on "
+            "the human scores (methods as rows; `raw/*` = the frozen encoder, `raw/mean` is the papers' Baseline).", ""]
+    for title, pairs in views.items():
+        text += [f"## {title}", ""] + pearson_table(rows, pairs, exclude=list(ablations)) + [""]
+    first_pairs = next(iter(views.values()))
+    for method, title in dict(report.get("ablation_tables") or {}).items():
+        if any(spec["method"] == method for spec in ablations.values()):
+            text += [f"## {title}", "", f"{method} retrained with loss terms switched off (`{report['pipeline']}.ablations`); "
+                     "Pearson of the meaning embeddings.", ""] + ablation_table(rows, method, ablations, first_pairs) + [""]
+    text += ["## Language leakage", "", "Accuracy of a logistic-regression language-ID probe (trained on "
              "training-corpus sentences, scored on validation sentences). Lower is better for meaning, higher for language.", ""]
     text += leakage_table(rows)
     text += ["", "## Training corpus", "", "Parallel pairs per language pair after deduplication and removal of every pair "
@@ -539,16 +616,22 @@ def evaluation_sets_pipeline(qe_pairs: Sequence[str] | None = None) -> Pipeline:
     ])
 
 
-def create_similarity_pipeline(name: str, candidates: node, qe_pairs: Sequence[str] | None = None) -> Pipeline:
+def create_similarity_pipeline(name: str, candidates: node, qe_pairs: Sequence[str] | None = None,
+                               ablations: Mapping[str, Any] | None = None) -> Pipeline:
     """The shared body of ``qe`` and ``sts``: corpus → embed → train → evaluate → report.
 
     Args:
         name: ``qe`` or ``sts``: prefix of every dataset and parameter group.
         candidates: The node that reads the raw corpus into ``<name>_corpus_candidates``.
         qe_pairs: QE test pairs (default: ``qe.test.pairs`` from ``conf/``).
+        ablations: Extra heads, one training node each (default: ``<name>.ablations`` from
+            ``conf/``; see :func:`check_ablations`).
     """
     test = f"{name}_test_pairs"
-    models = [f"{name}_{m}_model" for m in TRAINED_METHODS]
+    if ablations is None:
+        ablations = (load_parameters().get(name) or {}).get("ablations") or {}
+    ablations = check_ablations(ablations)
+    models = [f"{name}_{m}_model" for m in (*TRAINED_METHODS, *ablations)]
     nodes_ = [
         candidates,
         node(clean_and_split, inputs=[f"{name}_corpus_candidates", "qe_test_pairs", "sts_test_pairs", "laser_tatoeba",
@@ -564,6 +647,12 @@ def create_similarity_pipeline(name: str, candidates: node, qe_pairs: Sequence[s
                            inputs=[f"{name}_embeddings", f"{name}_corpus", f"params:{name}.methods.{method}",
                                    f"params:{name}.training", f"params:{name}.pooling"],
                            outputs=[f"{name}_{method}_model", f"{name}_{method}_history"], name=f"train_{name}_{method}_node"))
+    for ablation, spec in ablations.items():
+        nodes_.append(node(bind(train_ablation, name=ablation, pipeline=name),
+                           inputs=[f"{name}_embeddings", f"{name}_corpus", f"params:{name}.methods.{spec['method']}",
+                                   f"params:{name}.ablations.{ablation}", f"params:{name}.training", f"params:{name}.pooling"],
+                           outputs=[f"{name}_{ablation}_model", f"{name}_{ablation}_history"],
+                           name=f"train_{name}_{ablation}_node"))
     nodes_ += [
         node(evaluate_similarity, inputs=[f"{name}_embeddings", test, "encoder_identity", f"params:{name}.report",
                                           f"{name}_centering_model", *models],
@@ -571,7 +660,7 @@ def create_similarity_pipeline(name: str, candidates: node, qe_pairs: Sequence[s
         node(language_leakage, inputs=[f"{name}_embeddings", f"{name}_corpus", "encoder_identity", f"params:{name}.report",
                                        f"params:{name}.leakage", f"{name}_centering_model", *models],
              outputs=f"{name}_leakage_rows", name=f"{name}_language_leakage_node"),
-        node(report_similarity, inputs=[f"params:{name}.report", f"{name}_corpus_sizes", f"{name}_test_counts",
+        node(report_similarity, inputs=[f"params:{name}.report", f"params:{name}.ablations", f"{name}_corpus_sizes", f"{name}_test_counts",
                                         f"{name}_pearson_rows", f"{name}_leakage_rows"],
              outputs=[f"{name}_metrics_table", f"{name}_metrics", f"{name}_report_markdown"], name=f"report_{name}_node"),
         node(plot_meaning_language, inputs=[f"{name}_embeddings", test, f"{name}_seed_model", f"params:{name}.figure"],
