@@ -339,6 +339,11 @@ def train_ablation(manifest: Mapping[str, Any], corpus: pd.DataFrame, spec: Mapp
 Encoded = dict[tuple[str, str], np.ndarray]  # (method, embedding) -> vectors
 
 
+def head_name(head: Mapping[str, Any]) -> str:
+    """A trained head's name in rows and reports: its ablation name, else its method (older files have no name)."""
+    return str(head.get("name", head["method"]))
+
+
 def encode_all(vectors: Mapping[str, np.ndarray], languages: Sequence[str], centering: Mapping[str, Any],
                heads: Sequence[Mapping[str, Any]]) -> Encoded:
     """Raw, centred and every head's meaning and language embeddings of one set of sentences.
@@ -359,7 +364,7 @@ def encode_all(vectors: Mapping[str, np.ndarray], languages: Sequence[str], cent
         model.eval()
         with torch.no_grad():
             meaning, language = model(torch.from_numpy(np.asarray(vectors[head["pooling"]], dtype=np.float32)))
-        name = head.get("name", head["method"])
+        name = head_name(head)
         out[(name, "meaning")], out[(name, "language")] = meaning.numpy(), language.numpy()
     return out
 
@@ -394,7 +399,7 @@ def evaluate_similarity(manifest: Mapping[str, Any], test: pd.DataFrame, identit
                              part["lang2"].iloc[0], "pearson", pearson(cosine[index], part["gold"].to_numpy()), encoder))
     table = pd.DataFrame(rows)
     for head in heads:
-        log_child_metrics(head.get("mlflow_run_id"), table[table["method"] == head.get("name", head["method"])])
+        log_child_metrics(head.get("mlflow_run_id"), table[table["method"] == head_name(head)])
     return table
 
 
