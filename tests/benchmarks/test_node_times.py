@@ -1,0 +1,40 @@
+"""benchmarks/node_times.py: per-node wall times from a kedro console log."""
+
+from __future__ import annotations
+
+import importlib.util
+from datetime import timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+spec = importlib.util.spec_from_file_location("node_times", ROOT / "benchmarks" / "node_times.py")
+node_times = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(node_times)
+
+# the shapes met in real logs: stamps only when the second changes, a progress bar before a
+# stamp on the same line, a long node name wrapped onto the next line, rich's source column
+LOG = """\
+[11/23/26 16:59:10] INFO     Running node: build_qe_candidates_node: node.py:531
+                    INFO     Completed node:                       runner.py:245
+                    INFO     Completed 1 out of 3 tasks           runner.py:246
+[11/23/26 16:59:13] INFO     Running node: embed_qe_inputs_node:     node.py:531
+embedding sets: 100%|##| 6/6 [07:01<00:00][11/23/26 17:06:14] INFO     done     extraction.py:1
+[11/23/26 17:06:31] INFO     Completed 2 out of 3 tasks           runner.py:246
+                    INFO     Running node:                           node.py:531
+                             train_qe_dream_without_language_node:
+[11/23/26 17:09:11] INFO     Completed 3 out of 3 tasks           runner.py:246
+"""
+
+
+def test_node_times_from_a_log() -> None:
+    times = node_times.node_times(LOG.splitlines())
+    assert [(name, duration) for name, _, duration in times] == [
+        ("build_qe_candidates_node", timedelta(0)),
+        ("embed_qe_inputs_node", timedelta(minutes=7, seconds=18)),
+        ("train_qe_dream_without_language_node", timedelta(minutes=2, seconds=40)),
+    ]
+    assert times[1][1].strftime("%H:%M:%S") == "16:59:13"
+
+
+def test_a_node_still_running_is_left_out() -> None:
+    assert node_times.node_times(LOG.splitlines()[:5]) == node_times.node_times(LOG.splitlines()[:3])
