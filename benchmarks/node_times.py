@@ -51,12 +51,12 @@ def _minutes(delta: timedelta) -> str:
     return f"{seconds // 60} min {seconds % 60:02d} s"
 
 
-def main() -> None:
-    """Print a markdown table of node times (and group sums) from a log file."""
+def main(argv: list[str] | None = None) -> None:
+    """Print a markdown table of node times (and group sums) from a log file (``argv``: tests pass their own)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("log", type=Path)
     parser.add_argument("--group", action="append", default=[], help="also print the summed time of nodes with this prefix")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     times = node_times(args.log.read_text(errors="replace").splitlines())
     if not times:
         raise SystemExit(f"{args.log}: no completed node found (is it a kedro run's console log?)")

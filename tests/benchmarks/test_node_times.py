@@ -6,6 +6,8 @@ import importlib.util
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location("node_times", ROOT / "benchmarks" / "node_times.py")
 node_times = importlib.util.module_from_spec(spec)
@@ -38,3 +40,20 @@ def test_node_times_from_a_log() -> None:
 
 def test_a_node_still_running_is_left_out() -> None:
     assert node_times.node_times(LOG.splitlines()[:5]) == node_times.node_times(LOG.splitlines()[:3])
+
+
+def test_main_prints_the_table_and_group_sums(tmp_path, capsys) -> None:
+    log = tmp_path / "run.log"
+    log.write_text(LOG)
+    node_times.main([str(log), "--group", "train_"])
+    out = capsys.readouterr().out.splitlines()
+    assert out[2] == "| build_qe_candidates_node | 16:59:10 | 0 min 00 s |"
+    assert "| **train_*** | | 2 min 40 s |" in out
+    assert out[-1] == "| **first node start → last node end** | | 10 min 01 s |"
+
+
+def test_a_log_without_nodes_is_refused_by_name(tmp_path) -> None:
+    log = tmp_path / "empty.log"
+    log.write_text("pip install ...\n")
+    with pytest.raises(SystemExit, match=r"empty\.log: no completed node found"):
+        node_times.main([str(log)])
