@@ -59,3 +59,25 @@ def test_bad_weights_and_activation():
         dream_losses(_halving_model(), x, x, x, x, torch.tensor([0]), torch.tensor([0]), {"contrast": 1.0})
     with pytest.raises(ValueError, match="activation must be one of"):
         Dream(4, 2, activation="swish")
+
+
+def test_dream_infonce_replaces_only_the_meaning_loss():
+    import math
+
+    from language_agnostic.methods.dream import Dream, dream_losses
+
+    torch.manual_seed(0)
+    model = Dream(4, 2)
+    s, t, s2, t2 = (torch.randn(3, 4) for _ in range(4))
+    ids = (torch.zeros(3, dtype=torch.long), torch.ones(3, dtype=torch.long))
+    pairwise = dream_losses(model, s, t, s2, t2, *ids)
+    infonce = dream_losses(model, s, t, s2, t2, *ids, meaning="infonce", temperature=1.0)
+    for part in ("reconstruction", "language_similarity", "language_id"):
+        assert infonce[part] == pairwise[part]
+    s_m, t_m = model(s)[0].detach(), model(t)[0].detach()
+    logits = torch.nn.functional.normalize(s_m, dim=-1) @ torch.nn.functional.normalize(t_m, dim=-1).T
+    by_hand = sum(-math.log(math.exp(logits[i, i]) / sum(math.exp(logits[i, j]) for j in range(3))) +
+                  -math.log(math.exp(logits[i, i]) / sum(math.exp(logits[j, i]) for j in range(3))) for i in range(3)) / 6
+    assert infonce["meaning"].item() == pytest.approx(float(by_hand), abs=1e-5)
+    with pytest.raises(ValueError, match="meaning must be 'pairwise' or 'infonce'"):
+        dream_losses(model, s, t, s2, t2, *ids, meaning="triplet")

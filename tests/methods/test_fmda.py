@@ -7,6 +7,7 @@ import math
 import pytest
 import torch
 
+from language_agnostic.methods.contrastive import ContrastiveSettings, info_nce
 from language_agnostic.methods.fmda import (
     ABLATIONS,
     LOSS_WEIGHTS,
@@ -86,9 +87,50 @@ def test_fast_path_equals_the_tokenwise_form_with_odd_lengths_and_padding(ffn_la
 
 
 def test_contrastive_loss_by_hand():
+    # cos(x1, x2) = 1, cos(x1, neg1) = 0, cos(x2, neg2) = -1
     x1, x2 = torch.tensor([[1.0, 0.0]]), torch.tensor([[1.0, 0.0]])
     neg1, neg2 = torch.tensor([[0.0, 1.0]]), torch.tensor([[-1.0, 0.0]])
-    assert contrastive_loss(x1, x2, neg1, neg2).item() == pytest.approx(-1 + 0 - 1)
+    # eq. 3-4 as printed: a negative at cos -1 *earns* -1
+    assert contrastive_loss(x1, x2, neg1, neg2, ContrastiveSettings(negative="linear")).item() == pytest.approx(-1 + 0 - 1)
+    # hinged (the default): an orthogonal or opposite negative costs nothing
+    assert contrastive_loss(x1, x2, neg1, neg2).item() == pytest.approx(-1 + 0 + 0)
+    # the margin: max(0, cos - m); here cos(x1, neg1') = 0.6
+    near = torch.tensor([[0.6, 0.8]])
+    hinge = ContrastiveSettings(margin=0.5)
+    assert contrastive_loss(x1, x2, near, neg2, hinge).item() == pytest.approx(-1 + 0.1 + 0)
+    with pytest.raises(ValueError, match="needs the negatives"):
+        contrastive_loss(x1, x2, None, None)
+
+
+def test_infonce_by_hand():
+    # two orthogonal pairs, tau = 1: each row's logits are (1, 0), loss = log(1 + e^-1) both ways
+    x = torch.eye(2)
+    settings = ContrastiveSettings(contrastive="infonce", temperature=1.0)
+    assert contrastive_loss(x, x, None, None, settings).item() == pytest.approx(math.log(1 + math.exp(-1)), abs=1e-6)
+    # rows swapped in x2: each row picks the wrong partner, loss = log(1 + e^1)
+    assert info_nce(x, x.flip(0), 1.0).item() == pytest.approx(math.log(1 + math.exp(1)), abs=1e-6)
+    # a lower temperature sharpens it: (1/0.5, 0) -> log(1 + e^-2)
+    assert info_nce(x, x, 0.5).item() == pytest.approx(math.log(1 + math.exp(-2)), abs=1e-6)
+    # only the cosines count: scaling a row changes nothing
+    assert info_nce(x * torch.tensor([[3.0], [0.2]]), x, 1.0).item() == pytest.approx(math.log(1 + math.exp(-1)), abs=1e-6)
+
+
+def test_hinge_linear_and_infonce_disagree_where_they_should():
+    """Negatives pushed from orthogonal to opposite: the linear loss falls, the hinge does not, InfoNCE barely."""
+    x1, x2 = torch.eye(2), torch.eye(2)
+    orthogonal, opposite = torch.tensor([[0.0, 1.0], [1.0, 0.0]]), -torch.eye(2)
+    linear, hinge = ContrastiveSettings(negative="linear"), ContrastiveSettings()
+    assert contrastive_loss(x1, x2, opposite, opposite, linear) < contrastive_loss(x1, x2, orthogonal, orthogonal, linear) - 1.9
+    assert contrastive_loss(x1, x2, opposite, opposite, hinge) == contrastive_loss(x1, x2, orthogonal, orthogonal, hinge) == -1
+
+
+def test_contrastive_settings_reject_bad_values():
+    with pytest.raises(ValueError, match="negative must be one of"):
+        ContrastiveSettings(negative="squared")
+    with pytest.raises(ValueError, match="contrastive must be one of"):
+        ContrastiveSettings(contrastive="triplet")
+    with pytest.raises(ValueError, match="temperature must be > 0"):
+        ContrastiveSettings(temperature=0)
 
 
 def _batch(model: Fmda) -> dict[str, torch.Tensor]:

@@ -66,6 +66,12 @@ def _utterances() -> pd.DataFrame:
                          for i, (text, partition) in enumerate(zip(texts, PARTITIONS))])
 
 
+def _pools() -> pd.DataFrame:
+    """Train pools: train ids 0, 2, 3, 5, 6 (the template holdout, 2 and 3, has two); dev pools: dev ids 8, 10, 11."""
+    return pd.DataFrame([{"locale": loc, "partition": part, "id": str(i), "utt": ""} for loc in ("en-US", "de-DE")
+                         for part, ids in (("train", (0, 2, 3, 5, 6)), ("dev", (8, 10, 11))) for i in ids])
+
+
 def _catalog(model_dir: Path, store: Path) -> DataCatalog:
     params: dict[str, Any] = {
         "params:embeddings.encoder": {"name": str(model_dir)},
@@ -76,13 +82,17 @@ def _catalog(model_dir: Path, store: Path) -> DataCatalog:
         "params:fmda.variants.all_together": {"pairs": "all"},
         "params:fmda.variants.two_stage": {"pairs": ["en_de"], "two_stage": True},
         "params:fmda.variants.no_contrastive": {"pairs": ["en_de"], "ablation": "no_contrastive"},
+        "params:fmda.variants.infonce": VARIANTS["infonce"],
+        "params:fmda.controls.linear_infonce": CONTROLS["linear_infonce"],
+        "params:fmda.controls.dream_infonce": CONTROLS["dream_infonce"],
+        "params:fmda.loss": LOSS,
         "params:fmda.unified": {"pairs": ["en_de"]},
         "params:fmda.template_pairs_holdout": {"dev_fraction": 0.25, "seed": 0},
         "params:fmda.figure": {"n_pairs": 4, "intent": "music", "n_templates": 2, "per_template": 2, "seed": 0},
         "params:fmda.training": TRAINING,
         "params:fmda.dream": {"pooling": "cls", "activation": "none", "loss_weights": {}, "training": TRAINING},
     }
-    pools = pd.DataFrame([{"locale": loc, "id": str(i), "utt": ""} for loc in ("en-US", "de-DE") for i in range(0, 8, 2)])
+    pools = _pools()
     return DataCatalog({
         "massive_masked_texts": MemoryDataset(_masked()),
         "massive_template_retrieval_single": MemoryDataset(_template(1)),
@@ -101,20 +111,25 @@ def _catalog(model_dir: Path, store: Path) -> DataCatalog:
 
 
 VARIANTS = {"all_together": {"pairs": "all"}, "two_stage": {"pairs": ["en_de"], "two_stage": True},
-            "no_contrastive": {"pairs": ["en_de"], "ablation": "no_contrastive"}}
+            "no_contrastive": {"pairs": ["en_de"], "ablation": "no_contrastive"},
+            "infonce": {"pairs": "all", "loss": {"contrastive": "infonce"}, "training": {"length_buckets": False}}}
+CONTROLS = {"linear_infonce": {"pairs": "all", "method": "linear-infonce", "pooling": "mean"},
+            "dream_infonce": {"pairs": "all", "method": "dream-infonce", "pooling": "mean"}}
+LOSS = {"contrastive": "pairwise", "negative": "hinge", "margin": 0.0, "temperature": 0.05}
 
 
 def test_fmda_pipeline_end_to_end_on_tiny_data(tiny_hub_model: Path, tmp_path: Path):
     catalog = _catalog(tiny_hub_model, tmp_path / "store")
-    pipeline = create_pipeline(pairs=["en_de"], variants=VARIANTS, unified=["en_de"], figure_pair="en_de")
+    pipeline = create_pipeline(pairs=["en_de"], variants=VARIANTS, unified=["en_de"], figure_pair="en_de", controls=CONTROLS)
     SequentialRunner().run(pipeline, catalog)
     table = catalog["fmda_metrics_table"].load()
-    fmda_methods = ["fmda", "fmda-two_stage", "fmda-no_contrastive", "fmda-unified"]
-    embeddings = {("raw", "cls"), ("raw", "mean"), ("centering", "mean"), ("dream", "meaning")}
+    fmda_methods = ["fmda", "fmda-two_stage", "fmda-no_contrastive", "fmda-infonce", "fmda-unified"]
+    embeddings = {("raw", "cls"), ("raw", "mean"), ("centering", "mean"), ("dream", "meaning"),
+                  ("linear-infonce", "meaning"), ("dream-infonce", "meaning")}
     embeddings |= {(m, e) for m in fmda_methods for e in ("m", "tp", "rs")}
     assert set(zip(table["method"], table["embedding"])) == embeddings
-    # 16 embeddings x (2 retrieval directions + 2 locales x (accuracy@1 + MAP))
-    assert len(table) == 16 * (2 + 4)
+    # 21 embeddings x (2 retrieval directions + 2 locales x (accuracy@1 + MAP))
+    assert len(table) == 21 * (2 + 4)
     assert table["value"].between(0, 1).all()
     # the raw rows equal retrieval computed here from the encoder directly
     encoder = load_encoder(str(tiny_hub_model))
@@ -147,7 +162,7 @@ def test_two_runs_with_the_same_seed_give_the_same_metrics(tiny_hub_model: Path,
     tables = []
     for run in ("first", "second"):
         catalog = _catalog(tiny_hub_model, tmp_path / run / "store")
-        SequentialRunner().run(create_pipeline(pairs=["en_de"], variants=variants, unified=[], figure_pair=""), catalog)
+        SequentialRunner().run(create_pipeline(pairs=["en_de"], variants=variants, unified=[], figure_pair="", controls={}), catalog)
         tables.append(catalog["fmda_metrics_table"].load().drop(columns=["run_id"], errors="ignore"))
     pd.testing.assert_frame_equal(tables[0], tables[1])
     # the trained rows are there, not only the raw ones
@@ -183,7 +198,7 @@ def test_two_stage_freezes_the_template_encoder_after_stage_one(tiny_hub_model: 
     catalog = _catalog(tiny_hub_model, tmp_path / "store")
     for name in ("en_de.fmda_inputs", "en_de.fmda_template_pairs"):
         catalog[name] = EmbeddingManifestDataset(str(tmp_path / f"{name}.json"))
-    pipeline = create_pipeline(pairs=["en_de"], variants=VARIANTS, unified=[], figure_pair="")
+    pipeline = create_pipeline(pairs=["en_de"], variants=VARIANTS, unified=[], figure_pair="", controls={})
     SequentialRunner().run(pipeline.to_outputs("en_de.fmda_inputs", "en_de.fmda_template_pairs"), catalog)
     after_each_stage, weights_used = [], []
     real_train = nodes.train
@@ -194,7 +209,7 @@ def test_two_stage_freezes_the_template_encoder_after_stage_one(tiny_hub_model: 
         return result
 
     monkeypatch.setattr(nodes, "train", recording_train)
-    monkeypatch.setattr(nodes, "fmda_losses", lambda m, b, w: (weights_used.append(dict(w)), fmda_losses(m, b, w))[1])
+    monkeypatch.setattr(nodes, "fmda_losses", lambda m, b, w, c: (weights_used.append(dict(w)), fmda_losses(m, b, w, c))[1])
     trained, _ = nodes.train_fmda_two_stage(catalog["en_de.fmda_inputs"].load(), catalog["en_de.fmda_template_pairs"].load(),
                                             catalog["massive_negative_pools"].load(), {}, {}, TRAINING)
     first, second = after_each_stage
@@ -231,7 +246,9 @@ def test_variants_name_their_mistakes():
     with pytest.raises(ValueError, match=r"fmda.variants.b.pairs: \['en_fr'\] not in massive.pairs"):
         variant_pairs({"b": {"pairs": ["en_fr"]}}, ["en_de"])
     with pytest.raises(ValueError, match="fmda.figure.pair 'en_de' needs the all_together variant"):
-        create_pipeline(pairs=["en_de"], variants={"two_stage": {"two_stage": True}}, unified=[], figure_pair="en_de")
+        create_pipeline(pairs=["en_de"], variants={"two_stage": {"two_stage": True}}, unified=[], figure_pair="en_de", controls={})
+    with pytest.raises(ValueError, match=r"fmda.controls.c.method must be one of \['linear-infonce', 'dream-infonce'\]"):
+        variant_pairs({"c": {"method": "linear"}}, ["en_de"], "fmda.controls", {"method", "pairs", "pooling"})
 
 
 def test_paper_tables_from_hand_made_rows():
@@ -262,3 +279,52 @@ def test_paper_tables_from_hand_made_rows():
     assert "| task | DREAM | dual-lingual FMDA | unified FMDA |" in table9
     assert "| DE→EN | 0.210 | 0.310 | 0.260 |" in table9
     assert "| EN template | 0.202 | 0.402 | 0.352 |" in table9 and "| DE template | 0.204 | 0.404 | 0.354 |" in table9
+
+
+def test_dev_negatives_follow_the_training_rule(tiny_hub_model: Path, tmp_path: Path):
+    """Train negatives come from the train pool, dev negatives from the dev pool: one rule, so the dev loss measures training's."""
+    from language_agnostic.pipelines.fmda import nodes
+
+    manifest = nodes.embed_fmda_inputs(_masked(), _template(1), _template(2), {"source": "en-US", "target": "de-DE"},
+                                       load_encoder(str(tiny_hub_model)), EmbeddingStore(tmp_path / "store"), EXTRACTION)
+    pools = _pools()
+    train = nodes._fmda_batches(manifest, "train", pools, 4, True)
+    dev = nodes._fmda_batches(manifest, "dev", pools, 4, False)
+    # rows of the split's ids (train 0-7, dev 8-11) that are in that split's pool
+    assert [p.tolist() for p in train.pools] == [[0, 2, 3, 5, 6], [0, 2, 3, 5, 6]]
+    assert [p.tolist() for p in dev.pools] == [[0, 2, 3], [0, 2, 3]]
+    # every negative drawn for a dev batch is a dev-pool utterance other than the anchor
+    generator = torch.Generator().manual_seed(0)
+    index = torch.arange(4)
+    for _ in range(20):
+        drawn = dev._negatives(index, dev.pools[0], generator)
+        assert set(drawn.tolist()) <= {0, 2, 3} and not (drawn == index).any()
+    # a pool table without dev pools is named, not silently replaced by "all dev utterances"
+    with pytest.raises(ValueError, match=r"the dev negative pool of en-US has 0 .*massive.negative_pool.partitions"):
+        nodes._fmda_batches(manifest, "dev", pools[pools["partition"] == "train"], 4, False)
+    # an old pool table (no partition column) is train pools only
+    legacy = pools[pools["partition"] == "train"].drop(columns="partition")
+    assert nodes.pool_rows(np.array([str(i) for i in range(8)]), legacy, "de-DE", "train").tolist() == [0, 2, 3, 5, 6]
+
+
+def test_controls_train_with_infonce_and_report_their_meaning(tiny_hub_model: Path, tmp_path: Path):
+    from language_agnostic.methods.dream import Dream
+    from language_agnostic.methods.linear import LinearHead
+    from language_agnostic.pipelines.fmda import nodes
+
+    manifest = nodes.embed_fmda_inputs(_masked(), _template(1), _template(2), {"source": "en-US", "target": "de-DE"},
+                                       load_encoder(str(tiny_hub_model)), EmbeddingStore(tmp_path / "store"), EXTRACTION)
+    training = {**TRAINING, "length_buckets": True}  # ignored by controls: pooled vectors have no length
+    for name, spec in CONTROLS.items():
+        trained, history = nodes.train_control(manifest, spec, training, {**LOSS, "temperature": 0.1}, name)
+        assert trained["method"] == spec["method"] and trained["temperature"] == 0.1
+        assert f"{spec['method']}.en-US-de-DE.dev_total" in history
+        model = LinearHead(manifest["sets"]["train.source.utt"].dim) if name == "linear_infonce" else \
+            Dream(manifest["sets"]["train.source.utt"].dim, 2)
+        model.load_state_dict(trained["state_dict"])
+        a, b = (nodes._control_meaning(model, np.asarray(manifest["sets"][f"dev.{s}.utt"].vectors("mean"))) for s in ("source", "target"))
+        assert trained["dev_m_accuracy"] == pytest.approx((retrieval_accuracy_at_1(a, b) + retrieval_accuracy_at_1(b, a)) / 2)
+        rows = nodes.evaluate_control(manifest, trained, {"name": "tiny"})
+        assert set(zip(rows["method"], rows["embedding"])) == {(spec["method"], "meaning")}
+    with pytest.raises(ValueError, match="fmda.controls: method must be one of"):
+        nodes.train_control(manifest, {"method": "svd"}, TRAINING, LOSS)

@@ -136,9 +136,11 @@ def test_pipeline_runs_end_to_end_on_tiny_data(tiny_archive: Path):
     ]
     assert single.loc[single["locale"] == "en-US", "template"].item() == "wake me up at [time] [date]"
     pools = catalog["massive_negative_pools"].load()
-    # the three train utterances of each language share at most one word: all are pooled
-    assert sorted(pools.groupby("locale")["id"].apply(sorted).items()) == [
-        ("de-DE", ["1", "2", "6"]), ("en-US", ["1", "2", "6"]), ("ja-JP", ["1", "2", "6"])
+    # the three train utterances of each language share at most one word: all are pooled; the
+    # lone dev utterance (5) has nothing to resemble and forms the dev pool
+    assert sorted(pools.groupby(["locale", "partition"])["id"].apply(sorted).items()) == [
+        (("de-DE", "dev"), ["5"]), (("de-DE", "train"), ["1", "2", "6"]), (("en-US", "dev"), ["5"]),
+        (("en-US", "train"), ["1", "2", "6"]), (("ja-JP", "dev"), ["5"]), (("ja-JP", "train"), ["1", "2", "6"])
     ]
     summary = catalog["massive_summary"].load()
     assert summary["ingest"]["ja_JP"]["rows_out"] == 6
@@ -147,6 +149,8 @@ def test_pipeline_runs_end_to_end_on_tiny_data(tiny_archive: Path):
     assert metrics["ingest.en_US.train"] == {"value": 3.0, "step": 0}
     markdown = catalog["massive_summary_markdown"].load()
     assert "| en-US → ja-JP | 6 | 3 | 1 | 2 | 0 |" in markdown
+    assert "| ja-JP | train | 3 | 3 | 100.0% |" in markdown and "| ja-JP | dev | 1 | 1 | 100.0% |" in markdown
+    assert summary["negative_pool"]["en_US"]["dev"] == {"in": 1, "pool_out": 1, "pool_fraction": 1.0}
 
 
 # ------------------------------------------------------------------ real data

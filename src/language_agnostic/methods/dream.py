@@ -13,6 +13,9 @@ sentence of each language ``(s', t')``. The loss is eq. 1::
 The authors' released code also computes a language push-apart term between the language
 embeddings of the two sides, ``max(0, cos(s_L, t_L))``, but leaves it out of the total; here it
 is ``weights["language_push"]``, 0 by default.
+
+``meaning="infonce"`` replaces ``L_M`` by in-batch InfoNCE between ``s_M`` and ``t_M``
+(``dream-infonce``): a control for FMDA's InfoNCE variant, not the paper's method.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from collections.abc import Mapping
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from language_agnostic.methods.contrastive import info_nce
 
 ACTIVATIONS = {"none": nn.Identity, "relu": nn.ReLU, "tanh": nn.Tanh, "gelu": nn.GELU}
 DEFAULT_WEIGHTS = {"reconstruction": 1.0, "meaning": 1.0, "language": 1.0, "language_push": 0.0}
@@ -75,6 +80,8 @@ def dream_losses(
     s: torch.Tensor, t: torch.Tensor, s2: torch.Tensor, t2: torch.Tensor,
     s_lang: torch.Tensor, t_lang: torch.Tensor,
     weights: Mapping[str, float] | None = None,
+    meaning: str = "pairwise",
+    temperature: float = 0.05,
 ) -> dict[str, torch.Tensor]:
     """Every DREAM loss for one batch of quadruplets, and their weighted total.
 
@@ -84,6 +91,8 @@ def dream_losses(
         s2, t2: Random sentences in the languages of ``s`` and ``t``.
         s_lang, t_lang: Language ids (``(batch,)`` long) of ``s`` and ``t``.
         weights: ``reconstruction``, ``meaning``, ``language``, ``language_push``.
+        meaning: ``pairwise`` (eq. 5-7) or ``infonce`` (in-batch InfoNCE at ``temperature``;
+            ``s2``/``t2`` then serve only the language loss).
 
     Returns:
         ``{"reconstruction", "meaning", "language_similarity", "language_id", "language_push",
@@ -93,12 +102,14 @@ def dream_losses(
     unknown = sorted(set(w) - set(DEFAULT_WEIGHTS))
     if unknown:
         raise ValueError(f"unknown DREAM loss weight(s) {unknown}; known: {sorted(DEFAULT_WEIGHTS)}")
+    if meaning not in ("pairwise", "infonce"):
+        raise ValueError(f"meaning must be 'pairwise' or 'infonce', got {meaning!r}")
     (s_m, s_l), (t_m, t_l), (s2_m, s2_l), (t2_m, t2_l) = (model(x) for x in (s, t, s2, t2))
     reconstruction = sum(reconstruction_loss(e, m, l) for e, m, l in
                          ((s, s_m, s_l), (t, t_m, t_l), (s2, s2_m, s2_l), (t2, t2_m, t2_l))) / 4
     losses = {
         "reconstruction": reconstruction,
-        "meaning": meaning_loss(s_m, t_m, s2_m, t2_m),
+        "meaning": meaning_loss(s_m, t_m, s2_m, t2_m) if meaning == "pairwise" else info_nce(s_m, t_m, temperature),
         "language_similarity": language_similarity_loss(s_l, t_l, s2_l, t2_l),
         # eq. 10-11 on both sides of the pair
         "language_id": (F.cross_entropy(model.identify(s_l), s_lang) + F.cross_entropy(model.identify(t_l), t_lang)) / 2,

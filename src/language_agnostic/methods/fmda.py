@@ -24,7 +24,10 @@ Losses (§3.2-3.5), each with a weight (``LOSS_WEIGHTS``):
   the template-masked (residual-masked) text of the same utterance (eq. 1), both utterances;
 - ``tp_rec_cl`` / ``rs_rec_cl``: the same with the *other* utterance's ``emb_lang`` and
   target (eq. 2), both directions;
-- ``tp_con`` / ``m_con``: ``−cos(x¹, x²) + cos(x¹, neg¹) + cos(x², neg²)`` (eq. 3-4).
+- ``tp_con`` / ``m_con``: ``−cos(x¹, x²) + n(cos(x¹, neg¹)) + n(cos(x², neg²))`` (eq. 3-4), with the
+  negative term ``n`` hinged, ``max(0, cos − margin)``, as the method family's released code
+  writes it, or linear as printed (:class:`ContrastiveSettings`); or, beyond the paper, in-batch
+  InfoNCE between ``x¹`` and ``x²`` (``contrastive="infonce"``, the ``fmda-infonce`` rows).
 
 Eq. 5 sums them all with weight 1; its repeated ``rs…-CL`` line is a typo and is counted once.
 Choices the paper leaves open are constructor arguments; ``docs/fmda.md`` argues the defaults.
@@ -39,6 +42,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from language_agnostic.methods.contrastive import ContrastiveSettings, info_nce, pairwise_contrastive
 
 LOSS_WEIGHTS = {
     "lang": 1.0, "utt_rec": 1.0, "tp_rec": 1.0, "tp_rec_cl": 1.0, "rs_rec": 1.0, "rs_rec_cl": 1.0,
@@ -192,10 +197,19 @@ def freeze_template_encoder(model: Fmda) -> None:
             parameter.requires_grad_(False)
 
 
-def contrastive_loss(x1: torch.Tensor, x2: torch.Tensor, neg1: torch.Tensor, neg2: torch.Tensor) -> torch.Tensor:
-    """Eq. 3-4: ``−cos(x1, x2) + cos(x1, neg1) + cos(x2, neg2)``, batch mean."""
-    return (-F.cosine_similarity(x1, x2, dim=-1) + F.cosine_similarity(x1, neg1, dim=-1)
-            + F.cosine_similarity(x2, neg2, dim=-1)).mean()
+def contrastive_loss(x1: torch.Tensor, x2: torch.Tensor, neg1: torch.Tensor | None, neg2: torch.Tensor | None,
+                     settings: ContrastiveSettings | None = None) -> torch.Tensor:
+    """Eq. 3-4 (``tp_con``, ``m_con``) as ``settings`` reads it: pairwise with pool negatives, or in-batch InfoNCE.
+
+    ``ContrastiveSettings(negative="linear")`` is the equation as printed:
+    ``−cos(x1, x2) + cos(x1, neg1) + cos(x2, neg2)``.
+    """
+    settings = settings or ContrastiveSettings()
+    if settings.contrastive == "infonce":
+        return info_nce(x1, x2, settings.temperature)
+    if neg1 is None or neg2 is None:
+        raise ValueError("the pairwise contrastive loss needs the negatives neg1, neg2")
+    return pairwise_contrastive(x1, x2, neg1, neg2, settings.negative, settings.margin)
 
 
 def utterance_target(states: torch.Tensor, mask: torch.Tensor, kind: str) -> torch.Tensor:
@@ -217,7 +231,8 @@ def utterance_reconstruction_loss(model: Fmda, out: Mapping[str, torch.Tensor], 
     return F.mse_loss(recon, utterance_target(states, mask, model.config.utterance_target))
 
 
-def fmda_losses(model: Fmda, batch: Mapping[str, torch.Tensor], weights: Mapping[str, float] | None = None) -> dict[str, torch.Tensor]:
+def fmda_losses(model: Fmda, batch: Mapping[str, torch.Tensor], weights: Mapping[str, float] | None = None,
+                contrastive: ContrastiveSettings | None = None) -> dict[str, torch.Tensor]:
     """Every FMDA loss for one batch of quadruplets, and the weighted total (eq. 5).
 
     Args:
@@ -227,6 +242,8 @@ def fmda_losses(model: Fmda, batch: Mapping[str, torch.Tensor], weights: Mapping
             of the masked texts of the pair (``s_tp_target, s_rs_target, t_tp_target,
             t_rs_target``) and language ids (``s_lang, t_lang``).
         weights: Overrides of ``LOSS_WEIGHTS``.
+        contrastive: How ``tp_con`` and ``m_con`` are computed (default: hinged pairwise,
+            margin 0). With InfoNCE the negatives ``s2``/``t2`` are not encoded at all.
 
     Returns:
         ``{loss name: value}`` for every name in ``LOSS_WEIGHTS``, plus ``"total"``.
@@ -235,10 +252,13 @@ def fmda_losses(model: Fmda, batch: Mapping[str, torch.Tensor], weights: Mapping
     unknown = sorted(set(w) - set(LOSS_WEIGHTS))
     if unknown:
         raise ValueError(f"unknown FMDA loss weight(s) {unknown}; known: {sorted(LOSS_WEIGHTS)}")
+    contrastive = contrastive or ContrastiveSettings()
     s = model(batch["s_states"], batch["s_mask"])
     t = model(batch["t_states"], batch["t_mask"])
-    s2 = model(batch["s2_states"], batch["s2_mask"])
-    t2 = model(batch["t2_states"], batch["t2_mask"])
+    # in-batch InfoNCE needs no pool negatives: skip half of the forward work
+    pairwise = contrastive.contrastive == "pairwise"
+    s2 = model(batch["s2_states"], batch["s2_mask"]) if pairwise else {"tp": None, "m": None}
+    t2 = model(batch["t2_states"], batch["t2_mask"]) if pairwise else {"tp": None, "m": None}
     losses = {
         "lang": F.cross_entropy(model.identify(s["lang"]), batch["s_lang"])
         + F.cross_entropy(model.identify(t["lang"]), batch["t_lang"]),
@@ -248,8 +268,8 @@ def fmda_losses(model: Fmda, batch: Mapping[str, torch.Tensor], weights: Mapping
         "tp_rec_cl": F.mse_loss(s["tp"] + t["lang"], batch["t_tp_target"]) + F.mse_loss(t["tp"] + s["lang"], batch["s_tp_target"]),
         "rs_rec": F.mse_loss(s["rs"] + s["lang"], batch["s_rs_target"]) + F.mse_loss(t["rs"] + t["lang"], batch["t_rs_target"]),
         "rs_rec_cl": F.mse_loss(s["rs"] + t["lang"], batch["t_rs_target"]) + F.mse_loss(t["rs"] + s["lang"], batch["s_rs_target"]),
-        "tp_con": contrastive_loss(s["tp"], t["tp"], s2["tp"], t2["tp"]),
-        "m_con": contrastive_loss(s["m"], t["m"], s2["m"], t2["m"]),
+        "tp_con": contrastive_loss(s["tp"], t["tp"], s2["tp"], t2["tp"], contrastive),
+        "m_con": contrastive_loss(s["m"], t["m"], s2["m"], t2["m"], contrastive),
     }
     losses["total"] = sum(w[name] * value for name, value in losses.items())
     return losses

@@ -21,7 +21,9 @@ from language_agnostic.encoders.loading import LoadedEncoder
 from language_agnostic.evaluation.retrieval import retrieval_accuracy_at_1
 from language_agnostic.evaluation.template import mean_average_precision, template_accuracy_at_1
 from language_agnostic.methods.centering import center, fit_language_means
+from language_agnostic.methods.contrastive import ContrastiveSettings
 from language_agnostic.methods.dream import Dream, dream_losses
+from language_agnostic.methods.linear import LinearHead, linear_infonce_losses
 from language_agnostic.methods.fmda import (
     ABLATIONS, TEMPLATE_LOSSES, Fmda, FmdaConfig, fmda_losses, freeze_template_encoder, two_stage_weights,
 )
@@ -106,23 +108,32 @@ def _training_settings(params: Mapping[str, Any], where: str) -> tuple[TrainSett
     return settings_from_params(TrainSettings, params, where), batch_size, buckets
 
 
-def _dev_scorer(training: Mapping[str, Any], *manifests: Mapping[str, Any]) -> Callable[[torch.nn.Module], float] | None:
-    """``select_on: dev_retrieval``: the mean dev accuracy@1 of ``emb_m``, both directions of every pair; else None.
+def dev_retrieval(model: torch.nn.Module, *manifests: Mapping[str, Any]) -> float:
+    """Mean MASSIVE **dev** accuracy@1 of ``emb_m``, both directions of every pair (no test data)."""
+    accuracies = []
+    for manifest in manifests:
+        a = encode_with_fmda(model, manifest["sets"]["dev.source.utt"])["m"]
+        b = encode_with_fmda(model, manifest["sets"]["dev.target.utt"])["m"]
+        accuracies += [retrieval_accuracy_at_1(a, b), retrieval_accuracy_at_1(b, a)]
+    return float(np.mean(accuracies))
 
-    Only MASSIVE dev pairs are read, so selecting on it follows the project's rule (no test data).
-    """
+
+def _dev_scorer(training: Mapping[str, Any], *manifests: Mapping[str, Any]) -> Callable[[torch.nn.Module], float] | None:
+    """``select_on: dev_retrieval``: :func:`dev_retrieval` as the selection criterion; else None."""
     if training.get("select_on", "dev_loss") != "dev_retrieval":
         return None
+    return lambda model: dev_retrieval(model, *manifests)
 
-    def score(model: torch.nn.Module) -> float:
-        accuracies = []
-        for manifest in manifests:
-            a = encode_with_fmda(model, manifest["sets"]["dev.source.utt"])["m"]
-            b = encode_with_fmda(model, manifest["sets"]["dev.target.utt"])["m"]
-            accuracies += [retrieval_accuracy_at_1(a, b), retrieval_accuracy_at_1(b, a)]
-        return float(np.mean(accuracies))
 
-    return score
+def contrastive_settings(loss: Mapping[str, Any] | None, spec: Mapping[str, Any] | None = None) -> ContrastiveSettings:
+    """``fmda.loss`` with the variant's ``loss`` overrides on top, as :class:`ContrastiveSettings`."""
+    merged = {**dict(loss or {}), **dict((spec or {}).get("loss") or {})}
+    return settings_from_params(ContrastiveSettings, merged, "fmda.loss")
+
+
+def variant_training(training: Mapping[str, Any], spec: Mapping[str, Any]) -> dict[str, Any]:
+    """``fmda.training`` with the variant's ``training`` overrides (e.g. ``length_buckets: false``)."""
+    return {**dict(training), **dict(spec.get("training") or {})}
 
 
 def _variant_weights(variant: Mapping[str, Any]) -> dict[str, float]:
@@ -132,17 +143,32 @@ def _variant_weights(variant: Mapping[str, Any]) -> dict[str, float]:
     return {**ABLATIONS[ablation], **dict(variant.get("loss_weights") or {})}
 
 
-def _pool_rows(ids: np.ndarray, pools: pd.DataFrame | None, locale: str) -> np.ndarray:
-    """Rows of ``ids`` negatives are drawn from: the locale's negative pool (train), else all."""
-    if pools is None:
-        return np.arange(len(ids))
-    return np.flatnonzero(np.isin(ids, pools.loc[pools["locale"] == locale, "id"]))
+def pool_rows(ids: np.ndarray, pools: pd.DataFrame, locale: str, partition: str) -> np.ndarray:
+    """Rows of ``ids`` negatives are drawn from: those in the locale's negative pool of ``partition``.
+
+    Train and dev negatives follow one rule (§4.2's BLEU < 0.1 pool, built within each
+    partition), so the dev loss measures what training optimises. A pool table without a
+    ``partition`` column holds train pools only.
+
+    Raises:
+        ValueError: No pool for that locale and partition (add it to ``massive.negative_pool.partitions``).
+    """
+    chosen = pools["locale"] == locale
+    if "partition" in pools.columns:
+        chosen &= pools["partition"] == partition
+    elif partition != "train":
+        chosen &= False
+    rows = np.flatnonzero(np.isin(ids, pools.loc[chosen, "id"]))
+    if len(rows) < 2:
+        raise ValueError(f"the {partition} negative pool of {locale} has {len(rows)} of these utterances; "
+                         f"FMDA draws {partition} negatives from it: list {partition!r} in massive.negative_pool.partitions")
+    return rows
 
 
-def _fmda_batches(manifest: Mapping[str, Any], split: str, pools: pd.DataFrame | None, batch_size: int,
+def _fmda_batches(manifest: Mapping[str, Any], split: str, pools: pd.DataFrame, batch_size: int,
                   shuffle: bool, buckets: bool = False, langs: tuple[int, int] = (0, 1)) -> FmdaBatches:
     sets, ids = manifest["sets"], np.array(manifest["ids"][split])
-    pool = {side: _pool_rows(ids, pools, manifest[f"{side}_locale"]) for side in ("source", "target")}
+    pool = {side: pool_rows(ids, pools, manifest[f"{side}_locale"], split) for side in ("source", "target")}
     targets = {f"{s[0]}_{kind}": np.asarray(sets[f"{split}.{s}.{kind}"].vectors("cls")) for s in ("source", "target") for kind in ("tp", "rs")}
     return FmdaBatches(sets[f"{split}.source.utt"], sets[f"{split}.target.utt"], targets, *langs,
                        pool["source"], pool["target"], batch_size, shuffle=shuffle, bucket=buckets)
@@ -155,42 +181,56 @@ def _new_model(manifest: Mapping[str, Any], model_params: Mapping[str, Any], n_l
     return Fmda(config)
 
 
-def _trained(model: Fmda, results: list[Any], variant: str, spec: Mapping[str, Any], **extra: Any) -> dict[str, Any]:
-    logger.info("FMDA %s: best dev epoch(s) %s of %s", variant, [r.best_epoch for r in results], [r.epochs_run for r in results])
+def _trained(model: Fmda, results: list[Any], variant: str, spec: Mapping[str, Any], contrastive: ContrastiveSettings,
+             *manifests: Mapping[str, Any], **extra: Any) -> dict[str, Any]:
+    # the kept model's dev accuracy@1 of emb_m: the dev figure the loss defaults are argued on
+    dev = dev_retrieval(model, *manifests)
+    logger.info("FMDA %s: best dev epoch(s) %s of %s; dev accuracy@1 of emb_m %.4f",
+                variant, [r.best_epoch for r in results], [r.epochs_run for r in results], dev)
     return {"state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()}, "config": model.config.__dict__,
             "variant": variant, "method": method_name(variant), "ablation": str(spec.get("ablation", "full")),
-            "best_epoch": results[-1].best_epoch, "epochs_run": results[-1].epochs_run,
-            "stage_epochs": [[r.best_epoch, r.epochs_run] for r in results], **extra}
+            "loss": contrastive.__dict__, "best_epoch": results[-1].best_epoch, "epochs_run": results[-1].epochs_run,
+            "stage_epochs": [[r.best_epoch, r.epochs_run] for r in results], "dev_m_accuracy": dev, **extra}
+
+
+def _history(result_history: list[dict[str, float]], prefix: str, trained: Mapping[str, Any]) -> dict[str, Any]:
+    metrics = history_metrics(result_history, prefix)
+    metrics[f"{prefix}.dev_m_accuracy"] = [{"value": float(trained["dev_m_accuracy"]), "step": 0}]
+    return metrics
 
 
 def train_fmda(manifest: Mapping[str, Any], pools: pd.DataFrame, model_params: Mapping[str, Any],
-               spec: Mapping[str, Any], training: Mapping[str, Any], variant: str = ALL_TOGETHER,
-               ) -> tuple[dict[str, Any], dict[str, Any]]:
+               spec: Mapping[str, Any], training: Mapping[str, Any], loss: Mapping[str, Any] | None = None,
+               variant: str = ALL_TOGETHER) -> tuple[dict[str, Any], dict[str, Any]]:
     """Train FMDA on the pair's train split, early stopping on dev (§4.2); all losses together.
 
     Args:
         manifest: From :func:`embed_fmda_inputs`.
-        pools: ``massive_negative_pools``; train negatives come from them, dev negatives from
-            all dev utterances (the pools are built from train only).
+        pools: ``massive_negative_pools``; train negatives come from the train pools, dev
+            negatives from the dev pools (the same BLEU rule within each split).
         model_params: ``FmdaConfig`` fields other than ``dim``/``n_languages``.
-        spec: The variant (``fmda.variants.<name>``): ``ablation`` (a key of ``ABLATIONS``)
-            and extra ``loss_weights``.
+        spec: The variant (``fmda.variants.<name>``): ``ablation`` (a key of ``ABLATIONS``),
+            extra ``loss_weights``, ``loss`` and ``training`` overrides.
         training: ``TrainSettings`` fields, ``batch_size`` and ``length_buckets``.
+        loss: ``fmda.loss`` (:class:`ContrastiveSettings` fields).
         variant: The variant's name (rows and MLflow run are named after it).
 
     Returns:
         ``(model, metrics)``: the trained weights and config, and per-epoch losses for MLflow.
     """
+    training = variant_training(training, spec)
     settings, batch_size, buckets = _training_settings(training, "fmda.training")
-    weights = _variant_weights(spec)
+    weights, contrastive = _variant_weights(spec), contrastive_settings(loss, spec)
     model = _new_model(manifest, model_params, 2, settings.seed)
-    result = train(model, lambda m, b: fmda_losses(m, b, weights),
+    result = train(model, lambda m, b: fmda_losses(m, b, weights, contrastive),
                    _fmda_batches(manifest, "train", pools, batch_size, True, buckets),
-                   _fmda_batches(manifest, "dev", None, batch_size, False), settings, _dev_scorer(training, manifest))
-    trained = _trained(model, [result], variant, spec)
-    trained["mlflow_run_id"] = log_child_run(f"fmda/{variant}/{manifest['source_locale']}-{manifest['target_locale']}",
-                                             {"variant": variant, **spec, **model_params, **training}, result.history)
-    return trained, history_metrics(result.history, f"fmda.{variant}.{manifest['source_locale']}-{manifest['target_locale']}")
+                   _fmda_batches(manifest, "dev", pools, batch_size, False), settings, _dev_scorer(training, manifest))
+    trained = _trained(model, [result], variant, spec, contrastive, manifest)
+    pair = f"{manifest['source_locale']}-{manifest['target_locale']}"
+    trained["mlflow_run_id"] = log_child_run(f"fmda/{variant}/{pair}", {"variant": variant, **spec, **model_params, **training,
+                                                                       **{f"loss.{k}": v for k, v in contrastive.__dict__.items()}},
+                                             result.history)
+    return trained, _history(result.history, f"fmda.{variant}.{pair}", trained)
 
 
 def embed_template_pairs(pairs: pd.DataFrame, masked: pd.DataFrame, pair: Mapping[str, str], encoder: LoadedEncoder,
@@ -229,13 +269,14 @@ def embed_template_pairs(pairs: pd.DataFrame, masked: pd.DataFrame, pair: Mappin
     return {"sets": sets, "ids": ids, "source_locale": pair["source"], "target_locale": pair["target"]}
 
 
-def _template_pair_batches(manifest: Mapping[str, Any], split: str, pools: pd.DataFrame | None, batch_size: int,
+def _template_pair_batches(manifest: Mapping[str, Any], split: str, pools: pd.DataFrame, batch_size: int,
                            shuffle: bool, buckets: bool) -> InterleavedBatches:
+    """Stage-1 batches; the held-out template pairs are train utterances, so both splits draw from the train pools."""
     sources = []
     for lang, side in enumerate(("source", "target")):
         sets, ids = manifest["sets"], np.array(manifest["ids"][f"{split}.{side}"])
         target = np.asarray(sets[f"{split}.{side}.tp"].vectors("cls"))
-        pool = _pool_rows(ids, pools, manifest[f"{side}_locale"])
+        pool = pool_rows(ids, pools, manifest[f"{side}_locale"], "train")
         # both utterances share the template, so one target serves both; the residual targets
         # are unused (weight 0 in stage 1) and filled with the same array
         targets = {k: target for k in ("s_tp", "t_tp", "s_rs", "t_rs")}
@@ -246,52 +287,59 @@ def _template_pair_batches(manifest: Mapping[str, Any], split: str, pools: pd.Da
 
 def train_fmda_two_stage(manifest: Mapping[str, Any], template_pairs: Mapping[str, Any], pools: pd.DataFrame,
                          model_params: Mapping[str, Any], spec: Mapping[str, Any], training: Mapping[str, Any],
-                         variant: str = "two_stage") -> tuple[dict[str, Any], dict[str, Any]]:
+                         loss: Mapping[str, Any] | None = None, variant: str = "two_stage") -> tuple[dict[str, Any], dict[str, Any]]:
     """Two-stage FMDA (§4.6): template losses on monolingual template pairs, then the rest with the template encoder frozen.
 
-    Stage 1 stops early on the held-out template pairs, stage 2 on the MASSIVE dev pairs.
+    Stage 1 stops early on the held-out template pairs, stage 2 on the MASSIVE dev pairs. Both
+    stages use the variant's contrastive settings (``fmda.loss`` + ``loss``): with pool negatives,
+    stage 1's ``tp_con`` draws them from the train pools for the held-out pairs too (they are
+    train utterances).
     """
+    training = variant_training(training, spec)
     settings, batch_size, buckets = _training_settings(training, "fmda.training")
-    extra = _variant_weights(spec)
+    extra, contrastive = _variant_weights(spec), contrastive_settings(loss, spec)
     model = _new_model(manifest, model_params, 2, settings.seed)
     stage1 = {**two_stage_weights(1), **{k: v for k, v in extra.items() if k in TEMPLATE_LOSSES}}
-    first = train(model, lambda m, b: fmda_losses(m, b, stage1),
+    first = train(model, lambda m, b: fmda_losses(m, b, stage1, contrastive),
                   _template_pair_batches(template_pairs, "train", pools, batch_size, True, buckets),
-                  _template_pair_batches(template_pairs, "dev", None, batch_size, False, False), settings)
+                  _template_pair_batches(template_pairs, "dev", pools, batch_size, False, False), settings)
     freeze_template_encoder(model)
     stage2 = {**two_stage_weights(2), **{k: v for k, v in extra.items() if k not in TEMPLATE_LOSSES}}
-    second = train(model, lambda m, b: fmda_losses(m, b, stage2),
+    second = train(model, lambda m, b: fmda_losses(m, b, stage2, contrastive),
                    _fmda_batches(manifest, "train", pools, batch_size, True, buckets),
-                   _fmda_batches(manifest, "dev", None, batch_size, False), settings, _dev_scorer(training, manifest))
-    trained = _trained(model, [first, second], variant, spec)
+                   _fmda_batches(manifest, "dev", pools, batch_size, False), settings, _dev_scorer(training, manifest))
+    trained = _trained(model, [first, second], variant, spec, contrastive, manifest)
     history = first.history + [{**r, "epoch": r["epoch"] + len(first.history)} for r in second.history]
-    trained["mlflow_run_id"] = log_child_run(f"fmda/{variant}/{manifest['source_locale']}-{manifest['target_locale']}",
-                                             {"variant": variant, "two_stage": True, **spec, **model_params, **training}, history)
     pair = f"{manifest['source_locale']}-{manifest['target_locale']}"
-    return trained, {**history_metrics(first.history, f"fmda.{variant}.{pair}.stage1"),
-                     **history_metrics(second.history, f"fmda.{variant}.{pair}.stage2")}
+    trained["mlflow_run_id"] = log_child_run(f"fmda/{variant}/{pair}", {"variant": variant, "two_stage": True, **spec, **model_params,
+                                                                       **training, **{f"loss.{k}": v for k, v in contrastive.__dict__.items()}},
+                                             history)
+    metrics = _history(second.history, f"fmda.{variant}.{pair}.stage2", trained)
+    return trained, {**history_metrics(first.history, f"fmda.{variant}.{pair}.stage1"), **metrics}
 
 
 def train_fmda_unified(pools: pd.DataFrame, model_params: Mapping[str, Any], spec: Mapping[str, Any],
-                       training: Mapping[str, Any], *manifests: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+                       training: Mapping[str, Any], loss: Mapping[str, Any], *manifests: Mapping[str, Any]
+                       ) -> tuple[dict[str, Any], dict[str, Any]]:
     """One FMDA on the mixture of several pairs (Appendix C), one language id per locale.
 
     Every epoch holds every pair's batches in a seeded random order; early stopping uses the
     summed dev loss of all pairs.
     """
+    training = variant_training(training, spec)
     settings, batch_size, buckets = _training_settings(training, "fmda.training")
-    weights = _variant_weights(spec)
+    weights, contrastive = _variant_weights(spec), contrastive_settings(loss, spec)
     languages = list(dict.fromkeys(loc for m in manifests for loc in (m["source_locale"], m["target_locale"])))
     langs = [(languages.index(m["source_locale"]), languages.index(m["target_locale"])) for m in manifests]
     model = _new_model(manifests[0], model_params, len(languages), settings.seed)
-    result = train(model, lambda m, b: fmda_losses(m, b, weights),
+    result = train(model, lambda m, b: fmda_losses(m, b, weights, contrastive),
                    InterleavedBatches([_fmda_batches(m, "train", pools, batch_size, True, buckets, l) for m, l in zip(manifests, langs)]),
-                   InterleavedBatches([_fmda_batches(m, "dev", None, batch_size, False, False, l) for m, l in zip(manifests, langs)]),
+                   InterleavedBatches([_fmda_batches(m, "dev", pools, batch_size, False, False, l) for m, l in zip(manifests, langs)]),
                    settings, _dev_scorer(training, *manifests))
-    trained = _trained(model, [result], "unified", spec, languages=languages)
+    trained = _trained(model, [result], "unified", spec, contrastive, *manifests, languages=languages)
     trained["mlflow_run_id"] = log_child_run("fmda/unified/" + "+".join(languages),
                                              {"variant": "unified", **spec, **model_params, **training}, result.history)
-    return trained, history_metrics(result.history, "fmda.unified")
+    return trained, _history(result.history, "fmda.unified", trained)
 
 
 def train_dream_baseline(manifest: Mapping[str, Any], dream: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -321,6 +369,95 @@ def train_dream_baseline(manifest: Mapping[str, Any], dream: Mapping[str, Any]) 
     trained = {"state_dict": result.state_dict, "pooling": pooling, "activation": str(dream.get("activation", "none")),
                "best_epoch": result.best_epoch, "epochs_run": result.epochs_run}
     return trained, history_metrics(result.history, f"dream.{manifest['source_locale']}-{manifest['target_locale']}")
+
+
+CONTROLS = ("linear-infonce", "dream-infonce")
+
+
+def _control_head(method: str, dim: int) -> torch.nn.Module:
+    if method == "linear-infonce":
+        return LinearHead(dim)
+    if method == "dream-infonce":
+        return Dream(dim, 2, "none")
+    raise ValueError(f"fmda.controls: method must be one of {list(CONTROLS)}, got {method!r}")
+
+
+def _control_meaning(model: torch.nn.Module, vectors: np.ndarray) -> np.ndarray:
+    """The control's meaning embedding of pooled vectors (``LinearHead`` output, DREAM's ``MLP_M``)."""
+    model.eval()
+    with torch.no_grad():
+        out = model(torch.from_numpy(np.array(vectors, dtype=np.float32)))
+    return (out[0] if isinstance(out, tuple) else out).numpy()
+
+
+def train_control(manifest: Mapping[str, Any], spec: Mapping[str, Any], training: Mapping[str, Any],
+                  loss: Mapping[str, Any], name: str = "linear_infonce") -> tuple[dict[str, Any], dict[str, Any]]:
+    """A control for ``fmda-infonce``: the same InfoNCE, data, selection and budget, without FMDA's architecture.
+
+    ``linear-infonce`` is one linear map over pooled vectors trained with InfoNCE alone;
+    ``dream-infonce`` is DREAM (Tiyajamorn et al. 2021) with its meaning loss (eq. 5-7) replaced
+    by InfoNCE. Both read the pair's train/dev pooled vectors in random batches of
+    ``fmda.training.batch_size`` and stop on the dev loss (or on dev retrieval of their meaning
+    embedding when ``select_on: dev_retrieval``), with ``fmda.training``'s lr, patience and cap.
+
+    Args:
+        manifest: From :func:`embed_fmda_inputs`.
+        spec: ``fmda.controls.<name>``: ``method`` (``linear-infonce`` | ``dream-infonce``),
+            ``pooling`` (``mean`` | ``cls``), ``pairs``.
+        training: ``fmda.training`` (``length_buckets`` does not apply: pooled vectors have no length).
+        loss: ``fmda.loss``; its ``temperature`` is the InfoNCE temperature.
+        name: The control's key in ``fmda.controls``.
+    """
+    method, pooling = str(spec.get("method", "")), str(spec.get("pooling", "mean"))
+    params = {k: v for k, v in dict(training).items() if k != "length_buckets"}
+    settings, batch_size, _ = _training_settings(params, "fmda.training")
+    temperature = contrastive_settings(loss, {}).temperature
+    sets = manifest["sets"]
+    vectors = {f"{split}.{side}": np.asarray(sets[f"{split}.{side}.utt"].vectors(pooling), dtype=np.float32)
+               for split in ("train", "dev") for side in ("source", "target")}
+
+    def batches(split: str, shuffle: bool) -> QuadrupletBatches:
+        s, t = vectors[f"{split}.source"], vectors[f"{split}.target"]
+        return QuadrupletBatches(s, t, np.zeros(len(s)), np.ones(len(t)), batch_size, shuffle=shuffle)
+
+    def loss_fn(m: torch.nn.Module, b: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        if method == "linear-infonce":
+            return linear_infonce_losses(m, b["s"], b["t"], temperature)
+        return dream_losses(m, b["s"], b["t"], b["s2"], b["t2"], b["s_lang"], b["t_lang"], meaning="infonce", temperature=temperature)
+
+    def dev_score(m: torch.nn.Module) -> float:
+        a, b = _control_meaning(m, vectors["dev.source"]), _control_meaning(m, vectors["dev.target"])
+        return float(np.mean([retrieval_accuracy_at_1(a, b), retrieval_accuracy_at_1(b, a)]))
+
+    torch.manual_seed(settings.seed)
+    model = _control_head(method, sets["train.source.utt"].dim)
+    selecting = training.get("select_on", "dev_loss") == "dev_retrieval"
+    result = train(model, loss_fn, batches("train", True), batches("dev", False), settings, dev_score if selecting else None)
+    dev = dev_score(model)
+    pair = f"{manifest['source_locale']}-{manifest['target_locale']}"
+    logger.info("%s %s: best dev epoch %d of %d; dev accuracy@1 of its meaning embedding %.4f",
+                method, pair, result.best_epoch, result.epochs_run, dev)
+    trained = {"state_dict": result.state_dict, "method": method, "pooling": pooling, "temperature": temperature,
+               "best_epoch": result.best_epoch, "epochs_run": result.epochs_run, "dev_m_accuracy": dev}
+    trained["mlflow_run_id"] = log_child_run(f"{method}/{pair}", {"method": method, "pooling": pooling, "temperature": temperature,
+                                                                  **params}, result.history)
+    metrics = history_metrics(result.history, f"{method}.{pair}")
+    metrics[f"{method}.{pair}.dev_m_accuracy"] = [{"value": dev, "step": 0}]
+    return trained, metrics
+
+
+def evaluate_control(manifest: Mapping[str, Any], control: Mapping[str, Any], identity: Mapping[str, Any]) -> pd.DataFrame:
+    """A control's meaning embedding on the pair's test retrieval and template sets, as ``<method>/meaning`` rows."""
+    model = _control_head(str(control["method"]), manifest["sets"]["train.source.utt"].dim)
+    model.load_state_dict(control["state_dict"])
+
+    def embed(entry: EmbeddingSet, locale: str) -> dict[tuple[str, str], np.ndarray]:
+        del locale
+        return {(str(control["method"]), "meaning"): _control_meaning(model, np.asarray(entry.vectors(control["pooling"])))}
+
+    rows = _score(manifest, embed, str(identity.get("name")))
+    log_child_metrics(control.get("mlflow_run_id"), rows)
+    return rows
 
 
 def _row(embedding: str, method: str, task: str, dataset: str, source: str,
@@ -402,7 +539,13 @@ def evaluate_fmda(manifest: Mapping[str, Any], fmda: Mapping[str, Any], identity
 
 
 EMBEDDING_ORDER = [("raw", "cls"), ("raw", "mean"), ("centering", "mean"), ("dream", "meaning"),
-                   ("fmda", "m"), ("fmda", "tp"), ("fmda", "rs")]
+                   ("linear-infonce", "meaning"), ("dream-infonce", "meaning"),
+                   ("fmda", "m"), ("fmda", "tp"), ("fmda", "rs"), ("fmda-linear", "m"), ("fmda-linear", "tp"), ("fmda-linear", "rs"),
+                   ("fmda-infonce", "m"), ("fmda-infonce", "tp"), ("fmda-infonce", "rs")]
+# Table 5: all-together and two-stage training, with each contrastive reading configured
+TABLE5_METHODS = [("all-together", "fmda"), ("two-stage", "fmda-two_stage"), ("all-together, linear negatives", "fmda-linear"),
+                  ("two-stage, linear negatives", "fmda-two_stage_linear"), ("all-together, InfoNCE", "fmda-infonce"),
+                  ("two-stage, InfoNCE", "fmda-two_stage_infonce")]
 CellKey = tuple[str, str, str, str, str, str, str]  # method, embedding, task, pair, source, target, metric
 
 
@@ -465,10 +608,15 @@ def fmda_tables(rows: pd.DataFrame) -> str:
     out += _grid(cells, ["model"] + [f"{_short(a)}→{_short(b)}" for a, b in both], body) if ablations else \
         ["(no ablation variant configured)"]
     out += ["", "## Table 5: all-together vs two-stage training, accuracy@1", ""]
-    header = ["method / embedding"] + [f"{_short(a)}→{_short(b)}" for a, b in both] + [f"{_short(loc)} template" for loc in first]
-    body = [(f"{label} / {e}", [_semantic(m, e, *d) for d in both] + [_template(m, e, first, loc) for loc in first])
-            for label, m in (("all-together", "fmda"), ("two-stage", "fmda-two_stage")) for e in ("m", "tp")]
-    out += _grid(cells, header, body) if "fmda-two_stage" in methods else ["(no two_stage variant configured)"]
+    if "fmda-two_stage" not in methods:
+        out += ["(no two_stage variant configured)"]
+    for pair in pairs:
+        directions = [pair, pair[::-1]]
+        header = ["method / embedding"] + [f"{_short(a)}→{_short(b)}" for a, b in directions] + [f"{_short(loc)} template" for loc in pair]
+        body = [(f"{label} / {e}", [_semantic(m, e, *d) for d in directions] + [_template(m, e, pair, loc) for loc in pair])
+                for label, m in TABLE5_METHODS for e in ("m", "tp")]
+        if any(m in methods for _, m in TABLE5_METHODS[1::2]):  # a two-stage row measured on this pair
+            out += [f"### {_short(pair[0])}-{_short(pair[1])}", ""] + _grid(cells, header, body) + [""]
     out += ["", "## Table 9: dual-lingual vs unified multilingual training, accuracy@1", "",
             "Semantic rows compare meaning embeddings (`dream/meaning`, `fmda/m`, `fmda-unified/m`); template rows "
             "the template embeddings (`fmda/tp`, `fmda-unified/tp`; DREAM's meaning). EN is the EN template set "

@@ -21,12 +21,14 @@ SHARED_INPUTS = {"massive_masked_texts", "massive_template_retrieval_single", "m
                  "massive_negative_pools", "massive_template_train_pairs", "encoder", "embedding_store",
                  "encoder_identity"}
 SHARED_PARAMS = {"params:embeddings.extraction", "params:fmda.model", "params:fmda.training", "params:fmda.dream",
-                 "params:fmda.template_pairs_holdout"}
-VARIANT_KEYS = {"pairs", "ablation", "two_stage", "loss_weights"}
+                 "params:fmda.template_pairs_holdout", "params:fmda.loss"}
+VARIANT_KEYS = {"pairs", "ablation", "two_stage", "loss_weights", "loss", "training"}
+CONTROL_KEYS = {"pairs", "method", "pooling"}
 DEFAULT_VARIANTS: dict[str, Any] = {nodes.ALL_TOGETHER: {"pairs": "all"}}
 
 
-def variant_pairs(variants: Mapping[str, Any], pairs: list[str]) -> dict[str, list[str]]:
+def variant_pairs(variants: Mapping[str, Any], pairs: list[str], where: str = "fmda.variants",
+                  keys: set[str] = VARIANT_KEYS) -> dict[str, list[str]]:
     """``{variant: [pair namespaces]}``; ``pairs: all`` (or no ``pairs``) means every configured pair.
 
     Raises:
@@ -35,20 +37,22 @@ def variant_pairs(variants: Mapping[str, Any], pairs: list[str]) -> dict[str, li
     out = {}
     for name, spec in variants.items():
         spec = dict(spec or {})
-        unknown = sorted(set(spec) - VARIANT_KEYS)
+        unknown = sorted(set(spec) - keys)
         if unknown:
-            raise ValueError(f"fmda.variants.{name}: unknown key(s) {unknown}; known: {sorted(VARIANT_KEYS)}")
+            raise ValueError(f"{where}.{name}: unknown key(s) {unknown}; known: {sorted(keys)}")
+        if where == "fmda.controls" and spec.get("method") not in nodes.CONTROLS:
+            raise ValueError(f"fmda.controls.{name}.method must be one of {list(nodes.CONTROLS)}, got {spec.get('method')!r}")
         chosen = spec.get("pairs", "all")
         chosen = list(pairs) if chosen == "all" else [str(p) for p in chosen]
         missing = sorted(set(chosen) - set(pairs))
         if missing:
-            raise ValueError(f"fmda.variants.{name}.pairs: {missing} not in massive.pairs ({pairs})")
+            raise ValueError(f"{where}.{name}.pairs: {missing} not in massive.pairs ({pairs})")
         out[str(name)] = chosen
     return out
 
 
-def create_pair_pipeline(variants: Mapping[str, Any]) -> Pipeline:
-    """One language pair (instantiated per namespace) with the given variants."""
+def create_pair_pipeline(variants: Mapping[str, Any], controls: Mapping[str, Any] | None = None) -> Pipeline:
+    """One language pair (instantiated per namespace) with the given variants and controls."""
     nodes_ = [
         node(nodes.embed_fmda_inputs,
              inputs=["massive_masked_texts", "massive_template_retrieval_single", "massive_template_retrieval_multi",
@@ -68,25 +72,32 @@ def create_pair_pipeline(variants: Mapping[str, Any]) -> Pipeline:
         if (spec or {}).get("two_stage"):
             train = node(bind(nodes.train_fmda_two_stage, variant=name),
                          inputs=["fmda_inputs", "fmda_template_pairs", "massive_negative_pools", "params:fmda.model",
-                                 f"params:fmda.variants.{name}", "params:fmda.training"],
+                                 f"params:fmda.variants.{name}", "params:fmda.training", "params:fmda.loss"],
                          outputs=[f"fmda_model_{name}", f"fmda_history_{name}"], name=f"train_fmda_{name}_node")
         else:
             train = node(bind(nodes.train_fmda, variant=name),
                          inputs=["fmda_inputs", "massive_negative_pools", "params:fmda.model",
-                                 f"params:fmda.variants.{name}", "params:fmda.training"],
+                                 f"params:fmda.variants.{name}", "params:fmda.training", "params:fmda.loss"],
                          outputs=[f"fmda_model_{name}", f"fmda_history_{name}"], name=f"train_fmda_{name}_node")
         nodes_ += [train, node(nodes.evaluate_fmda, inputs=["fmda_inputs", f"fmda_model_{name}", "encoder_identity"],
                                outputs=f"fmda_rows_{name}", name=f"evaluate_fmda_{name}_node")]
+    for name in controls or {}:
+        nodes_ += [node(bind(nodes.train_control, name=name),
+                        inputs=["fmda_inputs", f"params:fmda.controls.{name}", "params:fmda.training", "params:fmda.loss"],
+                        outputs=[f"control_model_{name}", f"control_history_{name}"], name=f"train_control_{name}_node"),
+                   node(nodes.evaluate_control, inputs=["fmda_inputs", f"control_model_{name}", "encoder_identity"],
+                        outputs=f"control_rows_{name}", name=f"evaluate_control_{name}_node")]
     return Pipeline(nodes_)
 
 
 def create_pipeline(pairs: list[str] | None = None, variants: Mapping[str, Any] | None = None,
-                    unified: list[str] | None = None, figure_pair: str | None = None) -> Pipeline:
-    """Build ``fmda`` from ``massive.pairs``, ``fmda.variants``, ``fmda.unified.pairs`` and ``fmda.figure.pair``.
+                    unified: list[str] | None = None, figure_pair: str | None = None,
+                    controls: Mapping[str, Any] | None = None) -> Pipeline:
+    """Build ``fmda`` from ``massive.pairs``, ``fmda.variants``, ``fmda.controls``, ``fmda.unified.pairs`` and ``fmda.figure.pair``.
 
     Arguments given here replace the configuration (tests build small pipelines this way).
     """
-    params = load_parameters() if None in (pairs, variants, unified, figure_pair) else {}
+    params = load_parameters() if None in (pairs, variants, unified, figure_pair, controls) else {}
     fmda = params.get("fmda", {})
     if pairs is None:
         pairs = configured_namespaces("massive", "pairs", DEFAULT_PAIRS)
@@ -96,24 +107,29 @@ def create_pipeline(pairs: list[str] | None = None, variants: Mapping[str, Any] 
         unified = [str(p) for p in (fmda.get("unified") or {}).get("pairs") or []]
     if figure_pair is None:
         figure_pair = str((fmda.get("figure") or {}).get("pair") or "")
+    if controls is None:
+        controls = fmda.get("controls") or {}
     trained_on = variant_pairs(variants, pairs)
+    controlled_on = variant_pairs(controls, pairs, "fmda.controls", CONTROL_KEYS)
     missing = sorted(set(unified) - set(pairs))
     if missing:
         raise ValueError(f"fmda.unified.pairs: {missing} not in massive.pairs ({pairs})")
     per_pair, rows = [], []
     for name in pairs:
         mine = {v: spec for v, spec in variants.items() if name in trained_on[v]}
-        pipe = create_pair_pipeline(mine)
+        my_controls = {c: spec for c, spec in controls.items() if name in controlled_on[c]}
+        pipe = create_pair_pipeline(mine, my_controls)
         used = pipe.inputs()  # a pair without a two-stage variant reads no template pairs
         parameters = {**{p: p for p in SHARED_PARAMS & used}, **{f"params:fmda.variants.{v}": f"params:fmda.variants.{v}" for v in mine},
+                      **{f"params:fmda.controls.{c}": f"params:fmda.controls.{c}" for c in my_controls},
                       "params:pair": f"params:massive.pairs.{name}"}
         per_pair.append(Pipeline(pipe, namespace=name, inputs=SHARED_INPUTS & used, parameters=parameters))
-        rows += [f"{name}.baseline_rows"] + [f"{name}.fmda_rows_{v}" for v in mine]
+        rows += [f"{name}.baseline_rows"] + [f"{name}.fmda_rows_{v}" for v in mine] + [f"{name}.control_rows_{c}" for c in my_controls]
     extra = []
     if unified:
         extra.append(node(nodes.train_fmda_unified,
                           inputs=["massive_negative_pools", "params:fmda.model", "params:fmda.unified", "params:fmda.training",
-                                  *[f"{name}.fmda_inputs" for name in unified]],
+                                  "params:fmda.loss", *[f"{name}.fmda_inputs" for name in unified]],
                           outputs=["fmda_model_unified", "fmda_history_unified"], name="train_fmda_unified_node"))
         for name in unified:
             extra.append(node(nodes.evaluate_fmda, inputs=[f"{name}.fmda_inputs", "fmda_model_unified", "encoder_identity"],

@@ -345,24 +345,32 @@ def build_template_train_pairs(
 def build_negative_pools(
     utterances: pd.DataFrame, params: Mapping[str, Any]
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """Per-locale negative pools: train utterances with no similar other train utterance.
+    """Per-locale, per-partition negative pools: utterances with no similar other utterance of the same partition.
+
+    FMDA draws training negatives from the train pool (§4.2); the dev pool, built by the same
+    rule among dev utterances, gives the dev loss negatives of the same kind, so early stopping
+    measures what training optimises.
 
     Args:
         utterances: Output of :func:`parse_massive`.
-        params: ``massive.negative_pool``: ``threshold`` (BLEU 0–1 scale), ``direction``,
-            ``smooth_method``, ``smooth_value``, ``effective_order``, ``lowercase``,
-            ``tokenize`` (``{default: 13a, ja-JP: ja-mecab, ...}``), ``block_size``.
+        params: ``massive.negative_pool``: ``partitions`` (default ``[train, dev]``),
+            ``threshold`` (BLEU 0–1 scale), ``direction``, ``smooth_method``, ``smooth_value``,
+            ``effective_order``, ``lowercase``, ``tokenize`` (``{default: 13a, ja-JP: ja-mecab,
+            ...}``), ``block_size``.
 
     Returns:
-        ``(pool, counts)``: ``locale, id, utt`` of every pooled utterance, and pool sizes.
+        ``(pool, counts)``: ``locale, partition, id, utt`` of every pooled utterance, and pool
+        sizes per locale and partition (``{locale: {partition: {in, pool_out, pool_fraction}}}``).
     """
     tokenize = params.get("tokenize", {})
     if isinstance(tokenize, str):
         tokenize = {"default": tokenize}
+    partitions = params.get("partitions", [params["partition"]] if "partition" in params else ["train", "dev"])
+    if isinstance(partitions, str) or not partitions:
+        raise ValueError(f"massive.negative_pool.partitions must be a non-empty list, got {partitions!r}")
     frames = []
     counts: dict[str, Any] = {}
     for locale, group in utterances.groupby("locale", sort=False):
-        train = group[group["partition"] == params.get("partition", "train")]
         settings = BleuSettings(
             tokenize=str(tokenize.get(locale, tokenize.get("default", "13a"))),
             smooth_method=str(params.get("smooth_method", "none")),
@@ -370,27 +378,31 @@ def build_negative_pools(
             effective_order=bool(params.get("effective_order", True)),
             lowercase=bool(params.get("lowercase", False)),
         )
-        mask = negative_pool_mask(
-            train["utt"].tolist(),
-            threshold=float(params["threshold"]),
-            direction=params.get("direction", "both"),
-            settings=settings,
-            block_size=int(params.get("block_size", 1024)),
-        )
-        pooled = train.loc[np.asarray(mask), ["locale", "id", "utt"]]
-        frames.append(pooled)
-        counts[_locale_tag(str(locale))] = {
-            "train_in": len(train),
-            "pool_out": len(pooled),
-            "pool_fraction": round(len(pooled) / max(len(train), 1), 4),
-        }
-        logger.info(
-            "negative pool %s (tokenize=%s, smooth=%s, threshold=%s, direction=%s): %d train "
-            "utterances in, %d in the pool (%.1f %%)",
-            locale, settings.tokenize, settings.smooth_method, params["threshold"],
-            params.get("direction", "both"), len(train), len(pooled),
-            100 * len(pooled) / max(len(train), 1),
-        )
+        for partition in partitions:
+            rows = group[group["partition"] == partition]
+            if rows.empty:
+                raise ValueError(f"massive.negative_pool.partitions: no {partition!r} utterances of {locale}")
+            mask = negative_pool_mask(
+                rows["utt"].tolist(),
+                threshold=float(params["threshold"]),
+                direction=params.get("direction", "both"),
+                settings=settings,
+                block_size=int(params.get("block_size", 1024)),
+            )
+            pooled = rows.loc[np.asarray(mask), ["locale", "partition", "id", "utt"]]
+            frames.append(pooled)
+            counts.setdefault(_locale_tag(str(locale)), {})[str(partition)] = {
+                "in": len(rows),
+                "pool_out": len(pooled),
+                "pool_fraction": round(len(pooled) / max(len(rows), 1), 4),
+            }
+            logger.info(
+                "negative pool %s %s (tokenize=%s, smooth=%s, threshold=%s, direction=%s): %d "
+                "utterances in, %d in the pool (%.1f %%)",
+                locale, partition, settings.tokenize, settings.smooth_method, params["threshold"],
+                params.get("direction", "both"), len(rows), len(pooled),
+                100 * len(pooled) / max(len(rows), 1),
+            )
     return pd.concat(frames, ignore_index=True), {"negative_pool": counts}
 
 
@@ -457,10 +469,11 @@ def _summary_markdown(summary: Mapping[str, Any]) -> str:
                 f"{c.get('skipped_no_slot', 0)} | {c.get('skipped_no_alternative', 0)} |"
             )
     if "negative_pool" in summary:
-        lines += ["", "## Negative pools", "", "| locale | train utterances | in pool | fraction |",
-                  "|---|---:|---:|---:|"]
-        for locale, c in summary["negative_pool"].items():
-            lines.append(
-                f"| {locale.replace('_', '-')} | {c['train_in']} | {c['pool_out']} | {c['pool_fraction']:.1%} |"
-            )
+        lines += ["", "## Negative pools", "", "| locale | partition | utterances | in pool | fraction |",
+                  "|---|---|---:|---:|---:|"]
+        for locale, by_partition in summary["negative_pool"].items():
+            for partition, c in by_partition.items():
+                lines.append(
+                    f"| {locale.replace('_', '-')} | {partition} | {c['in']} | {c['pool_out']} | {c['pool_fraction']:.1%} |"
+                )
     return "\n".join(lines) + "\n"
