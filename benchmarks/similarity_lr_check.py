@@ -12,6 +12,7 @@ Needs the pipeline's corpus and embeddings (``data/03_primary/<name>_corpus.parq
 Usage::
 
     .venv/bin/python -u benchmarks/similarity_lr_check.py --pipeline qe --method dream --lrs 1e-4 1e-3 --max-epochs 300
+    .venv/bin/python -u benchmarks/similarity_lr_check.py --pipeline qe --method meat --lrs 1e-5 1e-4 --patience 10
 """
 
 from __future__ import annotations
@@ -33,12 +34,15 @@ def main() -> None:
     parser.add_argument("--method", choices=list(TRAINED_METHODS), default="dream")
     parser.add_argument("--lrs", type=float, nargs="+", default=[1e-4, 1e-3])
     parser.add_argument("--max-epochs", type=int, default=300)
+    parser.add_argument("--patience", type=int, default=None, help="override the method's patience")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     params = yaml.safe_load(open(f"conf/base/parameters_{args.pipeline}.yml"))[args.pipeline]
     manifest = EmbeddingManifestDataset(f"data/04_feature/{args.pipeline}_embeddings.json").load()
     corpus = pd.read_parquet(f"data/03_primary/{args.pipeline}_corpus.parquet")
     spec = params["methods"][args.method]
+    if args.patience is not None:
+        spec = {**spec, "training": {**spec.get("training", {}), "patience": args.patience}}
     print(f"{args.pipeline} {args.method}: validation-only selection, max {args.max_epochs} epochs, "
           f"patience {spec.get('training', {}).get('patience', params['training']['patience'])}")
     print("| lr | best validation total | best epoch | epochs run | seconds |")

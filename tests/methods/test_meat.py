@@ -32,9 +32,10 @@ def test_losses_by_hand():
     expected_cross = (1 - 1 / math.sqrt(1.25)) + (1 - 1.5 / math.sqrt(2.5))
     assert losses["cross_reconstruction"].item() == pytest.approx(expected_cross, rel=1e-6)
     assert losses["language_push"].item() == pytest.approx(2**-0.5)  # cos(s_L, t_L)
-    assert losses["uniform"].item() == pytest.approx(math.log(2))  # zero logits are already uniform
-    assert losses["adversary"].item() == pytest.approx(math.log(2))
-    assert losses["total"].item() == pytest.approx(expected_cross + 2**-0.5 + math.log(2), rel=1e-6)
+    # zero logits are already uniform; both sides summed, as the released code does
+    assert losses["uniform"].item() == pytest.approx(2 * math.log(2))
+    assert losses["adversary"].item() == pytest.approx(2 * math.log(2))
+    assert losses["total"].item() == pytest.approx(expected_cross + 2**-0.5 + 2 * math.log(2), rel=1e-6)
 
 
 def test_uniform_cross_entropy_is_smallest_when_uniform():
@@ -81,3 +82,21 @@ def test_adversarial_model_needs_an_adversary_loss():
 
     with pytest.raises(ValueError, match="the model has adversary parameters but the loss has no 'adversary' term"):
         train(model, without_adversary, data, data, TrainSettings(max_epochs=1, progress=False))
+
+
+def test_discriminator_steps_first_and_the_heads_see_it_updated():
+    """As the released code: per batch, a discriminator step, then the heads' step against the updated discriminator."""
+    model = Meat(2, 2)
+    data = _Pairs(QuadrupletBatches(np.eye(2, dtype=np.float32).repeat(2, 0), np.eye(2, dtype=np.float32).repeat(2, 0),
+                                    np.zeros(4), np.ones(4), batch_size=4, shuffle=False))
+    seen: list[tuple[torch.Tensor, torch.Tensor]] = []
+
+    def recording(m, b):
+        if m.training:
+            seen.append((m.discriminator.weight.detach().clone(), m.meaning.weight.detach().clone()))
+        return meat_losses(m, b["s"], b["t"], b["s_lang"], b["t_lang"])
+
+    train(model, recording, data, data, TrainSettings(lr=0.1, max_epochs=1, patience=1, progress=False))
+    (d_before, m_before), (d_for_heads, m_for_heads) = seen  # one batch: two forwards
+    assert not torch.equal(d_before, d_for_heads)  # the discriminator stepped in between
+    assert torch.equal(m_before, m_for_heads)  # the heads had not yet

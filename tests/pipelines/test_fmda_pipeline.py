@@ -260,7 +260,8 @@ def test_paper_tables_from_hand_made_rows():
 
     rows = []
     for method, emb, base in (("raw", "cls", 0.1), ("dream", "meaning", 0.2), ("fmda", "m", 0.3), ("fmda", "tp", 0.4),
-                              ("fmda-no_contrastive", "m", 0.05), ("fmda-unified", "m", 0.25), ("fmda-unified", "tp", 0.35)):
+                              ("fmda-no_contrastive", "m", 0.05), ("fmda-unified", "m", 0.25), ("fmda-unified", "tp", 0.35),
+                              ("fmda-infonce", "m", 0.5), ("linear-infonce", "meaning", 0.45)):
         rows.append(row(method, emb, "cross_lingual_retrieval", "massive_test", "en-US", "de-DE", "accuracy@1", base))
         rows.append(row(method, emb, "cross_lingual_retrieval", "massive_test", "de-DE", "en-US", "accuracy@1", base + 0.01))
         for locale, extra in (("en-US", 0.002), ("de-DE", 0.004)):
@@ -270,6 +271,9 @@ def test_paper_tables_from_hand_made_rows():
     table2 = text.split("## Table 2")[1].split("##")[0]
     assert "| embedding | EN→DE | DE→EN |" in table2
     assert "| fmda/m | 0.300 | 0.310 |" in table2 and "| raw/mean |" not in table2  # unmeasured rows left out
+    assert "| fmda-infonce/m | 0.500 | 0.510 |" in table2 and "| linear-infonce/meaning | 0.450 | 0.460 |" in table2
+    # the controls come before FMDA's rows, the InfoNCE variant after
+    assert table2.index("linear-infonce/meaning") < table2.index("| fmda/m") < table2.index("fmda-infonce/m")
     assert "| fmda/tp | 0.402 | 0.404 |" in text.split("## Table 3")[1].split("##")[0]
     assert "| fmda/tp | 0.401 | 0.402 |" in text.split("## Table 6")[1].split("##")[0]
     table4 = text.split("## Table 4")[1].split("##")[0]
@@ -328,3 +332,26 @@ def test_controls_train_with_infonce_and_report_their_meaning(tiny_hub_model: Pa
         assert set(zip(rows["method"], rows["embedding"])) == {(spec["method"], "meaning")}
     with pytest.raises(ValueError, match="fmda.controls: method must be one of"):
         nodes.train_control(manifest, {"method": "svd"}, TRAINING, LOSS)
+
+
+def test_table5_has_a_block_per_pair_with_the_contrastive_readings():
+    from language_agnostic.pipelines.fmda.nodes import fmda_tables
+
+    rows = []
+    for (src, tgt) in (("en-US", "de-DE"), ("en-US", "ja-JP")):
+        for method, base in (("fmda", 0.3), ("fmda-two_stage", 0.6), ("fmda-two_stage_infonce", 0.7)):
+            for emb, shift in (("m", 0.0), ("tp", 0.05)):
+                for a, b in ((src, tgt), (tgt, src)):
+                    rows.append({"pipeline": "fmda", "method": method, "embedding": emb, "task": "cross_lingual_retrieval",
+                                 "dataset": "massive_test", "source": a, "target": b, "metric": "accuracy@1",
+                                 "value": base + shift, "encoder": "x"})
+                for locale in (src, tgt):
+                    rows.append({"pipeline": "fmda", "method": method, "embedding": emb, "task": "template_retrieval",
+                                 "dataset": f"massive_template_single:{src}>{tgt}", "source": locale, "target": locale,
+                                 "metric": "accuracy@1", "value": base + shift + 0.01, "encoder": "x"})
+    table5 = fmda_tables(pd.DataFrame(rows)).split("## Table 5")[1].split("## Table 9")[0]
+    assert "### EN-DE" in table5 and "### EN-JA" in table5
+    ja = table5.split("### EN-JA")[1]
+    assert "| method / embedding | EN→JA | JA→EN | EN template | JA template |" in ja
+    assert "| two-stage, InfoNCE / tp | 0.750 | 0.750 | 0.760 | 0.760 |" in ja
+    assert "linear negatives" not in table5  # not configured, so left out

@@ -11,8 +11,10 @@ Meaning and language heads over a frozen sentence embedding ``e``, trained with
   making its prediction uniform over languages (``uniform``: cross-entropy to the uniform
   distribution).
 
-The training loop steps the discriminator with its own optimiser on ``adversary`` (computed
-on detached meanings) after the heads' step on ``total``; see ``training.loop``.
+Reductions follow the authors' released code (EhimeNLP/MEAT, ``script/train.py``): each term is
+a batch mean, and the two sides of the pair are *summed*, the adversarial ones included
+(``uniform`` = CE(s) + CE(t), minimum ``2 log K``). The training loop steps the discriminator
+first, then the heads against the updated discriminator, as that code does (``training.loop``).
 """
 
 from __future__ import annotations
@@ -66,9 +68,9 @@ def meat_losses(model: Meat, s: torch.Tensor, t: torch.Tensor, s_lang: torch.Ten
         "reconstruction": ((1 - cos(s, s_m + s_l, dim=-1)) + (1 - cos(t, t_m + t_l, dim=-1))).mean(),
         "cross_reconstruction": ((1 - cos(s, t_m + s_l, dim=-1)) + (1 - cos(t, s_m + t_l, dim=-1))).mean(),
         "language_push": cos(s_l, t_l, dim=-1).clamp(min=0).mean(),
-        "uniform": (uniform_cross_entropy(model.discriminator(s_m)) + uniform_cross_entropy(model.discriminator(t_m))) / 2,
+        "uniform": uniform_cross_entropy(model.discriminator(s_m)) + uniform_cross_entropy(model.discriminator(t_m)),
     }
     losses["total"] = sum(w[k] * v for k, v in losses.items())
     losses["adversary"] = (F.cross_entropy(model.discriminator(s_m.detach()), s_lang)
-                           + F.cross_entropy(model.discriminator(t_m.detach()), t_lang)) / 2
+                           + F.cross_entropy(model.discriminator(t_m.detach()), t_lang))
     return losses

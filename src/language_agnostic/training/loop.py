@@ -107,7 +107,7 @@ def train(model: nn.Module, loss_fn: LossFn, train_data: BatchSource, dev_data: 
     device = torch.device(settings.device)
     model.to(device)
     # an adversarial method (MEAT) names its adversary's parameters: they get their own
-    # optimiser and are stepped on the "adversary" loss after the main step on "total"
+    # optimiser and are stepped on the "adversary" loss before the main step on "total"
     adversary = list(model.adversary_parameters()) if hasattr(model, "adversary_parameters") else []
     adversary_ids = {id(p) for p in adversary}
     optimiser = torch.optim.Adam([p for p in model.parameters() if id(p) not in adversary_ids], lr=settings.lr)
@@ -123,16 +123,19 @@ def train(model: nn.Module, loss_fn: LossFn, train_data: BatchSource, dev_data: 
         count = 0
         for batch in train_data.batches(epoch, generator):
             batch = {k: v.to(device) for k, v in batch.items()}
+            if adversary_optimiser is not None:
+                # MEAT's released code: the discriminator steps first, then the heads step
+                # against the updated discriminator (a fresh forward)
+                adversarial = loss_fn(model, batch)
+                if "adversary" not in adversarial:
+                    raise ValueError("the model has adversary parameters but the loss has no 'adversary' term")
+                adversary_optimiser.zero_grad()
+                adversarial["adversary"].backward()
+                adversary_optimiser.step()
             losses = loss_fn(model, batch)
             optimiser.zero_grad()
             losses["total"].backward()
             optimiser.step()
-            if adversary_optimiser is not None:
-                if "adversary" not in losses:
-                    raise ValueError("the model has adversary parameters but the loss has no 'adversary' term")
-                adversary_optimiser.zero_grad()  # drop what the main objective put there
-                losses["adversary"].backward()
-                adversary_optimiser.step()
             n = len(next(iter(batch.values())))
             for name, value in losses.items():
                 sums[name] = sums.get(name, 0.0) + float(value.detach()) * n
