@@ -14,6 +14,13 @@ Usage::
     .venv/bin/python -u benchmarks/dev_lr_check.py --pair en_de --method dream --lrs 1e-4 1e-3 --max-epochs 200
     .venv/bin/python -u benchmarks/dev_lr_check.py --pair en_de --lrs 1e-3 --select-on dev_retrieval --test
 
+``--variant`` trains an ``fmda.variants`` entry (its ``loss`` and ``training`` overrides) and
+``--loss KEY=VALUE ...`` overrides ``fmda.loss`` on top; every FMDA run prints the kept model's
+dev accuracy@1 of ``emb_m`` (both directions), the dev figure the loss defaults are chosen on::
+
+    .venv/bin/python -u benchmarks/dev_lr_check.py --pair en_de --lrs 1e-3 --loss negative=linear
+    .venv/bin/python -u benchmarks/dev_lr_check.py --pair en_de --lrs 1e-3 --variant infonce
+
 ``--select-on dev_retrieval`` selects FMDA's epoch by the dev accuracy@1 of ``emb_m`` instead of
 the dev loss. ``--test`` then also prints the kept model's MASSIVE **test** rows (retrieval and
 template retrieval), computed once, after selection, exactly as the pipeline's evaluation does.
@@ -40,6 +47,9 @@ def main() -> None:
     parser.add_argument("--max-epochs", type=int, default=60)
     parser.add_argument("--patience", type=int, default=None, help="default: the configured one")
     parser.add_argument("--select-on", choices=list(nodes.SELECTION), default="dev_loss")
+    parser.add_argument("--variant", default="all_together", help="an fmda.variants entry (its loss and training overrides)")
+    parser.add_argument("--loss", nargs="*", default=[], metavar="KEY=VALUE",
+                        help="fmda.loss overrides on top of the variant's, e.g. negative=linear margin=0.2")
     parser.add_argument("--test", action="store_true", help="print the selected model's test rows")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
@@ -56,11 +66,16 @@ def main() -> None:
         start = time.perf_counter()
         if args.method == "fmda":
             training["select_on"] = args.select_on
-            trained, history = nodes.train_fmda(manifest, pools, params["model"], {}, training)
+            spec = {k: v for k, v in (params["variants"].get(args.variant) or {}).items() if k != "pairs"}
+            overrides = {k: yaml.safe_load(v) for k, v in (item.split("=", 1) for item in args.loss)}
+            spec["loss"] = {**(spec.get("loss") or {}), **overrides}
+            trained, history = nodes.train_fmda(manifest, pools, params["model"], spec, training, params.get("loss"),
+                                                variant=args.variant)
             pair = f"{manifest['source_locale']}-{manifest['target_locale']}"
-            key = f"fmda.all_together.{pair}.dev_total"
+            key = f"fmda.{args.variant}.{pair}.dev_total"
+            print(f"kept epoch {trained['best_epoch']}: dev accuracy@1 of emb_m {trained['dev_m_accuracy']:.4f}")
             if args.select_on == "dev_retrieval":
-                scores = [p["value"] for p in history[f"fmda.all_together.{pair}.dev_score"]]
+                scores = [p["value"] for p in history[f"fmda.{args.variant}.{pair}.dev_score"]]
                 print(f"dev accuracy@1 of emb_m per epoch: {[round(x, 3) for x in scores]}; kept epoch {trained['best_epoch']}")
             if args.test:
                 rows = nodes.evaluate_fmda(manifest, trained, {"name": "bundled"})

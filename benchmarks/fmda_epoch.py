@@ -26,6 +26,7 @@ import torch
 from language_agnostic.encoders.extraction import EmbeddingStore, ExtractionSettings, extract_embeddings
 from language_agnostic.encoders.loading import load_encoder
 from language_agnostic.methods.fmda import Fmda, FmdaConfig, fmda_losses
+from language_agnostic.pipelines.fmda.nodes import pool_rows
 from language_agnostic.training.fmda_data import FmdaBatches
 from language_agnostic.training.loop import TrainSettings, train
 
@@ -68,9 +69,8 @@ def main() -> None:
     def batches(split: str, shuffle: bool) -> FmdaBatches:
         s, t = sets[split][args.source], sets[split][args.target]
         ids = np.array(s["ids"])
-        pool = {loc: np.flatnonzero(np.isin(ids, pools.loc[pools["locale"] == loc, "id"])) for loc in (args.source, args.target)}
-        if split != "train":  # the pools are built from train; dev negatives come from all dev utterances
-            pool = {loc: np.arange(len(ids)) for loc in pool}
+        # train negatives from the train pool, dev negatives from the dev pool (the pipeline's rule)
+        pool = {loc: pool_rows(ids, pools, loc, split) for loc in (args.source, args.target)}
         targets = {"s_tp": s["tp"], "s_rs": s["rs"], "t_tp": t["tp"], "t_rs": t["rs"]}
         return FmdaBatches(s["states"], t["states"], targets, 0, 1, pool[args.source], pool[args.target],
                            args.batch_size, shuffle=shuffle, bucket=not args.no_bucket)
