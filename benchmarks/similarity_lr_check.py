@@ -48,7 +48,7 @@ def main() -> None:
     print("| lr | best validation total | best epoch | epochs run | seconds |")
     print("|---|---:|---:|---:|---:|")
     for lr in args.lrs:
-        run_spec = {**spec, "training": {**spec.get("training", {}), "lr": lr}}
+        run_spec = {**spec, "training": {**spec.get("training", {}), "lr": lr, "max_epochs": args.max_epochs}}
         training = {**params["training"], "max_epochs": args.max_epochs, "progress": False}
         start = time.perf_counter()
         trained, history = train_head(manifest, corpus, run_spec, training, params["pooling"], method=args.method,
