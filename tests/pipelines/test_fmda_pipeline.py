@@ -355,3 +355,20 @@ def test_table5_has_a_block_per_pair_with_the_contrastive_readings():
     assert "| method / embedding | EN→JA | JA→EN | EN template | JA template |" in ja
     assert "| two-stage, InfoNCE / tp | 0.750 | 0.750 | 0.760 | 0.760 |" in ja
     assert "linear negatives" not in table5  # not configured, so left out
+
+
+def test_batches_without_negatives_hold_the_same_pairs(tiny_hub_model: Path, tmp_path: Path):
+    """InfoNCE variants skip the pool negatives; the pairs, their order and targets stay the same."""
+    from language_agnostic.pipelines.fmda import nodes
+
+    manifest = nodes.embed_fmda_inputs(_masked(), _template(1), _template(2), {"source": "en-US", "target": "de-DE"},
+                                       load_encoder(str(tiny_hub_model)), EmbeddingStore(tmp_path / "store"), EXTRACTION)
+    with_negatives = nodes._fmda_batches(manifest, "train", _pools(), 3, True, True)
+    without = nodes._fmda_batches(manifest, "train", _pools(), 3, True, True, negatives=False)
+    a = list(with_negatives.batches(1, torch.Generator().manual_seed(5)))
+    b = list(without.batches(1, torch.Generator().manual_seed(5)))
+    assert len(a) == len(b) == 3
+    for full, lean in zip(a, b):
+        assert set(full) - set(lean) == {"s2_states", "s2_mask", "t2_states", "t2_mask"}
+        for key in lean:
+            assert torch.equal(full[key], lean[key]), key

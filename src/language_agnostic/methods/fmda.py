@@ -258,7 +258,7 @@ def fmda_losses(model: Fmda, batch: Mapping[str, torch.Tensor], weights: Mapping
     # in-batch InfoNCE needs no pool negatives: skip half of the forward work
     pairwise = contrastive.contrastive == "pairwise"
     s2 = model(batch["s2_states"], batch["s2_mask"]) if pairwise else {"tp": None, "m": None}
-    t2 = model(batch["t2_states"], batch["t2_mask"]) if pairwise else {"tp": None, "m": None}
+    t2 = model(batch["t2_states"], batch["t2_mask"]) if pairwise else {"tp": None, "m": None}  # batches may omit them
     losses = {
         "lang": F.cross_entropy(model.identify(s["lang"]), batch["s_lang"])
         + F.cross_entropy(model.identify(t["lang"]), batch["t_lang"]),

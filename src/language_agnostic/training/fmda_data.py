@@ -31,11 +31,13 @@ class FmdaBatches:
             sorted by length, ties broken by the shuffle, cut into batches, and the batches
             shuffled. Batches then pad to about their own length instead of the longest of a
             random 512 (32.7 tokens for a mean of 13.1 on MASSIVE en-de, docs/fmda.md).
+        negatives: Gather the pool negatives ``s2``/``t2``; an in-batch loss (InfoNCE) reads
+            none, so it skips half the gathering. The pairs' order does not depend on it.
     """
 
     def __init__(self, source: EmbeddingSet, target: EmbeddingSet, targets: dict[str, np.ndarray],
                  source_lang: int, target_lang: int, source_pool: np.ndarray, target_pool: np.ndarray,
-                 batch_size: int, shuffle: bool = True, bucket: bool = False) -> None:
+                 batch_size: int, shuffle: bool = True, bucket: bool = False, negatives: bool = True) -> None:
         n = len(source)
         if len(target) != n or any(len(v) != n for v in targets.values()):
             raise ValueError(f"source ({n}), target ({len(target)}) and masked-text targets must be aligned")
@@ -54,6 +56,7 @@ class FmdaBatches:
         self.batch_size = batch_size
         self.shuffle = shuffle
         self.bucket = bucket
+        self.negatives = negatives
         self.lengths = torch.as_tensor(np.asarray(source.lengths) + np.asarray(target.lengths))
 
     def __len__(self) -> int:
@@ -86,11 +89,12 @@ class FmdaBatches:
         """The epoch's batches, with every key ``fmda_losses`` reads."""
         del epoch
         for index in self._batch_indices(generator):
-            s2 = self._negatives(index, self.pools[0], generator)
-            t2 = self._negatives(index, self.pools[1], generator)
+            parts = [("s", self.source, index), ("t", self.target, index)]
+            if self.negatives:
+                parts += [("s2", self.source, self._negatives(index, self.pools[0], generator)),
+                          ("t2", self.target, self._negatives(index, self.pools[1], generator))]
             batch: dict[str, torch.Tensor] = {}
-            for name, entry, rows in (("s", self.source, index), ("t", self.target, index),
-                                      ("s2", self.source, s2), ("t2", self.target, t2)):
+            for name, entry, rows in parts:
                 batch[f"{name}_states"], batch[f"{name}_mask"] = self._states(entry, rows)
             for key, values in self.targets.items():
                 batch[f"{key}_target"] = values[index]

@@ -136,6 +136,22 @@ def variant_training(training: Mapping[str, Any], spec: Mapping[str, Any]) -> di
     return {**dict(training), **dict(spec.get("training") or {})}
 
 
+def _variant_setup(training: Mapping[str, Any], spec: Mapping[str, Any], loss: Mapping[str, Any] | None
+                   ) -> tuple[dict[str, Any], TrainSettings, int, bool, dict[str, float], ContrastiveSettings]:
+    """What every FMDA training node reads of a variant: merged training params, settings, batch size,
+    buckets, loss weights and contrastive settings."""
+    training = variant_training(training, spec)
+    settings, batch_size, buckets = _training_settings(training, "fmda.training")
+    return training, settings, batch_size, buckets, _variant_weights(spec), contrastive_settings(loss, spec)
+
+
+def _run_params(variant: str, spec: Mapping[str, Any], model_params: Mapping[str, Any], training: Mapping[str, Any],
+                contrastive: ContrastiveSettings, **extra: Any) -> dict[str, Any]:
+    """The parameters of a variant's nested MLflow run."""
+    return {"variant": variant, **extra, **spec, **model_params, **training,
+            **{f"loss.{k}": v for k, v in contrastive.__dict__.items()}}
+
+
 def _variant_weights(variant: Mapping[str, Any]) -> dict[str, float]:
     ablation = str(variant.get("ablation", "full"))
     if ablation not in ABLATIONS:
@@ -166,12 +182,12 @@ def pool_rows(ids: np.ndarray, pools: pd.DataFrame, locale: str, partition: str)
 
 
 def _fmda_batches(manifest: Mapping[str, Any], split: str, pools: pd.DataFrame, batch_size: int,
-                  shuffle: bool, buckets: bool = False, langs: tuple[int, int] = (0, 1)) -> FmdaBatches:
+                  shuffle: bool, buckets: bool = False, langs: tuple[int, int] = (0, 1), negatives: bool = True) -> FmdaBatches:
     sets, ids = manifest["sets"], np.array(manifest["ids"][split])
     pool = {side: pool_rows(ids, pools, manifest[f"{side}_locale"], split) for side in ("source", "target")}
     targets = {f"{s[0]}_{kind}": np.asarray(sets[f"{split}.{s}.{kind}"].vectors("cls")) for s in ("source", "target") for kind in ("tp", "rs")}
     return FmdaBatches(sets[f"{split}.source.utt"], sets[f"{split}.target.utt"], targets, *langs,
-                       pool["source"], pool["target"], batch_size, shuffle=shuffle, bucket=buckets)
+                       pool["source"], pool["target"], batch_size, shuffle=shuffle, bucket=buckets, negatives=negatives)
 
 
 def _new_model(manifest: Mapping[str, Any], model_params: Mapping[str, Any], n_languages: int, seed: int) -> Fmda:
@@ -218,17 +234,16 @@ def train_fmda(manifest: Mapping[str, Any], pools: pd.DataFrame, model_params: M
     Returns:
         ``(model, metrics)``: the trained weights and config, and per-epoch losses for MLflow.
     """
-    training = variant_training(training, spec)
-    settings, batch_size, buckets = _training_settings(training, "fmda.training")
-    weights, contrastive = _variant_weights(spec), contrastive_settings(loss, spec)
+    training, settings, batch_size, buckets, weights, contrastive = _variant_setup(training, spec, loss)
+    negatives = contrastive.contrastive == "pairwise"
     model = _new_model(manifest, model_params, 2, settings.seed)
     result = train(model, lambda m, b: fmda_losses(m, b, weights, contrastive),
-                   _fmda_batches(manifest, "train", pools, batch_size, True, buckets),
-                   _fmda_batches(manifest, "dev", pools, batch_size, False), settings, _dev_scorer(training, manifest))
+                   _fmda_batches(manifest, "train", pools, batch_size, True, buckets, negatives=negatives),
+                   _fmda_batches(manifest, "dev", pools, batch_size, False, negatives=negatives), settings,
+                   _dev_scorer(training, manifest))
     trained = _trained(model, [result], variant, spec, contrastive, manifest)
     pair = f"{manifest['source_locale']}-{manifest['target_locale']}"
-    trained["mlflow_run_id"] = log_child_run(f"fmda/{variant}/{pair}", {"variant": variant, **spec, **model_params, **training,
-                                                                       **{f"loss.{k}": v for k, v in contrastive.__dict__.items()}},
+    trained["mlflow_run_id"] = log_child_run(f"fmda/{variant}/{pair}", _run_params(variant, spec, model_params, training, contrastive),
                                              result.history)
     return trained, _history(result.history, f"fmda.{variant}.{pair}", trained)
 
@@ -270,7 +285,7 @@ def embed_template_pairs(pairs: pd.DataFrame, masked: pd.DataFrame, pair: Mappin
 
 
 def _template_pair_batches(manifest: Mapping[str, Any], split: str, pools: pd.DataFrame, batch_size: int,
-                           shuffle: bool, buckets: bool) -> InterleavedBatches:
+                           shuffle: bool, buckets: bool, negatives: bool = True) -> InterleavedBatches:
     """Stage-1 batches; the held-out template pairs are train utterances, so both splits draw from the train pools."""
     sources = []
     for lang, side in enumerate(("source", "target")):
@@ -281,7 +296,7 @@ def _template_pair_batches(manifest: Mapping[str, Any], split: str, pools: pd.Da
         # are unused (weight 0 in stage 1) and filled with the same array
         targets = {k: target for k in ("s_tp", "t_tp", "s_rs", "t_rs")}
         sources.append(FmdaBatches(sets[f"{split}.{side}.a"], sets[f"{split}.{side}.b"], targets, lang, lang,
-                                   pool, pool, batch_size, shuffle=shuffle, bucket=buckets))
+                                   pool, pool, batch_size, shuffle=shuffle, bucket=buckets, negatives=negatives))
     return InterleavedBatches(sources)
 
 
@@ -295,25 +310,24 @@ def train_fmda_two_stage(manifest: Mapping[str, Any], template_pairs: Mapping[st
     stage 1's ``tp_con`` draws them from the train pools for the held-out pairs too (they are
     train utterances).
     """
-    training = variant_training(training, spec)
-    settings, batch_size, buckets = _training_settings(training, "fmda.training")
-    extra, contrastive = _variant_weights(spec), contrastive_settings(loss, spec)
+    training, settings, batch_size, buckets, extra, contrastive = _variant_setup(training, spec, loss)
+    negatives = contrastive.contrastive == "pairwise"
     model = _new_model(manifest, model_params, 2, settings.seed)
     stage1 = {**two_stage_weights(1), **{k: v for k, v in extra.items() if k in TEMPLATE_LOSSES}}
     first = train(model, lambda m, b: fmda_losses(m, b, stage1, contrastive),
-                  _template_pair_batches(template_pairs, "train", pools, batch_size, True, buckets),
-                  _template_pair_batches(template_pairs, "dev", pools, batch_size, False, False), settings)
+                  _template_pair_batches(template_pairs, "train", pools, batch_size, True, buckets, negatives),
+                  _template_pair_batches(template_pairs, "dev", pools, batch_size, False, False, negatives), settings)
     freeze_template_encoder(model)
     stage2 = {**two_stage_weights(2), **{k: v for k, v in extra.items() if k not in TEMPLATE_LOSSES}}
     second = train(model, lambda m, b: fmda_losses(m, b, stage2, contrastive),
-                   _fmda_batches(manifest, "train", pools, batch_size, True, buckets),
-                   _fmda_batches(manifest, "dev", pools, batch_size, False), settings, _dev_scorer(training, manifest))
+                   _fmda_batches(manifest, "train", pools, batch_size, True, buckets, negatives=negatives),
+                   _fmda_batches(manifest, "dev", pools, batch_size, False, negatives=negatives), settings,
+                   _dev_scorer(training, manifest))
     trained = _trained(model, [first, second], variant, spec, contrastive, manifest)
     history = first.history + [{**r, "epoch": r["epoch"] + len(first.history)} for r in second.history]
     pair = f"{manifest['source_locale']}-{manifest['target_locale']}"
-    trained["mlflow_run_id"] = log_child_run(f"fmda/{variant}/{pair}", {"variant": variant, "two_stage": True, **spec, **model_params,
-                                                                       **training, **{f"loss.{k}": v for k, v in contrastive.__dict__.items()}},
-                                             history)
+    trained["mlflow_run_id"] = log_child_run(f"fmda/{variant}/{pair}",
+                                             _run_params(variant, spec, model_params, training, contrastive, two_stage=True), history)
     metrics = _history(second.history, f"fmda.{variant}.{pair}.stage2", trained)
     return trained, {**history_metrics(first.history, f"fmda.{variant}.{pair}.stage1"), **metrics}
 
@@ -326,19 +340,18 @@ def train_fmda_unified(pools: pd.DataFrame, model_params: Mapping[str, Any], spe
     Every epoch holds every pair's batches in a seeded random order; early stopping uses the
     summed dev loss of all pairs.
     """
-    training = variant_training(training, spec)
-    settings, batch_size, buckets = _training_settings(training, "fmda.training")
-    weights, contrastive = _variant_weights(spec), contrastive_settings(loss, spec)
+    training, settings, batch_size, buckets, weights, contrastive = _variant_setup(training, spec, loss)
+    negatives = contrastive.contrastive == "pairwise"
     languages = list(dict.fromkeys(loc for m in manifests for loc in (m["source_locale"], m["target_locale"])))
     langs = [(languages.index(m["source_locale"]), languages.index(m["target_locale"])) for m in manifests]
     model = _new_model(manifests[0], model_params, len(languages), settings.seed)
     result = train(model, lambda m, b: fmda_losses(m, b, weights, contrastive),
-                   InterleavedBatches([_fmda_batches(m, "train", pools, batch_size, True, buckets, l) for m, l in zip(manifests, langs)]),
-                   InterleavedBatches([_fmda_batches(m, "dev", pools, batch_size, False, False, l) for m, l in zip(manifests, langs)]),
+                   InterleavedBatches([_fmda_batches(m, "train", pools, batch_size, True, buckets, l, negatives) for m, l in zip(manifests, langs)]),
+                   InterleavedBatches([_fmda_batches(m, "dev", pools, batch_size, False, False, l, negatives) for m, l in zip(manifests, langs)]),
                    settings, _dev_scorer(training, *manifests))
     trained = _trained(model, [result], "unified", spec, contrastive, *manifests, languages=languages)
     trained["mlflow_run_id"] = log_child_run("fmda/unified/" + "+".join(languages),
-                                             {"variant": "unified", **spec, **model_params, **training}, result.history)
+                                             _run_params("unified", spec, model_params, training, contrastive), result.history)
     return trained, _history(result.history, "fmda.unified", trained)
 
 
