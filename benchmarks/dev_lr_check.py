@@ -21,6 +21,14 @@ dev accuracy@1 of ``emb_m`` (both directions), the dev figure the loss defaults 
     .venv/bin/python -u benchmarks/dev_lr_check.py --pair en_de --lrs 1e-3 --loss negative=linear
     .venv/bin/python -u benchmarks/dev_lr_check.py --pair en_de --lrs 1e-3 --variant infonce
 
+``--baselines`` prints the dev accuracy@1 (both directions) of ``raw/mean`` and
+``centering/mean`` (language means fitted on train, as the pipeline's baseline), the dev figures a
+default must beat, and trains nothing::
+
+    .venv/bin/python -u benchmarks/dev_lr_check.py --pair en_ja --baselines
+
+``--model KEY=VALUE ...`` overrides ``fmda.model`` (e.g. ``utterance_target=mean``).
+
 ``--select-on dev_retrieval`` selects FMDA's epoch by the dev accuracy@1 of ``emb_m`` instead of
 the dev loss. ``--test`` then also prints the kept model's MASSIVE **test** rows (retrieval and
 template retrieval), computed once, after selection, exactly as the pipeline's evaluation does.
@@ -32,11 +40,28 @@ import argparse
 import logging
 import time
 
+import numpy as np
 import pandas as pd
 import yaml
 
 from language_agnostic.datasets.embeddings import EmbeddingManifestDataset
+from language_agnostic.evaluation.retrieval import retrieval_accuracy_at_1
+from language_agnostic.methods.centering import center, fit_language_means
 from language_agnostic.pipelines.fmda import nodes
+
+
+def print_dev_baselines(manifest: dict) -> None:
+    """Dev accuracy@1 of ``raw/mean`` and ``centering/mean`` in both directions and their mean."""
+    sets, src, tgt = manifest["sets"], manifest["source_locale"], manifest["target_locale"]
+    train = [np.asarray(sets[f"train.{side}.utt"].vectors("mean")) for side in ("source", "target")]
+    means = fit_language_means(np.concatenate(train), [src] * len(train[0]) + [tgt] * len(train[1]))
+    dev = [np.asarray(sets[f"dev.{side}.utt"].vectors("mean")) for side in ("source", "target")]
+    centred = [center(dev[0], [src] * len(dev[0]), means), center(dev[1], [tgt] * len(dev[1]), means)]
+    print(f"| baseline ({src}-{tgt}, MASSIVE dev) | {src}->{tgt} | {tgt}->{src} | mean |")
+    print("|---|---:|---:|---:|")
+    for name, (a, b) in (("raw/mean", dev), ("centering/mean", centred)):
+        forward, backward = retrieval_accuracy_at_1(a, b), retrieval_accuracy_at_1(b, a)
+        print(f"| {name} | {forward:.4f} | {backward:.4f} | {(forward + backward) / 2:.4f} |")
 
 
 def main() -> None:
@@ -50,11 +75,17 @@ def main() -> None:
     parser.add_argument("--variant", default="all_together", help="an fmda.variants entry (its loss and training overrides)")
     parser.add_argument("--loss", nargs="*", default=[], metavar="KEY=VALUE",
                         help="fmda.loss overrides on top of the variant's, e.g. negative=linear margin=0.2")
+    parser.add_argument("--model", nargs="*", default=[], metavar="KEY=VALUE",
+                        help="fmda.model overrides, e.g. utterance_target=mean")
     parser.add_argument("--test", action="store_true", help="print the selected model's test rows")
+    parser.add_argument("--baselines", action="store_true", help="print the dev figures of raw/mean and centering/mean only")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     params = yaml.safe_load(open("conf/base/parameters_fmda.yml"))["fmda"]
     manifest = EmbeddingManifestDataset(f"data/04_feature/{args.pair}/fmda_inputs.json").load()
+    if args.baselines:
+        print_dev_baselines(manifest)
+        return
     pools = pd.read_parquet("data/03_primary/massive_negative_pools.parquet")
     print(f"{args.method} on {args.pair}: dev-only selection, max {args.max_epochs} epochs")
     print("| lr | best dev total | best epoch | epochs run | seconds |")
@@ -69,7 +100,8 @@ def main() -> None:
             spec = {k: v for k, v in (params["variants"].get(args.variant) or {}).items() if k != "pairs"}
             overrides = {k: yaml.safe_load(v) for k, v in (item.split("=", 1) for item in args.loss)}
             spec["loss"] = {**(spec.get("loss") or {}), **overrides}
-            trained, history = nodes.train_fmda(manifest, pools, params["model"], spec, training, params.get("loss"),
+            model_params = {**params["model"], **{k: yaml.safe_load(v) for k, v in (item.split("=", 1) for item in args.model)}}
+            trained, history = nodes.train_fmda(manifest, pools, model_params, spec, training, params.get("loss"),
                                                 variant=args.variant)
             pair = f"{manifest['source_locale']}-{manifest['target_locale']}"
             key = f"fmda.{args.variant}.{pair}.dev_total"

@@ -50,6 +50,21 @@ def test_forward_by_hand():
     assert unscaled["attn_tp"][0, 0].item() == pytest.approx(math.e / (math.e + 1))
 
 
+def test_identity_init_gives_the_hand_computed_forward_of_the_identity_model():
+    states = torch.tensor([[[1.0, 0.0], [0.0, 1.0]]])
+    out = Fmda(FmdaConfig(dim=2, n_languages=2, init="identity"))(states, torch.tensor([[1, 1]]))
+    a = math.exp(2**-0.5) / (math.exp(2**-0.5) + 1)
+    r = math.exp(1 - a) / (math.exp(1 - a) + math.exp(a))
+    # the same numbers as test_forward_by_hand: only the language classifier is left random
+    assert out["tp"][0].tolist() == pytest.approx([a, 1 - a])
+    assert out["m"][0].tolist() == pytest.approx([a + r, 2 - a - r])
+    assert out["lang"][0].tolist() == [1.0, 0.0]
+    deep = Fmda(FmdaConfig(dim=2, n_languages=2, init="identity", mlp_layers=2, activation="none"))
+    assert deep(states, torch.tensor([[1, 1]]))["m"][0].tolist() == pytest.approx([a + r, 2 - a - r])
+    with pytest.raises(ValueError, match="init must be 'pytorch' or 'identity', got 'xavier'"):
+        FmdaConfig(dim=2, n_languages=2, init="xavier")
+
+
 def test_first_row_equals_the_full_attention_and_padding_is_ignored():
     torch.manual_seed(0)
     model = Fmda(FmdaConfig(dim=8, n_languages=3, ffn_layers=2, mlp_layers=2))

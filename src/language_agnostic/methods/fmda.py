@@ -88,6 +88,9 @@ class FmdaConfig:
         utterance_target: What ``emb_utt`` means in the utterance reconstruction: ``"cls"``
             (the first-token state), ``"mean"`` (mean of the token states) or ``"tokens"``
             (the reconstruction compared with every token state, mask-averaged).
+        init: ``"pytorch"`` (``nn.Linear``'s default random initialisation) or ``"identity"``
+            (every ``D × D`` layer starts as the identity with zero bias, so training starts from
+            the encoder's own space, as the ``linear-infonce`` control does).
     """
 
     dim: int
@@ -97,6 +100,7 @@ class FmdaConfig:
     activation: str = "gelu"
     attention_scale: str = "sqrt_d"
     utterance_target: str = "cls"
+    init: str = "pytorch"
 
     def __post_init__(self) -> None:
         if self.activation not in ACTIVATIONS:
@@ -105,6 +109,8 @@ class FmdaConfig:
             raise ValueError(f"attention_scale must be 'sqrt_d' or 'none', got {self.attention_scale!r}")
         if self.utterance_target not in ("cls", "mean", "tokens"):
             raise ValueError(f"utterance_target must be 'cls', 'mean' or 'tokens', got {self.utterance_target!r}")
+        if self.init not in ("pytorch", "identity"):
+            raise ValueError(f"init must be 'pytorch' or 'identity', got {self.init!r}")
         if self.ffn_layers < 1 or self.mlp_layers < 1:
             raise ValueError("ffn_layers and mlp_layers must be >= 1")
 
@@ -134,8 +140,19 @@ class Fmda(nn.Module):
         self.meaning = stack(d, config.mlp_layers, config.activation)
         self.reconstruct = stack(d, config.mlp_layers, config.activation)
         self.identify = nn.Linear(d, config.n_languages)
+        if config.init == "identity":
+            self._identity_init()
         # one-layer FFNs are affine: see forward (switch off only to measure the difference)
         self.affine_fast_path = config.ffn_layers == 1
+
+    def _identity_init(self) -> None:
+        """Every ``D × D`` layer of the FFNs and MLPs to the identity, biases to zero (``init: identity``)."""
+        with torch.no_grad():
+            for module in (self.lang, self.query_tp, self.key_tp, self.value_tp, self.value_rs, self.meaning, self.reconstruct):
+                for layer in module:
+                    if isinstance(layer, nn.Linear):
+                        layer.weight.copy_(torch.eye(self.config.dim))
+                        layer.bias.zero_()
 
     def forward(self, states: torch.Tensor, mask: torch.Tensor) -> dict[str, torch.Tensor]:
         """Embeddings of a batch of utterances.
