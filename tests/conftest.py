@@ -78,17 +78,17 @@ def tiny_rows(locale: str) -> list[dict[str, Any]]:
     ]
 
 
-def write_massive_archive(path: Path, files: dict[str, str]) -> Path:
+def write_massive_archive(path: Path, files: dict[str, str | bytes]) -> Path:
     """Write a ``.tar.gz`` laid out like the official MASSIVE 1.1 tarball.
 
     Args:
         path: Where to write it.
-        files: ``{locale: jsonl text}``.
+        files: ``{locale: jsonl text}`` (bytes are written as given, for encoding tests).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     with tarfile.open(path, "w:gz") as archive:
         for locale, text in files.items():
-            data = text.encode("utf-8")
+            data = text if isinstance(text, bytes) else text.encode("utf-8")
             info = tarfile.TarInfo(f"1.1/data/{locale}.jsonl")
             info.size = len(data)
             archive.addfile(info, io.BytesIO(data))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +76,26 @@ def test_bad_row_in_the_archive_names_member_and_line(tmp_path: Path):
     }
 
 
+def test_invalid_utf8_names_member_line_and_byte_offset(tmp_path: Path):
+    rows = tiny_rows("en-US")
+    good = jsonl(rows[:2]).encode("utf-8")
+    text = good + b'{"id": "x", "utt": "caf\xe9"}\n' + jsonl(rows[2:]).encode("utf-8")
+    archive = write_massive_archive(tmp_path / "m.tar.gz", {"en-US": text})
+    offset = len(good) + len(b'{"id": "x", "utt": "caf')
+    with pytest.raises(CorpusFormatError, match=rf"^{re.escape(str(tmp_path))}/m.tar.gz:1.1/data/en-US.jsonl:3: invalid utf-8 at byte offset "
+                       rf"{offset} \(invalid continuation byte\)$"):
+        nodes.parse_massive(_load(archive), ["en-US"], {}, INGEST)
+
+
+def test_a_bom_and_crlf_line_ends_are_read_like_plain_utf8(tmp_path: Path):
+    rows = tiny_rows("en-US")
+    plain = nodes.parse_massive(_load(write_massive_archive(tmp_path / "a.tar.gz", {"en-US": jsonl(rows)})), ["en-US"], {}, INGEST)
+    windows = "\ufeff" + jsonl(rows).replace("\n", "\r\n")
+    read = nodes.parse_massive(_load(write_massive_archive(tmp_path / "b.tar.gz", {"en-US": windows})), ["en-US"], {}, INGEST)
+    pd.testing.assert_frame_equal(read[0], plain[0])
+    assert read[2] == plain[2] and read[2]["en_US"]["rows_out"] == 6 and read[2]["en_US"]["rejected"] == 0
+
+
 # ------------------------------------------------------------------ the pair join
 def test_pair_table_joins_by_id_and_reports_one_sided_ids(tiny_archive: Path):
     utterances, _, _ = nodes.parse_massive(_load(tiny_archive), ["en-US", "de-DE"], {}, INGEST)
@@ -82,7 +103,7 @@ def test_pair_table_joins_by_id_and_reports_one_sided_ids(tiny_archive: Path):
     de = utterances["locale"] == "de-DE"
     utterances = utterances[~(de & (utterances["id"] == "6"))].copy()
     utterances.loc[de & (utterances["id"] == "5"), "partition"] = "test"
-    table, counts = nodes.build_pair_table(utterances, {"source": "en-US", "target": "de-DE"})
+    table, counts = nodes.build_pair_table(utterances, {"source": "en-US", "target": "de-DE"}, {**INGEST, "on_bad_row": "skip"})
     assert table["id"].tolist() == ["1", "2", "3", "4"]
     assert table.iloc[0][["source_utt", "target_utt"]].tolist() == [
         "wake me up at nine am on friday", "weck mich am freitag um neun uhr auf",
@@ -91,6 +112,22 @@ def test_pair_table_joins_by_id_and_reports_one_sided_ids(tiny_archive: Path):
         "rows_in_source": 6, "rows_in_target": 5, "pairs_out": 4, "rejected_only_source": 1,
         "rejected_only_target": 0, "rejected_disagreeing": 1, "train": 2, "dev": 0, "test": 2,
     }}
+
+
+def test_a_missing_parallel_row_stops_the_run_under_error_naming_both_files_and_the_id(tiny_archive: Path):
+    utterances, _, _ = nodes.parse_massive(_load(tiny_archive), ["en-US", "de-DE"], {}, INGEST)
+    de = utterances["locale"] == "de-DE"
+    missing = utterances[~(de & (utterances["id"] == "6"))]
+    with pytest.raises(CorpusFormatError, match=r"^1.1/data/en-US.jsonl: id '6' has no parallel row in 1.1/data/de-DE.jsonl "
+                       r"\(1 such ids\) \(massive.ingest.on_bad_row: error; 'skip' counts and reports such ids instead\)$"):
+        nodes.build_pair_table(missing, {"source": "en-US", "target": "de-DE"}, INGEST)
+    extra = utterances[~(~de & (utterances["id"] == "2"))]
+    with pytest.raises(CorpusFormatError, match=r"^1.1/data/de-DE.jsonl: id '2' has no parallel row in 1.1/data/en-US.jsonl"):
+        nodes.build_pair_table(extra, {"source": "en-US", "target": "de-DE"}, INGEST)
+    moved = utterances.copy()
+    moved.loc[de & (moved["id"] == "5"), "partition"] = "test"
+    with pytest.raises(CorpusFormatError, match=r"^1.1/data/en-US.jsonl and 1.1/data/de-DE.jsonl: id '5' disagrees on partition"):
+        nodes.build_pair_table(moved, {"source": "en-US", "target": "de-DE"}, INGEST)
 
 
 def test_pair_table_without_utterances_for_a_locale(tiny_archive: Path):

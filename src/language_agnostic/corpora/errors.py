@@ -21,6 +21,28 @@ class MissingRawDataError(FileNotFoundError):
     """A raw data file the pipeline needs is not where the configuration says it is."""
 
 
+def decode_text(data: bytes, source: str, encoding: str = "utf-8") -> str:
+    """Decode an upstream file, naming the file, line and byte offset of the first invalid byte.
+
+    A leading UTF-8 byte-order mark is dropped (editors on Windows write one); CRLF line ends
+    are left to ``str.splitlines``, which every reader here splits with.
+
+    Args:
+        data: The file's bytes.
+        source: Its name for messages, e.g. ``"archive.tar.gz:1.1/data/en-US.jsonl"``.
+        encoding: The codec; ``"utf-8"`` also accepts a BOM.
+
+    Raises:
+        CorpusFormatError: ``<source>:<line>: invalid <encoding> at byte offset <n> (<reason>)``.
+    """
+    codec = "utf-8-sig" if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else encoding
+    try:
+        return data.decode(codec)
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise CorpusFormatError(f"{source}:{line}: invalid {encoding} at byte offset {exc.start} ({exc.reason})") from None
+
+
 def missing_raw_data_message(path: str, what: str, url: str) -> str:
     """Build the message for a missing raw file: which file, where, and where to get it.
 

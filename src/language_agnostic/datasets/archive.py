@@ -10,7 +10,7 @@ from typing import Any
 
 from kedro.io import AbstractDataset, DatasetError
 
-from language_agnostic.corpora.errors import MissingRawDataError, missing_raw_data_message
+from language_agnostic.corpora.errors import MissingRawDataError, decode_text, missing_raw_data_message
 
 
 class ArchiveMembers(Mapping[str, Callable[[], str]]):
@@ -40,12 +40,12 @@ class ArchiveMembers(Mapping[str, Callable[[], str]]):
     def _read(self, name: str) -> str:
         if self._kind == "zip":
             with zipfile.ZipFile(self.source) as archive:
-                return archive.read(name).decode(self._encoding)
+                return decode_text(archive.read(name), f"{self.source}:{name}", self._encoding)
         with tarfile.open(self.source, "r:*") as archive:
             handle = archive.extractfile(name)
             if handle is None:
                 raise DatasetError(f"'{name}' in '{self.source}' is not a regular file")
-            return handle.read().decode(self._encoding)
+            return decode_text(handle.read(), f"{self.source}:{name}", self._encoding)
 
 
 class TarArchiveDataset(AbstractDataset[None, ArchiveMembers]):

@@ -133,14 +133,33 @@ def parse_massive(
     return utterances, pd.DataFrame(rejects, columns=REJECT_COLUMNS), counts
 
 
+def _stop_on_unpaired(merged: pd.DataFrame, both: pd.DataFrame, disagree: pd.Series, src_locale: str, tgt_locale: str) -> None:
+    """``on_bad_row: error``: raise on the first id without a partner (or disagreeing), naming both files."""
+    files = {loc: massive_member(loc) for loc in (src_locale, tgt_locale)}
+    hint = "(massive.ingest.on_bad_row: error; 'skip' counts and reports such ids instead)"
+    for side, here, there in (("left_only", src_locale, tgt_locale), ("right_only", tgt_locale, src_locale)):
+        ids = merged.loc[merged["_merge"] == side, "id"]
+        if len(ids):
+            raise CorpusFormatError(f"{files[here]}: id {ids.iloc[0]!r} has no parallel row in {files[there]} "
+                                    f"({len(ids)} such ids) {hint}")
+    if disagree.any():
+        first = both.loc[disagree].iloc[0]
+        raise CorpusFormatError(f"{files[src_locale]} and {files[tgt_locale]}: id {first['id']!r} disagrees on partition or "
+                                f"intent ({first['partition_src']}/{first['intent_src']} against "
+                                f"{first['partition_tgt']}/{first['intent_tgt']}) {hint}")
+
+
 def build_pair_table(
-    utterances: pd.DataFrame, pair: Mapping[str, str]
+    utterances: pd.DataFrame, pair: Mapping[str, str], ingest: Mapping[str, Any] | None = None
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Parallel utterances of one language pair, joined by MASSIVE ``id``.
 
     Args:
         utterances: Output of :func:`parse_massive`.
         pair: ``{"source": "en-US", "target": "de-DE"}``.
+        ingest: ``massive.ingest``; under ``on_bad_row: error`` (the default) an id found in one
+            locale only, or disagreeing on partition or intent, stops the run naming both files
+            and the id; under ``skip`` it is counted and logged.
 
     Returns:
         ``(pairs, counts)``: one row per id present in both locales with ``id, partition,
@@ -163,6 +182,8 @@ def build_pair_table(
     disagree = (both["partition_src"] != both["partition_tgt"]) | (
         both["intent_src"] != both["intent_tgt"]
     )
+    if (ingest or {}).get("on_bad_row", "error") == "error":
+        _stop_on_unpaired(merged, both, disagree, src_locale, tgt_locale)
     if disagree.any():
         logger.warning(
             "pair %s-%s: %d ids disagree on partition or intent across locales; rejected (first: %s)",

@@ -16,7 +16,7 @@ def create_pair_pipeline() -> Pipeline:
         [
             node(
                 nodes.build_pair_table,
-                inputs=["massive_utterances", "params:pair"],
+                inputs=["massive_utterances", "params:pair", "params:massive.ingest"],
                 outputs=["massive_pairs", "massive_pair_counts"],
                 name="build_pair_table_node",
             )
@@ -92,7 +92,7 @@ def create_pipeline(pairs: list[str] | None = None) -> Pipeline:
             # counts leave the namespace under a plain name: a dotted input outside the
             # namespace would make Kedro warn about dataset names
             outputs={"massive_pair_counts": f"massive_pair_counts_{name}"},
-            parameters={"params:pair": f"params:massive.pairs.{name}"},
+            parameters={"params:pair": f"params:massive.pairs.{name}", "params:massive.ingest": "params:massive.ingest"},
         )
         for name in pairs
     ]
