@@ -25,7 +25,8 @@ def register_pipelines() -> dict[str, Pipeline]:
     # Kedro loads only the pipelines a run asks for, so ``massive`` is built here, not looked up
     pipelines = find_pipelines(raise_errors=True)
     for name in NEEDS_MASSIVE:
-        if name in pipelines:
+        # a pipeline replaced by its configuration error fails at once, without the massive stage
+        if name in pipelines and f"{name}_configuration_error_node" not in {n.name for n in pipelines[name].nodes}:
             pipelines[name] = create_massive_pipeline() + pipelines[name]
     pipelines["__default__"] = sum((p for name, p in pipelines.items() if name in DEFAULT_PIPELINES), Pipeline([]))
     return pipelines

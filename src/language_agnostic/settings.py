@@ -3,6 +3,11 @@
 from kedro.config import OmegaConfigLoader
 from omegaconf.resolvers import oc
 
+from language_agnostic.pipelines.project_config import RunConfigHook
+
+# the pipelines' shape (language pairs, variants) follows the run's --env / --params
+HOOKS = (RunConfigHook(),)
+
 CONFIG_LOADER_CLASS = OmegaConfigLoader
 CONFIG_LOADER_ARGS = {
     "base_env": "base",

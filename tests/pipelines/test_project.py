@@ -80,3 +80,70 @@ def test_settings_from_params_names_the_parameter():
     assert (config.dim, config.ffn_layers) == (4, 2)
     with pytest.raises(ValueError, match=r"fmda.model: unknown key\(s\) \['depth'\]; known: \['activation'"):
         settings_from_params(FmdaConfig, {"depth": 2}, "fmda.model", dim=4, n_languages=2)
+
+
+def _conf_with_env(tmp_path: Path, env: str, massive_pairs: dict, fmda: dict | None = None) -> Path:
+    """A copy of conf/base plus an env whose ``massive`` lists other pairs (and optionally its own ``fmda``)."""
+    import shutil
+
+    import yaml
+
+    conf = tmp_path / "conf"
+    shutil.copytree(PROJECT_ROOT / "conf" / "base", conf / "base")
+    (conf / "local").mkdir()
+    massive = yaml.safe_load((conf / "base" / "parameters_massive.yml").read_text())["massive"]
+    # Kedro's default merge replaces a top-level key of base wholesale, so the env restates massive
+    params = {"massive": {**massive, "pairs": massive_pairs}, **({"fmda": fmda} if fmda else {})}
+    (conf / env).mkdir()
+    (conf / env / "parameters.yml").write_text(yaml.safe_dump(params))
+    return conf
+
+
+@pytest.fixture
+def forget_env():
+    from language_agnostic.pipelines.project_config import forget_session_config
+
+    yield
+    forget_session_config()  # later tests build from conf/ again
+
+
+def test_the_registry_follows_the_sessions_env_and_a_bad_variant_breaks_only_fmda(project: Path, tmp_path: Path, forget_env):
+    from language_agnostic.pipeline_registry import register_pipelines
+    from language_agnostic.pipelines.project_config import PipelineConfigurationError
+
+    pairs = {"en_ko": {"source": "en-US", "target": "ko-KR"}, "en_ru": {"source": "en-US", "target": "ru-RU"}}
+    conf = _conf_with_env(tmp_path, "other_pairs", pairs)
+    with KedroSession.create(PROJECT_ROOT, env="other_pairs", conf_source=str(conf)) as session:
+        session.load_context()
+        pipelines = register_pipelines()
+    outputs = pipelines["massive"].all_outputs()
+    assert {"en_ko.massive_pairs", "en_ru.massive_pairs"} <= outputs and "en_de.massive_pairs" not in outputs
+    assert "en_ru.massive_pair_embeddings" in pipelines["embeddings"].all_outputs()
+    assert {"qe", "sts"} <= set(pipelines) and "parse_massive_node" in {n.name for n in pipelines["__default__"].nodes}
+    # fmda.variants.no_reconstruction (base) names en_de: only fmda is replaced by its error
+    (error_node,) = pipelines["fmda"].nodes
+    with pytest.raises(PipelineConfigurationError, match=r"^the 'fmda' pipeline cannot be built from this configuration: "
+                       r"fmda.variants.no_reconstruction.pairs: \['en_de'\] not in massive.pairs \(\['en_ko', 'en_ru'\]\)$"):
+        error_node.run({})
+
+
+def test_an_env_with_fewer_pairs_and_its_own_fmda_builds_fmda_on_them(project: Path, tmp_path: Path, forget_env):
+    from language_agnostic.pipeline_registry import register_pipelines
+
+    fmda = yaml_base("parameters_fmda.yml")["fmda"]
+    fmda["variants"] = {"all_together": {"pairs": "all"}, "no_contrastive": {"pairs": ["en_es"], "ablation": "no_contrastive"}}
+    fmda["unified"] = {"pairs": [], "ablation": "full"}
+    fmda["figure"]["pair"] = "en_es"
+    conf = _conf_with_env(tmp_path, "es_only", {"en_es": {"source": "en-US", "target": "es-ES"}}, fmda)
+    with KedroSession.create(PROJECT_ROOT, env="es_only", conf_source=str(conf)) as session:
+        session.load_context()
+        pipelines = register_pipelines()
+    names = {n.name for n in pipelines["fmda"].nodes}
+    assert {"en_es.train_fmda_all_together_node", "en_es.train_fmda_no_contrastive_node", "plot_embeddings_node"} <= names
+    assert not any(name.startswith(("en_de.", "en_ja.")) for name in names)
+
+
+def yaml_base(name: str) -> dict:
+    import yaml
+
+    return yaml.safe_load((PROJECT_ROOT / "conf" / "base" / name).read_text())

@@ -2,7 +2,12 @@
 
 Language pairs are namespaces of one modular pipeline, so the set of namespaces must be
 known when the pipeline is created. Reading it from ``conf/`` keeps "add a language pair" a
-YAML edit. (``kedro run --params`` overrides values, not the shape of the pipeline.)
+YAML edit.
+
+Which configuration: inside a Kedro session (``kedro run``, ``kedro viz``, a notebook) the
+session's own config loader, recorded by :class:`RunConfigHook` when the context is created,
+so the pipeline's shape follows ``--env``, ``--conf-source`` and ``--params`` exactly as the
+parameters do. Outside one (tests, scripts) ``conf/`` with ``KEDRO_ENV`` or the default env.
 """
 
 from __future__ import annotations
@@ -14,21 +19,54 @@ from collections.abc import Callable, Mapping
 from functools import partial, update_wrapper
 from typing import Any
 
+from kedro.config import AbstractConfigLoader
+from kedro.framework.context import KedroContext
+from kedro.framework.hooks import hook_impl
 from kedro.framework.project import settings
+from kedro.pipeline import Pipeline, node
 from kedro.utils import find_kedro_project
 
 logger = logging.getLogger(__name__)
 
+# the config loader of the running Kedro session (set by RunConfigHook), if any
+_session_config: AbstractConfigLoader | None = None
+
+
+class RunConfigHook:
+    """Records the session's config loader, so pipelines are built from the run's ``--env``.
+
+    Kedro builds the registered pipelines after the context exists (``KedroSession.run``
+    asks for them once ``after_context_created`` has fired), so recording the loader here
+    is in time for every pipeline the run builds.
+    """
+
+    @hook_impl
+    def after_context_created(self, context: KedroContext) -> None:
+        global _session_config
+        _session_config = context.config_loader
+
+
+def forget_session_config() -> None:
+    """Build pipelines from ``conf/`` again (tests that create sessions of other envs call this)."""
+    global _session_config
+    _session_config = None
+
 
 def load_parameters(start: Path | None = None) -> dict[str, Any]:
-    """The merged parameters of the project's ``conf/`` (base + ``KEDRO_ENV`` or local).
+    """The parameters pipelines are built from: the running session's, else ``conf/``'s.
 
     Args:
-        start: Where to look for the project root (default: the working directory).
+        start: Where to look for the project root (default: the working directory); used
+            only outside a Kedro session.
 
     Returns:
         The parameters, or an empty dict when no Kedro project is found from ``start``.
     """
+    if _session_config is not None:
+        try:
+            return dict(_session_config["parameters"])
+        except KeyError:
+            return {}
     root = find_kedro_project(start or Path.cwd())
     if root is None:
         return {}
@@ -80,3 +118,26 @@ def settings_from_params(cls: type, params: Mapping[str, Any], where: str, **ove
 def bind(func: Callable[..., Any], **kwargs: Any) -> Callable[..., Any]:
     """``func`` with ``kwargs`` bound, keeping its name (Kedro names nodes and logs by it)."""
     return update_wrapper(partial(func, **kwargs), func)
+
+
+class PipelineConfigurationError(ValueError):
+    """A pipeline's parameters do not fit the configured shape (e.g. a variant names an unconfigured pair)."""
+
+
+def _raise_configuration_error(message: str) -> None:
+    raise PipelineConfigurationError(message)
+
+
+def configuration_error_pipeline(name: str, error: Exception) -> Pipeline:
+    """A stand-in for pipeline ``name`` whose configuration is wrong: one node that raises ``error``'s message.
+
+    Kedro builds every registered pipeline for ``kedro run`` and ``kedro viz``; raising while
+    building would break every other pipeline too. Deferring the error to this node keeps
+    them working, and ``kedro run --pipeline=<name>`` stops at once with the message that
+    names the parameter.
+    """
+    message = f"the {name!r} pipeline cannot be built from this configuration: {error}"
+    logger.warning(message)
+    return Pipeline([node(bind(_raise_configuration_error, message=message), inputs=None,
+                          outputs=f"{name}_configuration_error", name=f"{name}_configuration_error_node")],
+                    tags=name)

@@ -15,7 +15,7 @@ from kedro.pipeline import Pipeline, node
 from language_agnostic.pipelines.embeddings.pipeline import load_encoder_pipeline
 from language_agnostic.pipelines.fmda import nodes
 from language_agnostic.pipelines.massive.pipeline import DEFAULT_PAIRS
-from language_agnostic.pipelines.project_config import bind, configured_namespaces, load_parameters
+from language_agnostic.pipelines.project_config import bind, configuration_error_pipeline, configured_namespaces, load_parameters
 
 SHARED_INPUTS = {"massive_masked_texts", "massive_template_retrieval_single", "massive_template_retrieval_multi",
                  "massive_negative_pools", "massive_template_train_pairs", "encoder", "embedding_store",
@@ -96,7 +96,21 @@ def create_pipeline(pairs: list[str] | None = None, variants: Mapping[str, Any] 
     """Build ``fmda`` from ``massive.pairs``, ``fmda.variants``, ``fmda.controls``, ``fmda.unified.pairs`` and ``fmda.figure.pair``.
 
     Arguments given here replace the configuration (tests build small pipelines this way).
+    Built from the configuration alone, a configuration error (e.g. a variant naming a pair
+    that ``massive.pairs`` does not list) gives :func:`configuration_error_pipeline`, so the
+    other pipelines still build and ``kedro run --pipeline=fmda`` stops naming the parameter.
     """
+    if (pairs, variants, unified, figure_pair, controls) == (None,) * 5:
+        try:
+            return _create_pipeline()
+        except ValueError as exc:
+            return configuration_error_pipeline("fmda", exc)
+    return _create_pipeline(pairs, variants, unified, figure_pair, controls)
+
+
+def _create_pipeline(pairs: list[str] | None = None, variants: Mapping[str, Any] | None = None,
+                     unified: list[str] | None = None, figure_pair: str | None = None,
+                     controls: Mapping[str, Any] | None = None) -> Pipeline:
     params = load_parameters() if None in (pairs, variants, unified, figure_pair, controls) else {}
     fmda = params.get("fmda", {})
     if pairs is None:
