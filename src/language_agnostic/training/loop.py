@@ -1,24 +1,37 @@
-"""The shared training loop: Adam, seeded batches, early stopping on the dev loss only.
+"""The shared training loop: seeded batches, early stopping and selection on dev data only.
 
 A method supplies a ``loss_fn(model, batch) -> {"total": tensor, <part>: tensor, ...}``; data
 comes as :class:`BatchSource` objects that yield batches for an epoch from a seeded generator.
-Model selection uses the dev split only: the weights kept are those of the epoch with the
-lowest mean dev ``total``; training stops after ``patience`` epochs without improvement.
+Model selection uses the dev split only: the weights kept are those of the evaluation with the
+lowest mean dev ``total`` (or the best dev score); training stops after ``patience``
+evaluations without improvement.
+
+Device placement, mixed precision, gradient accumulation and multi-process data parallelism
+are 🤗 Accelerate's (``accelerate launch`` runs the same code on several GPUs or machines);
+this module adds what Accelerate leaves to the user: parameter groups (an encoder learning
+rate apart from the heads'), a warmup schedule (``transformers.get_scheduler``), gradient
+clipping, evaluation every N optimiser steps, and the best checkpoint kept on the CPU. With
+the defaults (CPU, fp32, one step per batch, constant learning rate, no clipping) it does
+exactly what the earlier hand-written loop did: the same numbers (tested).
 """
 
 from __future__ import annotations
 
-import copy
+import contextlib
 import logging
+import math
 import random
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 import torch
+from accelerate import Accelerator
+from accelerate.state import AcceleratorState
 from torch import nn
 from tqdm.auto import tqdm
+from transformers import get_scheduler
 
 logger = logging.getLogger(__name__)
 
@@ -32,9 +45,33 @@ class BatchSource(Protocol):
     def batches(self, epoch: int, generator: torch.Generator) -> Iterable[Batch]: ...
 
 
+PRECISIONS = ("no", "bf16", "fp16")
+SCHEDULES = ("constant", "linear", "cosine")
+
+
 @dataclass(frozen=True)
 class TrainSettings:
-    """Training hyper-parameters (``params:<pipeline>.training``)."""
+    """Training hyper-parameters (``params:<pipeline>.training``).
+
+    Attributes:
+        lr: Learning rate of the heads (every parameter not in ``encoder_parameters()``).
+        max_epochs: Cap on passes over the training batches.
+        patience: Evaluations without dev improvement before stopping.
+        min_delta: Improvement smaller than this does not count.
+        seed: Seeds Python, numpy, torch and every epoch's batch order.
+        device: ``cpu``, ``cuda``, ``cuda:N`` or ``auto`` (CUDA when present).
+        progress: Show a progress bar.
+        encoder_lr: Learning rate of the model's ``encoder_parameters()`` (a method that
+            fine-tunes the encoder declares them); ``None``: the same as ``lr``.
+        weight_decay: Decoupled weight decay (AdamW); 0 is plain Adam.
+        schedule: ``constant``, ``linear`` or ``cosine`` decay after warmup (``transformers.get_scheduler``).
+        warmup_ratio: Fraction of the planned optimiser steps spent warming up linearly.
+        max_grad_norm: Clip the gradient norm of each step to this; ``None``: no clipping.
+        mixed_precision: ``no``, ``bf16`` or ``fp16`` autocast (Accelerate).
+        gradient_accumulation_steps: Batches whose gradients are summed per optimiser step.
+        eval_every_steps: Evaluate on dev (and consider stopping) every N optimiser steps;
+            ``None``: at the end of every epoch.
+    """
 
     lr: float = 1e-4
     max_epochs: int = 100
@@ -43,6 +80,32 @@ class TrainSettings:
     seed: int = 0
     device: str = "cpu"
     progress: bool = True
+    encoder_lr: float | None = None
+    weight_decay: float = 0.0
+    schedule: str = "constant"
+    warmup_ratio: float = 0.0
+    max_grad_norm: float | None = None
+    mixed_precision: str = "no"
+    gradient_accumulation_steps: int = 1
+    eval_every_steps: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_epochs < 1 or self.patience < 1:
+            raise ValueError(f"max_epochs and patience must be >= 1, got {self.max_epochs}, {self.patience}")
+        if self.mixed_precision not in PRECISIONS:
+            raise ValueError(f"mixed_precision must be one of {list(PRECISIONS)}, got {self.mixed_precision!r}")
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"schedule must be one of {list(SCHEDULES)}, got {self.schedule!r}")
+        if not 0.0 <= self.warmup_ratio < 1.0:
+            raise ValueError(f"warmup_ratio must be in [0, 1), got {self.warmup_ratio}")
+        if self.gradient_accumulation_steps < 1:
+            raise ValueError(f"gradient_accumulation_steps must be >= 1, got {self.gradient_accumulation_steps}")
+        if self.eval_every_steps is not None and self.eval_every_steps < 1:
+            raise ValueError(f"eval_every_steps must be >= 1 or null, got {self.eval_every_steps}")
+        if self.max_grad_norm is not None and self.max_grad_norm <= 0:
+            raise ValueError(f"max_grad_norm must be > 0 or null, got {self.max_grad_norm}")
+        if self.device not in ("auto", "cpu") and not self.device.startswith("cuda"):
+            raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {self.device!r}")
 
 
 @dataclass
@@ -53,13 +116,15 @@ class TrainResult:
         state_dict: The best weights (lowest dev loss), on the CPU.
         best_epoch: The epoch they come from (1-based).
         epochs_run: How many epochs ran before stopping.
-        history: One dict per epoch: ``epoch``, ``train_<part>``, ``dev_<part>`` means.
+        history: One dict per evaluation: ``epoch`` (and ``step``), ``train_<part>``, ``dev_<part>`` means.
+        best_step: The optimiser step the best weights come from.
     """
 
     state_dict: dict[str, torch.Tensor]
     best_epoch: int
     epochs_run: int
     history: list[dict[str, float]] = field(default_factory=list)
+    best_step: int = 0
 
 
 def seed_everything(seed: int) -> None:
@@ -69,10 +134,11 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def _mean_losses(model: nn.Module, loss_fn: LossFn, batches: Iterable[Batch], device: torch.device) -> dict[str, float]:
+def _mean_losses(model: nn.Module, loss_fn: LossFn, batches: Iterable[Batch], device: torch.device,
+                 autocast: Callable[[], Any]) -> dict[str, float]:
     totals: dict[str, float] = {}
     count = 0
-    with torch.no_grad():
+    with torch.no_grad(), autocast():
         for batch in batches:
             losses = loss_fn(model, {k: v.to(device) for k, v in batch.items()})
             n = len(next(iter(batch.values())))
@@ -84,94 +150,206 @@ def _mean_losses(model: nn.Module, loss_fn: LossFn, batches: Iterable[Batch], de
     return {name: value / count for name, value in totals.items()}
 
 
+def make_accelerator(settings: TrainSettings) -> Accelerator:
+    """An ``Accelerator`` for ``settings.device`` and ``settings.mixed_precision``.
+
+    Raises:
+        ValueError: ``device`` asks for CUDA on a machine without it.
+    """
+    if settings.device.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError(f"training.device is {settings.device!r} but CUDA is not available here; use 'auto' or 'cpu'")
+    if settings.device.startswith("cuda:"):
+        torch.cuda.set_device(int(settings.device.split(":", 1)[1]))
+    # Accelerate keeps its precision settings process-wide, and one Kedro run trains many
+    # models with their own settings: reset that part (a launched process group is kept)
+    AcceleratorState._reset_state(reset_partial_state=False)  # noqa: SLF001
+    # accumulation is done here (see train), so Accelerate's own is left at 1
+    return Accelerator(cpu=settings.device == "cpu", mixed_precision=settings.mixed_precision)
+
+
+def _optimisers(model: nn.Module, settings: TrainSettings) -> tuple[torch.optim.Optimizer, torch.optim.Optimizer | None]:
+    """The main optimiser (heads at ``lr``, encoder at ``encoder_lr``) and the adversary's, if the model has one."""
+    # an adversarial method (MEAT) names its adversary's parameters: they get their own
+    # optimiser and are stepped on the "adversary" loss before the main step on "total"
+    adversary = list(model.adversary_parameters()) if hasattr(model, "adversary_parameters") else []
+    encoder = list(model.encoder_parameters()) if hasattr(model, "encoder_parameters") else []
+    taken = {id(p) for p in adversary} | {id(p) for p in encoder}
+    heads = [p for p in model.parameters() if id(p) not in taken and p.requires_grad]
+    groups = [{"params": heads, "lr": settings.lr}]
+    if encoder:
+        groups.append({"params": [p for p in encoder if p.requires_grad],
+                       "lr": settings.lr if settings.encoder_lr is None else settings.encoder_lr})
+    # plain Adam without decay: the same update as the earlier loop, bit for bit
+    optimiser_class = torch.optim.AdamW if settings.weight_decay else torch.optim.Adam
+    optimiser = optimiser_class(groups, lr=settings.lr, weight_decay=settings.weight_decay)
+    return optimiser, (torch.optim.Adam(adversary, lr=settings.lr) if adversary else None)
+
+
+def _lookahead(batches: Iterable[Batch]) -> Iterator[tuple[Batch, bool]]:
+    """``(batch, is_last)`` pairs: the last batch of an epoch closes a partial accumulation."""
+    iterator = iter(batches)
+    try:
+        current = next(iterator)
+    except StopIteration:
+        return
+    for upcoming in iterator:
+        yield current, False
+        current = upcoming
+    yield current, True
+
+
+def _planned_steps(train_data: BatchSource, settings: TrainSettings) -> int:
+    if not hasattr(train_data, "__len__"):
+        raise ValueError("training.schedule / warmup_ratio need the number of training batches per epoch; "
+                         f"{type(train_data).__name__} has no len()")
+    return math.ceil(len(train_data) / settings.gradient_accumulation_steps) * settings.max_epochs  # type: ignore[arg-type]
+
+
 def train(model: nn.Module, loss_fn: LossFn, train_data: BatchSource, dev_data: BatchSource,
           settings: TrainSettings, dev_score: Callable[[nn.Module], float] | None = None) -> TrainResult:
-    """Train ``model`` with Adam and early stopping on the dev loss (or a dev score).
+    """Train ``model`` with early stopping on the dev loss (or a dev score).
 
     Args:
-        model: The head to train (its parameters are updated in place, then set to the best).
+        model: The model to train (its parameters are updated in place, then set to the best).
+            It may declare ``encoder_parameters()`` (trained at ``encoder_lr``) and
+            ``adversary_parameters()`` (their own Adam, stepped first on the ``"adversary"``
+            loss).
         loss_fn: ``(model, batch) -> {"total": ..., parts...}``.
         train_data: Training batches (reshuffled every epoch by the seeded generator).
-        dev_data: Dev batches (drawn with a fixed generator, so every epoch sees the same).
-        settings: Learning rate, epochs, patience, seed, device.
+        dev_data: Dev batches (drawn with a fixed generator, so every evaluation sees the same).
+        settings: Learning rates, schedule, precision, accumulation, clipping, epochs,
+            patience, seed, device.
         dev_score: Optional ``model -> float`` on **dev** data, higher is better (e.g. dev
             retrieval accuracy). When given, it replaces the dev loss as the early-stopping and
             model-selection criterion; it is recorded as ``dev_score`` in the history.
 
     Returns:
-        The best weights, the epoch they come from, and the per-epoch history.
+        The best weights (on the CPU), the epoch they come from, and the history: one record
+        per evaluation with ``epoch`` (and ``step`` when evaluating every N steps), the mean
+        training losses since the previous evaluation and the dev losses.
     """
-    if settings.max_epochs < 1 or settings.patience < 1:
-        raise ValueError(f"max_epochs and patience must be >= 1, got {settings.max_epochs}, {settings.patience}")
     seed_everything(settings.seed)
-    device = torch.device(settings.device)
+    accelerator = make_accelerator(settings)
+    device = accelerator.device
     model.to(device)
-    # an adversarial method (MEAT) names its adversary's parameters: they get their own
-    # optimiser and are stepped on the "adversary" loss before the main step on "total"
-    adversary = list(model.adversary_parameters()) if hasattr(model, "adversary_parameters") else []
-    adversary_ids = {id(p) for p in adversary}
-    optimiser = torch.optim.Adam([p for p in model.parameters() if id(p) not in adversary_ids], lr=settings.lr)
-    adversary_optimiser = torch.optim.Adam(adversary, lr=settings.lr) if adversary else None
-    best_loss, best_epoch, best_state = float("inf"), 0, copy.deepcopy(model.state_dict())
+    optimiser, adversary_optimiser = _optimisers(model, settings)
+    scheduler = None
+    if settings.schedule != "constant" or settings.warmup_ratio > 0:
+        total = _planned_steps(train_data, settings)
+        name = "constant_with_warmup" if settings.schedule == "constant" else settings.schedule
+        scheduler = get_scheduler(name, optimiser, num_warmup_steps=int(settings.warmup_ratio * total), num_training_steps=total)
+    prepared = accelerator.prepare(model, optimiser, *([adversary_optimiser] if adversary_optimiser else []),
+                                   *([scheduler] if scheduler else []))
+    model, optimiser = prepared[0], prepared[1]
+    adversary_optimiser = prepared[2] if adversary_optimiser is not None else None
+    scheduler = prepared[-1] if scheduler is not None else None
+    accumulate = settings.gradient_accumulation_steps
+    parameters = [p for group in optimiser.param_groups for p in group["params"]]
+
+    best_criterion, best_epoch, best_step = float("inf"), 0, 0
+    best_state = _cpu_copy(model.state_dict())
     history: list[dict[str, float]] = []
-    bar = tqdm(range(1, settings.max_epochs + 1), desc="training", unit="epoch", disable=not settings.progress)
-    epoch = 0
-    for epoch in bar:
-        model.train()
-        generator = torch.Generator().manual_seed(settings.seed * 1_000_003 + epoch)
-        sums: dict[str, float] = {}
-        count = 0
-        for batch in train_data.batches(epoch, generator):
-            batch = {k: v.to(device) for k, v in batch.items()}
-            if adversary_optimiser is not None:
-                # MEAT's released code: the discriminator steps first, then the heads step
-                # against the updated discriminator (a fresh forward)
-                adversarial = loss_fn(model, batch)
-                if "adversary" not in adversarial:
-                    raise ValueError("the model has adversary parameters but the loss has no 'adversary' term")
-                adversary_optimiser.zero_grad()
-                adversarial["adversary"].backward()
-                adversary_optimiser.step()
-            losses = loss_fn(model, batch)
-            optimiser.zero_grad()
-            losses["total"].backward()
-            optimiser.step()
-            n = len(next(iter(batch.values())))
-            for name, value in losses.items():
-                sums[name] = sums.get(name, 0.0) + float(value.detach()) * n
-            count += n
-        if count == 0:
-            raise ValueError("the training set yields no batches")
+    sums: dict[str, float] = {}
+    count = 0
+    step = 0
+    stale = 0
+
+    def evaluate(epoch: int) -> bool:
+        """Record one evaluation; True when early stopping says stop."""
+        nonlocal sums, count, best_criterion, best_epoch, best_step, best_state, stale
         model.eval()
-        dev = _mean_losses(model, loss_fn, dev_data.batches(0, torch.Generator().manual_seed(settings.seed)), device)
-        record = {"epoch": float(epoch), **{f"train_{k}": v / count for k, v in sums.items()},
-                  **{f"dev_{k}": v for k, v in dev.items()}}
+        dev = _mean_losses(model, loss_fn, dev_data.batches(0, torch.Generator().manual_seed(settings.seed)), device,
+                           accelerator.autocast)
+        record = {"epoch": float(epoch), **({"step": float(step)} if settings.eval_every_steps else {}),
+                  **{f"train_{k}": v / max(count, 1) for k, v in sums.items()}, **{f"dev_{k}": v for k, v in dev.items()}}
+        if scheduler is not None:
+            record["lr"] = float(optimiser.param_groups[0]["lr"])
         # lower is better: the dev loss, or the negated dev score
         criterion = dev["total"]
         if dev_score is not None:
             record["dev_score"] = float(dev_score(model))
             criterion = -record["dev_score"]
         history.append(record)
-        bar.set_postfix(train=f"{record['train_total']:.4f}", dev=f"{dev['total']:.4f}",
+        bar.set_postfix(train=f"{record.get('train_total', float('nan')):.4f}", dev=f"{dev['total']:.4f}",
                         **({"score": f"{record['dev_score']:.4f}"} if dev_score is not None else {}))
-        if criterion < best_loss - settings.min_delta:
-            best_loss, best_epoch = criterion, epoch
-            best_state = copy.deepcopy(model.state_dict())
-        elif epoch - best_epoch >= settings.patience:
-            logger.info("early stop after epoch %d: no dev improvement since epoch %d (criterion %.5f)",
-                        epoch, best_epoch, best_loss)
+        sums, count = {}, 0
+        model.train()
+        if criterion < best_criterion - settings.min_delta:
+            best_criterion, best_epoch, best_step, stale = criterion, epoch, step, 0
+            best_state = _cpu_copy(model.state_dict())
+            return False
+        stale += 1
+        if stale >= settings.patience:
+            logger.info("early stop at epoch %d (step %d): no dev improvement in %d evaluations since epoch %d "
+                        "(criterion %.5f)", epoch, step, stale, best_epoch, best_criterion)
+            return True
+        return False
+
+    bar = tqdm(range(1, settings.max_epochs + 1), desc="training", unit="epoch", disable=not settings.progress)
+    epoch = 0
+    stop = False
+    for epoch in bar:
+        model.train()
+        generator = torch.Generator().manual_seed(settings.seed * 1_000_003 + epoch)
+        seen = 0
+        for index, (batch, last) in enumerate(_lookahead(train_data.batches(epoch, generator))):
+            # several processes (accelerate launch): each takes its share of the batches
+            if index % accelerator.num_processes != accelerator.process_index:
+                continue
+            batch = {k: v.to(device) for k, v in batch.items()}
+            if adversary_optimiser is not None:
+                # MEAT's released code: the discriminator steps first, then the heads step
+                # against the updated discriminator (a fresh forward)
+                with accelerator.autocast():
+                    adversarial = loss_fn(model, batch)
+                if "adversary" not in adversarial:
+                    raise ValueError("the model has adversary parameters but the loss has no 'adversary' term")
+                adversary_optimiser.zero_grad()
+                accelerator.backward(adversarial["adversary"])
+                adversary_optimiser.step()
+            closes = (seen + 1) % accumulate == 0 or last
+            with accelerator.autocast():
+                losses = loss_fn(model, batch)
+            # gradients of a partial accumulation stay local until the step that closes it
+            with contextlib.nullcontext() if closes else accelerator.no_sync(model):
+                accelerator.backward(losses["total"] / accumulate if accumulate > 1 else losses["total"])
+            seen += 1
+            n = len(next(iter(batch.values())))
+            for name, value in losses.items():
+                sums[name] = sums.get(name, 0.0) + float(value.detach()) * n
+            count += n
+            if not closes:
+                continue
+            if settings.max_grad_norm is not None:
+                accelerator.clip_grad_norm_(parameters, settings.max_grad_norm)
+            optimiser.step()
+            if scheduler is not None:
+                scheduler.step()
+            optimiser.zero_grad()
+            step += 1
+            if settings.eval_every_steps and step % settings.eval_every_steps == 0 and evaluate(epoch):
+                stop = True
+                break
+        if seen == 0:
+            raise ValueError("the training set yields no batches")
+        if stop or (settings.eval_every_steps is None and evaluate(epoch)):
             break
     bar.close()
     model.load_state_dict(best_state)
-    return TrainResult({k: v.detach().cpu() for k, v in best_state.items()}, best_epoch, epoch, history)
+    return TrainResult(best_state, best_epoch, epoch, history, best_step)
+
+
+def _cpu_copy(state: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """A copy of a state dict on the CPU: the best checkpoint never holds accelerator memory."""
+    return {k: v.detach().to("cpu", copy=True) for k, v in state.items()}
 
 
 def history_metrics(history: list[dict[str, float]], prefix: str) -> dict[str, list[dict[str, Any]]]:
     """Per-epoch losses as ``MlflowMetricsHistoryDataset`` input: ``{name: [{"value", "step"}, ...]}``."""
     out: dict[str, list[dict[str, Any]]] = {}
     for record in history:
-        step = int(record["epoch"])
+        step = int(record.get("step", record["epoch"]))
         for name, value in record.items():
-            if name != "epoch":
+            if name not in ("epoch", "step"):
                 out.setdefault(f"{prefix}.{name}", []).append({"value": float(value), "step": step})
     return out
