@@ -18,7 +18,7 @@ from language_agnostic.encoders.extraction import (
     extract_embeddings,
     resolve_device_and_dtype,
 )
-from language_agnostic.encoders.loading import EncoderLoadError, load_encoder
+from language_agnostic.encoders.loading import EncoderLoadError, load_encoder, save_encoder
 from language_agnostic.encoders.pooling import pool
 
 TEXTS = ["wake me up at nine am", "play jazz", "what is the weather today", "set an alarm for six",
@@ -42,6 +42,21 @@ def test_local_directory_loads_with_identity(tiny_hub_model: Path):
     assert encoder.identity["source"] == str(tiny_hub_model.resolve())
     assert len(encoder.identity["weights_sha256"]) == 64
     assert not hasattr(encoder.model, "pooler") or encoder.model.pooler is None
+
+
+def test_a_saved_fine_tuned_encoder_loads_by_its_path_with_the_same_outputs(tiny_hub_model: Path, tmp_path: Path):
+    encoder = load_encoder(str(tiny_hub_model))
+    with torch.no_grad():  # "fine-tuning": change one weight
+        encoder.model.embeddings.word_embeddings.weight[5] += 1.0
+    directory = save_encoder(encoder, tmp_path / "tuned", {"method": "emu", "dev_accuracy": 0.5})
+    again = load_encoder(str(directory))
+    assert again.identity["source"] == str(directory.resolve())
+    assert again.identity["weights_sha256"] != encoder.identity["weights_sha256"]
+    for text in TEXTS[:2]:
+        for a, b in zip(_manual(encoder, text), _manual(again, text)):
+            np.testing.assert_allclose(a, b, atol=1e-6)
+    record = json.loads((directory / "finetuned.json").read_text())
+    assert record["method"] == "emu" and record["base"]["name"] == tiny_hub_model.name
 
 
 def test_both_poolings_equal_unpadded_single_text_encoding(tiny_hub_model: Path, tmp_path: Path):

@@ -162,6 +162,32 @@ def load_encoder(name: str, bundled_dir: str | Path = "data/06_models/encoders/m
     return encoder
 
 
+def save_encoder(encoder: LoadedEncoder, out_dir: str | Path, provenance: dict[str, Any] | None = None) -> Path:
+    """Save a (fine-tuned) encoder as a ``save_pretrained`` directory that :func:`load_encoder` accepts.
+
+    ``embeddings.encoder.name: <out_dir>`` then evaluates it in every pipeline.
+
+    Args:
+        encoder: The encoder; its ``model`` and ``tokenizer`` are saved.
+        out_dir: The directory (created; existing files are overwritten).
+        provenance: What made it (base encoder's identity, method, settings, dev figure),
+            written to ``finetuned.json`` beside the weights.
+
+    Returns:
+        The directory.
+    """
+    directory = Path(out_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    encoder.model.save_pretrained(directory)
+    encoder.tokenizer.save_pretrained(directory)
+    import json
+
+    record = {"base": dict(encoder.identity), **dict(provenance or {})}
+    (directory / "finetuned.json").write_text(json.dumps(record, indent=2, sort_keys=True, default=str) + "\n")
+    logger.info("saved encoder %s to %s", encoder.identity.get("name", encoder.name), directory)
+    return directory
+
+
 def load_tokenizer(name: str, bundled_dir: str | Path = "data/06_models/encoders/multilingual-e5-small-q4") -> Any:
     """Only the tokenizer of an encoder (same names as :func:`load_encoder`).
 
