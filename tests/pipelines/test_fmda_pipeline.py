@@ -86,7 +86,7 @@ def _catalog(model_dir: Path, store: Path) -> DataCatalog:
         "params:fmda.controls.linear_infonce": CONTROLS["linear_infonce"],
         "params:fmda.controls.dream_infonce": CONTROLS["dream_infonce"],
         "params:fmda.loss": LOSS,
-        "params:fmda.unified": {"pairs": ["en_de"]},
+        "params:fmda_paper.unified": {"pairs": ["en_de"]},
         "params:fmda.template_pairs_holdout": {"dev_fraction": 0.25, "seed": 0},
         "params:fmda.figure": {"n_pairs": 4, "intent": "music", "n_templates": 2, "per_template": 2, "seed": 0},
         "params:fmda.training": TRAINING,

@@ -82,7 +82,7 @@ def test_settings_from_params_names_the_parameter():
         settings_from_params(FmdaConfig, {"depth": 2}, "fmda.model", dim=4, n_languages=2)
 
 
-def _conf_with_env(tmp_path: Path, env: str, massive_pairs: dict, fmda: dict | None = None) -> Path:
+def _conf_with_env(tmp_path: Path, env: str, massive_pairs: dict, fmda: dict | None = None, paper: bool = False) -> Path:
     """A copy of conf/base plus an env whose ``massive`` lists other pairs (and optionally its own ``fmda``)."""
     import shutil
 
@@ -94,6 +94,8 @@ def _conf_with_env(tmp_path: Path, env: str, massive_pairs: dict, fmda: dict | N
     massive = yaml.safe_load((conf / "base" / "parameters_massive.yml").read_text())["massive"]
     # Kedro's default merge replaces a top-level key of base wholesale, so the env restates massive
     params = {"massive": {**massive, "pairs": massive_pairs}, **({"fmda": fmda} if fmda else {})}
+    if paper:  # the paper experiment set, whose Table 4 ablations name en_de
+        params.update(yaml.safe_load((PROJECT_ROOT / "conf" / "paper" / "parameters_fmda_paper.yml").read_text()))
     (conf / env).mkdir()
     (conf / env / "parameters.yml").write_text(yaml.safe_dump(params))
     return conf
@@ -120,11 +122,43 @@ def test_the_registry_follows_the_sessions_env_and_a_bad_variant_breaks_only_fmd
     assert {"en_ko.massive_pairs", "en_ru.massive_pairs"} <= outputs and "en_de.massive_pairs" not in outputs
     assert "en_ru.massive_pair_embeddings" in pipelines["embeddings"].all_outputs()
     assert {"qe", "sts"} <= set(pipelines) and "parse_massive_node" in {n.name for n in pipelines["__default__"].nodes}
-    # fmda.variants.no_reconstruction (base) names en_de: only fmda is replaced by its error
+    # the default fmda job trains on whatever pairs are configured; its figure on the first
+    names = {n.name for n in pipelines["fmda"].nodes}
+    assert {"en_ko.train_fmda_all_together_node", "en_ru.train_fmda_two_stage_node", "plot_embeddings_node"} <= names
+    plot = next(n for n in pipelines["fmda"].nodes if n.name == "plot_embeddings_node")
+    assert "en_ko.fmda_inputs" in plot.inputs
+
+    # the paper set's Table 4 ablations name en_de: only fmda is replaced by its error
+    conf = _conf_with_env(tmp_path / "paper", "other_pairs", pairs, paper=True)
+    with KedroSession.create(PROJECT_ROOT, env="other_pairs", conf_source=str(conf)) as session:
+        session.load_context()
+        pipelines = register_pipelines()
+    assert "en_ko.massive_pairs" in pipelines["massive"].all_outputs() and "parse_massive_node" in {n.name for n in pipelines["__default__"].nodes}
     (error_node,) = pipelines["fmda"].nodes
     with pytest.raises(PipelineConfigurationError, match=r"^the 'fmda' pipeline cannot be built from this configuration: "
-                       r"fmda.variants.no_reconstruction.pairs: \['en_de'\] not in massive.pairs \(\['en_ko', 'en_ru'\]\)$"):
+                       r"fmda_paper\.variants\.no_\w+\.pairs: \['en_de'\] not in massive.pairs \(\['en_ko', 'en_ru'\]\)$"):
         error_node.run({})
+
+
+def test_the_paper_env_adds_the_ablations_and_the_unified_model(project: Path, forget_env):
+    from language_agnostic.pipeline_registry import register_pipelines
+
+    with KedroSession.create(PROJECT_ROOT, env="paper") as session:
+        session.load_context()
+        paper = {n.name for n in register_pipelines()["fmda"].nodes}
+    forget_env_now()
+    with KedroSession.create(PROJECT_ROOT) as session:
+        session.load_context()
+        default = {n.name for n in register_pipelines()["fmda"].nodes}
+    extra = {"train_fmda_unified_node", "en_de.train_fmda_no_contrastive_node", "en_de.train_fmda_no_reconstruction_node"}
+    assert extra <= paper and not extra & default
+    assert default < paper  # the paper set is the default job and more
+
+
+def forget_env_now() -> None:
+    from language_agnostic.pipelines.project_config import forget_session_config
+
+    forget_session_config()
 
 
 def test_an_env_with_fewer_pairs_and_its_own_fmda_builds_fmda_on_them(project: Path, tmp_path: Path, forget_env):

@@ -51,8 +51,14 @@ def variant_pairs(variants: Mapping[str, Any], pairs: list[str], where: str = "f
     return out
 
 
-def create_pair_pipeline(variants: Mapping[str, Any], controls: Mapping[str, Any] | None = None) -> Pipeline:
-    """One language pair (instantiated per namespace) with the given variants and controls."""
+def create_pair_pipeline(variants: Mapping[str, Any], controls: Mapping[str, Any] | None = None,
+                         sources: Mapping[str, str] | None = None) -> Pipeline:
+    """One language pair (instantiated per namespace) with the given variants and controls.
+
+    ``sources`` names the parameter section each variant is read from (``fmda``, or
+    ``fmda_paper`` for the paper-only experiment set); default ``fmda``.
+    """
+    sources = sources or {}
     nodes_ = [
         node(nodes.embed_fmda_inputs,
              inputs=["massive_masked_texts", "massive_template_retrieval_single", "massive_template_retrieval_multi",
@@ -72,12 +78,12 @@ def create_pair_pipeline(variants: Mapping[str, Any], controls: Mapping[str, Any
         if (spec or {}).get("two_stage"):
             train = node(bind(nodes.train_fmda_two_stage, variant=name),
                          inputs=["fmda_inputs", "fmda_template_pairs", "massive_negative_pools", "params:fmda.model",
-                                 f"params:fmda.variants.{name}", "params:fmda.training", "params:fmda.loss"],
+                                 f"params:{sources.get(name, 'fmda')}.variants.{name}", "params:fmda.training", "params:fmda.loss"],
                          outputs=[f"fmda_model_{name}", f"fmda_history_{name}"], name=f"train_fmda_{name}_node")
         else:
             train = node(bind(nodes.train_fmda, variant=name),
                          inputs=["fmda_inputs", "massive_negative_pools", "params:fmda.model",
-                                 f"params:fmda.variants.{name}", "params:fmda.training", "params:fmda.loss"],
+                                 f"params:{sources.get(name, 'fmda')}.variants.{name}", "params:fmda.training", "params:fmda.loss"],
                          outputs=[f"fmda_model_{name}", f"fmda_history_{name}"], name=f"train_fmda_{name}_node")
         nodes_ += [train, node(nodes.evaluate_fmda, inputs=["fmda_inputs", f"fmda_model_{name}", "encoder_identity"],
                                outputs=f"fmda_rows_{name}", name=f"evaluate_fmda_{name}_node")]
@@ -93,7 +99,8 @@ def create_pair_pipeline(variants: Mapping[str, Any], controls: Mapping[str, Any
 def create_pipeline(pairs: list[str] | None = None, variants: Mapping[str, Any] | None = None,
                     unified: list[str] | None = None, figure_pair: str | None = None,
                     controls: Mapping[str, Any] | None = None) -> Pipeline:
-    """Build ``fmda`` from ``massive.pairs``, ``fmda.variants``, ``fmda.controls``, ``fmda.unified.pairs`` and ``fmda.figure.pair``.
+    """Build ``fmda`` from ``massive.pairs``, ``fmda.variants`` (+ ``fmda_paper.variants``), ``fmda.controls``,
+    ``fmda_paper.unified.pairs`` and ``fmda.figure.pair``.
 
     Arguments given here replace the configuration (tests build small pipelines this way).
     Built from the configuration alone, a configuration error (e.g. a variant naming a pair
@@ -113,28 +120,41 @@ def _create_pipeline(pairs: list[str] | None = None, variants: Mapping[str, Any]
                      controls: Mapping[str, Any] | None = None) -> Pipeline:
     params = load_parameters() if None in (pairs, variants, unified, figure_pair, controls) else {}
     fmda = params.get("fmda", {})
+    # the paper-only experiment set (Tables 4 and 9): empty in base, filled by `--env paper`
+    paper = params.get("fmda_paper") or {}
+    sources: dict[str, str] = {}
     if pairs is None:
         pairs = configured_namespaces("massive", "pairs", DEFAULT_PAIRS)
     if variants is None:
-        variants = fmda.get("variants") or DEFAULT_VARIANTS
+        variants = dict(fmda.get("variants") or DEFAULT_VARIANTS)
+        extra = dict(paper.get("variants") or {})
+        twice = sorted(set(variants) & set(extra))
+        if twice:
+            raise ValueError(f"fmda_paper.variants: {twice} already in fmda.variants; give them other names")
+        variants.update(extra)
+        sources = {name: "fmda_paper" for name in extra}
     if unified is None:
-        unified = [str(p) for p in (fmda.get("unified") or {}).get("pairs") or []]
+        unified = [str(p) for p in (paper.get("unified") or {}).get("pairs") or []]
     if figure_pair is None:
         figure_pair = str((fmda.get("figure") or {}).get("pair") or "")
+    if figure_pair == "first":
+        figure_pair = pairs[0] if pairs else ""
     if controls is None:
         controls = fmda.get("controls") or {}
-    trained_on = variant_pairs(variants, pairs)
+    trained_on = {**variant_pairs({k: v for k, v in variants.items() if k not in sources}, pairs),
+                  **variant_pairs({k: v for k, v in variants.items() if k in sources}, pairs, "fmda_paper.variants")}
     controlled_on = variant_pairs(controls, pairs, "fmda.controls", CONTROL_KEYS)
     missing = sorted(set(unified) - set(pairs))
     if missing:
-        raise ValueError(f"fmda.unified.pairs: {missing} not in massive.pairs ({pairs})")
+        raise ValueError(f"fmda_paper.unified.pairs: {missing} not in massive.pairs ({pairs})")
     per_pair, rows = [], []
     for name in pairs:
         mine = {v: spec for v, spec in variants.items() if name in trained_on[v]}
         my_controls = {c: spec for c, spec in controls.items() if name in controlled_on[c]}
-        pipe = create_pair_pipeline(mine, my_controls)
+        pipe = create_pair_pipeline(mine, my_controls, sources)
         used = pipe.inputs()  # a pair without a two-stage variant reads no template pairs
-        parameters = {**{p: p for p in SHARED_PARAMS & used}, **{f"params:fmda.variants.{v}": f"params:fmda.variants.{v}" for v in mine},
+        variant_params = [f"params:{sources.get(v, 'fmda')}.variants.{v}" for v in mine]
+        parameters = {**{p: p for p in SHARED_PARAMS & used}, **{p: p for p in variant_params},
                       **{f"params:fmda.controls.{c}": f"params:fmda.controls.{c}" for c in my_controls},
                       "params:pair": f"params:massive.pairs.{name}"}
         per_pair.append(Pipeline(pipe, namespace=name, inputs=SHARED_INPUTS & used, parameters=parameters))
@@ -142,7 +162,7 @@ def _create_pipeline(pairs: list[str] | None = None, variants: Mapping[str, Any]
     extra = []
     if unified:
         extra.append(node(nodes.train_fmda_unified,
-                          inputs=["massive_negative_pools", "params:fmda.model", "params:fmda.unified", "params:fmda.training",
+                          inputs=["massive_negative_pools", "params:fmda.model", "params:fmda_paper.unified", "params:fmda.training",
                                   "params:fmda.loss", *[f"{name}.fmda_inputs" for name in unified]],
                           outputs=["fmda_model_unified", "fmda_history_unified"], name="train_fmda_unified_node"))
         for name in unified:
