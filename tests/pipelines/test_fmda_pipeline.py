@@ -252,7 +252,7 @@ def test_variants_name_their_mistakes():
 
 
 def test_paper_tables_from_hand_made_rows():
-    from language_agnostic.pipelines.fmda.nodes import fmda_tables
+    from language_agnostic.reporting.fmda import fmda_tables
 
     def row(method, emb, task, dataset, source, target, metric, value):
         return {"pipeline": "fmda", "method": method, "embedding": emb, "task": task, "dataset": dataset,
@@ -335,7 +335,7 @@ def test_controls_train_with_infonce_and_report_their_meaning(tiny_hub_model: Pa
 
 
 def test_table5_has_a_block_per_pair_with_the_contrastive_readings():
-    from language_agnostic.pipelines.fmda.nodes import fmda_tables
+    from language_agnostic.reporting.fmda import fmda_tables
 
     rows = []
     for (src, tgt) in (("en-US", "de-DE"), ("en-US", "ja-JP")):

@@ -15,6 +15,7 @@ import pandas as pd
 from language_agnostic.encoders.extraction import EmbeddingStore, ExtractionSettings, extract_embeddings
 from language_agnostic.encoders.loading import LoadedEncoder, load_encoder
 from language_agnostic.evaluation.retrieval import retrieval_accuracy_at_1
+from language_agnostic.reporting.retrieval import raw_retrieval_markdown
 from language_agnostic.pipelines.project_config import settings_from_params
 
 logger = logging.getLogger(__name__)
@@ -110,15 +111,4 @@ def report_raw_retrieval(identity: Mapping[str, Any], *tables: pd.DataFrame) -> 
         f"raw.{r.embedding}.{r.source}_to_{r.target}.acc1".replace("-", "_"): {"value": float(r.value), "step": 0}
         for r in rows.itertuples()
     }
-    directions = [(r.source, r.target) for r in rows.drop_duplicates(["source", "target"]).itertuples()]
-    header = " | ".join(f"{s.split('-')[0]}→{t.split('-')[0]}" for s, t in directions)
-    lines = [
-        "# Raw encoder: cross-lingual retrieval accuracy@1 on MASSIVE test", "",
-        f"Encoder: {identity.get('name')} (weights sha256 {str(identity.get('weights_sha256'))[:12]}…). "
-        "Cosine nearest neighbour over the 2,974 test pairs of each language pair.", "",
-        f"| pooling | {header} |", "|---|" + "---:|" * len(directions),
-    ]
-    for pooling, group in rows.groupby("embedding", sort=False):
-        values = {(r.source, r.target): r.value for r in group.itertuples()}
-        lines.append(f"| {pooling} | " + " | ".join(f"{values[d]:.3f}" for d in directions) + " |")
-    return rows, metrics, "\n".join(lines) + "\n"
+    return rows, metrics, raw_retrieval_markdown(rows, identity)

@@ -30,6 +30,7 @@ from language_agnostic.methods.fmda import (
 from language_agnostic.pipelines.embeddings.nodes import extraction_settings
 from language_agnostic.pipelines.project_config import settings_from_params
 from language_agnostic.pipelines.tracking import log_child_metrics, log_child_run, metric_key
+from language_agnostic.reporting.fmda import fmda_tables, short_locale
 from language_agnostic.training.data import InterleavedBatches, QuadrupletBatches
 from language_agnostic.training.fmda_data import FmdaBatches, encode_with_fmda
 from language_agnostic.training.loop import TrainSettings, history_metrics, train
@@ -551,99 +552,6 @@ def evaluate_fmda(manifest: Mapping[str, Any], fmda: Mapping[str, Any], identity
     return rows
 
 
-EMBEDDING_ORDER = [("raw", "cls"), ("raw", "mean"), ("centering", "mean"), ("dream", "meaning"),
-                   ("linear-infonce", "meaning"), ("dream-infonce", "meaning"),
-                   ("fmda", "m"), ("fmda", "tp"), ("fmda", "rs"), ("fmda-linear", "m"), ("fmda-linear", "tp"), ("fmda-linear", "rs"),
-                   ("fmda-infonce", "m"), ("fmda-infonce", "tp"), ("fmda-infonce", "rs")]
-# Table 5: all-together and two-stage training, with each contrastive reading configured
-TABLE5_METHODS = [("all-together", "fmda"), ("two-stage", "fmda-two_stage"), ("all-together, linear negatives", "fmda-linear"),
-                  ("two-stage, linear negatives", "fmda-two_stage_linear"), ("all-together, InfoNCE", "fmda-infonce"),
-                  ("two-stage, InfoNCE", "fmda-two_stage_infonce")]
-CellKey = tuple[str, str, str, str, str, str, str]  # method, embedding, task, pair, source, target, metric
-
-
-def _cells(rows: pd.DataFrame) -> dict[CellKey, float]:
-    pair = rows["dataset"].str.split(":").str[1].fillna("")
-    return {(r.method, r.embedding, r.task, p, r.source, r.target, r.metric): float(r.value)
-            for r, p in zip(rows.itertuples(), pair)}
-
-
-def _grid(cells: Mapping[CellKey, float], header: list[str], body: list[tuple[str, list[CellKey]]]) -> list[str]:
-    """A markdown table; a row none of whose cells was measured is left out, a missing cell is ``—``."""
-    lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
-    for label, keys in body:
-        if any(k in cells for k in keys):
-            lines.append(f"| {label} | " + " | ".join(f"{cells[k]:.3f}" if k in cells else "—" for k in keys) + " |")
-    return lines if len(lines) > 2 else ["(not measured in this run: see `fmda.variants` in conf/base/parameters_fmda.yml)"]
-
-
-def _short(locale: str) -> str:
-    return locale.split("-")[0].upper()
-
-
-def _semantic(method: str, emb: str, src: str, tgt: str) -> CellKey:
-    return (method, emb, "cross_lingual_retrieval", "", src, tgt, "accuracy@1")
-
-
-def _template(method: str, emb: str, pair: tuple[str, str], locale: str, metric: str = "accuracy@1") -> CellKey:
-    return (method, emb, "template_retrieval", f"{pair[0]}>{pair[1]}", locale, locale, metric)
-
-
-def fmda_tables(rows: pd.DataFrame) -> str:
-    """Markdown views of the long table with the rows and columns of the paper's Tables 2, 3, 4, 5, 6 and 9."""
-    cells = _cells(rows)
-    semantic = rows[rows["task"] == "cross_lingual_retrieval"]
-    pairs: list[tuple[str, str]] = []
-    for src, tgt in zip(semantic["source"], semantic["target"]):
-        if (src, tgt) not in pairs and (tgt, src) not in pairs:
-            pairs.append((src, tgt))
-    directions = [d for src, tgt in pairs for d in ((src, tgt), (tgt, src))]
-    methods = set(rows["method"])
-    ablations = [m for m in dict.fromkeys(rows["method"]) if m.startswith("fmda-no_")]
-    out = ["# FMDA on MASSIVE (bundled 4-bit multilingual-e5-small; see docs/results.md)", "",
-           "## Table 2: cross-lingual semantic retrieval, accuracy@1", ""]
-    out += _grid(cells, ["embedding"] + [f"{_short(a)}→{_short(b)}" for a, b in directions],
-                 [(f"{m}/{e}", [_semantic(m, e, a, b) for a, b in directions]) for m, e in EMBEDDING_ORDER])
-    template_cols = [(pair, loc) for pair in pairs for loc in pair]
-    for metric, title in (("accuracy@1", "Table 3: monolingual template retrieval, accuracy@1"),
-                          ("MAP", "Table 6: monolingual template retrieval, MAP over five targets")):
-        out += ["", f"## {title}", ""]
-        out += _grid(cells, ["embedding"] + [f"{_short(loc)} ({_short(p[0])}-{_short(p[1])} model)" for p, loc in template_cols],
-                     [(f"{m}/{e}", [_template(m, e, p, loc, metric) for p, loc in template_cols]) for m, e in EMBEDDING_ORDER])
-    # Tables 4 and 5 are about the first pair (EN-DE in the paper and in the default configuration)
-    first = pairs[0] if pairs else ("", "")
-    both = [first, first[::-1]]
-    out += ["", f"## Table 4: ablations, cross-lingual semantic retrieval of the meaning embedding ({_short(first[0])}-{_short(first[1])}), accuracy@1", ""]
-    body = [("encoder first token (raw/cls)", [_semantic("raw", "cls", *d) for d in both]),
-            ("DREAM (dream/meaning)", [_semantic("dream", "meaning", *d) for d in both]),
-            ("FMDA (fmda/m)", [_semantic("fmda", "m", *d) for d in both])]
-    body += [(f"w/o {m.removeprefix('fmda-no_').replace('_', ' ')} ({m}/m)", [_semantic(m, "m", *d) for d in both]) for m in ablations]
-    out += _grid(cells, ["model"] + [f"{_short(a)}→{_short(b)}" for a, b in both], body) if ablations else \
-        ["(no ablation variant configured)"]
-    out += ["", "## Table 5: all-together vs two-stage training, accuracy@1", ""]
-    if "fmda-two_stage" not in methods:
-        out += ["(no two_stage variant configured)"]
-    for pair in pairs:
-        directions = [pair, pair[::-1]]
-        header = ["method / embedding"] + [f"{_short(a)}→{_short(b)}" for a, b in directions] + [f"{_short(loc)} template" for loc in pair]
-        body = [(f"{label} / {e}", [_semantic(m, e, *d) for d in directions] + [_template(m, e, pair, loc) for loc in pair])
-                for label, m in TABLE5_METHODS for e in ("m", "tp")]
-        if any(m in methods for _, m in TABLE5_METHODS[1::2]):  # a two-stage row measured on this pair
-            out += [f"### {_short(pair[0])}-{_short(pair[1])}", ""] + _grid(cells, header, body) + [""]
-    out += ["", "## Table 9: dual-lingual vs unified multilingual training, accuracy@1", "",
-            "Semantic rows compare meaning embeddings (`dream/meaning`, `fmda/m`, `fmda-unified/m`); template rows "
-            "the template embeddings (`fmda/tp`, `fmda-unified/tp`; DREAM's meaning). EN is the EN template set "
-            "evaluated with the first pair's models.", ""]
-    body = [(f"{_short(b)}→{_short(a)}", [_semantic("dream", "meaning", b, a), _semantic("fmda", "m", b, a),
-                                          _semantic("fmda-unified", "m", b, a)]) for a, b in pairs]
-    template_rows = [(pairs[0], pairs[0][0])] + [(p, p[1]) for p in pairs] if pairs else []
-    body += [(f"{_short(loc)} template", [_template("dream", "meaning", p, loc), _template("fmda", "tp", p, loc),
-                                          _template("fmda-unified", "tp", p, loc)]) for p, loc in template_rows]
-    out += _grid(cells, ["task", "DREAM", "dual-lingual FMDA", "unified FMDA"], body) if "fmda-unified" in methods else \
-        ["(no unified model configured)"]
-    return "\n".join(out) + "\n"
-
-
 def report_fmda(*tables: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any], str]:
     """All rows: the metrics table, MLflow metrics and the markdown tables (:func:`fmda_tables`)."""
     rows = pd.concat(tables, ignore_index=True)
@@ -693,9 +601,9 @@ def plot_embeddings(manifest: Mapping[str, Any], fmda: Mapping[str, Any], templa
         both = np.concatenate([a[key], b[key]])
         points = TSNE(random_state=seed, init="pca", perplexity=min(30.0, len(both) - 1.0)).fit_transform(both)
         n = len(chosen)
-        ax.scatter(*points[:n].T, s=4, label=_short(src))
-        ax.scatter(*points[n:].T, s=4, label=_short(tgt))
-        ax.set_title(f"{title}, {n} {_short(src)}-{_short(tgt)} test pairs")
+        ax.scatter(*points[:n].T, s=4, label=short_locale(src))
+        ax.scatter(*points[n:].T, s=4, label=short_locale(tgt))
+        ax.set_title(f"{title}, {n} {short_locale(src)}-{short_locale(tgt)} test pairs")
         ax.legend()
     # panel c: utterances of one intent, several templates (same template-masked text)
     intent = str(params.get("intent", "play_music"))
@@ -714,7 +622,7 @@ def plot_embeddings(manifest: Mapping[str, Any], fmda: Mapping[str, Any], templa
             where = (picked["template"] == t).to_numpy()
             axes[2].scatter(*points[where].T, s=30, label=t[:50])
         axes[2].legend(fontsize=7)
-    axes[2].set_title(f"(c) template embeddings ({template_model.get('method', 'fmda')}), {_short(src)} {intent}: "
+    axes[2].set_title(f"(c) template embeddings ({template_model.get('method', 'fmda')}), {short_locale(src)} {intent}: "
                       f"{len(top)} templates × {per}")
     fig.tight_layout()
     logger.info("figure 4: %d pairs, %d templates of %s", len(chosen), len(top), intent)

@@ -21,6 +21,7 @@ from language_agnostic.corpora.massive import (
     iter_massive_rows,
     massive_member,
 )
+from language_agnostic.reporting.massive import summary_markdown
 from language_agnostic.text.masking import template_and_residual
 from language_agnostic.text.negative_pool import BleuSettings, negative_pool_mask
 from language_agnostic.text.templates import build_template_set
@@ -455,46 +456,4 @@ def summarise_massive(*counts: Mapping[str, Any]) -> tuple[dict[str, Any], dict[
     flat: dict[str, float] = {}
     _flatten("", summary, flat)  # MLflow prefixes the dataset name: massive_metrics.ingest...
     metrics = {k: {"value": v, "step": 0} for k, v in flat.items()}
-    return metrics, summary, _summary_markdown(summary)
-
-
-def _summary_markdown(summary: Mapping[str, Any]) -> str:
-    """Markdown tables of the counts (written to data/08_reporting, copied into docs/)."""
-    lines = ["# MASSIVE data stage: counts", ""]
-    lines += ["## Ingestion", "", "| locale | rows in | out | rejected | train | dev | test |",
-              "|---|---:|---:|---:|---:|---:|---:|"]
-    for locale, c in summary["ingest"].items():
-        lines.append(
-            f"| {locale.replace('_', '-')} | {c['rows_in']} | {c['rows_out']} | {c['rejected']} "
-            f"| {c['train']} | {c['dev']} | {c['test']} |"
-        )
-    lines += ["", "## Parallel pairs", "", "| pair | pairs | train | dev | test | rejected |",
-              "|---|---:|---:|---:|---:|---:|"]
-    for pair, c in summary["pairs"].items():
-        rejected = c["rejected_only_source"] + c["rejected_only_target"] + c["rejected_disagreeing"]
-        name = pair.replace("__", " → ").replace("_", "-")
-        lines.append(f"| {name} | {c['pairs_out']} | {c['train']} | {c['dev']} | {c['test']} | {rejected} |")
-    for key, title in (
-        ("template_single", "Template retrieval, single target (accuracy@1)"),
-        ("template_multi", "Template retrieval, five targets (MAP)"),
-        ("template_train_pairs", "Monolingual template pairs from train (two-stage training)"),
-    ):
-        if key not in summary:
-            continue
-        lines += ["", f"## {title}", "",
-                  "| locale | source utterances | sets | skipped: no slot | skipped: too few other values |",
-                  "|---|---:|---:|---:|---:|"]
-        for locale, c in summary[key].items():
-            lines.append(
-                f"| {locale.replace('_', '-')} | {c['sources_in']} | {c['sets_out']} | "
-                f"{c.get('skipped_no_slot', 0)} | {c.get('skipped_no_alternative', 0)} |"
-            )
-    if "negative_pool" in summary:
-        lines += ["", "## Negative pools", "", "| locale | partition | utterances | in pool | fraction |",
-                  "|---|---|---:|---:|---:|"]
-        for locale, by_partition in summary["negative_pool"].items():
-            for partition, c in by_partition.items():
-                lines.append(
-                    f"| {locale.replace('_', '-')} | {partition} | {c['in']} | {c['pool_out']} | {c['pool_fraction']:.1%} |"
-                )
-    return "\n".join(lines) + "\n"
+    return metrics, summary, summary_markdown(summary)
