@@ -175,7 +175,8 @@ def pool_rows(ids: np.ndarray, pools: pd.DataFrame, locale: str, partition: str)
         chosen &= pools["partition"] == partition
     elif partition != "train":
         chosen &= False
-    rows = np.flatnonzero(np.isin(ids, pools.loc[chosen, "id"]))
+    # a hash lookup: np.isin sorts object (string) arrays, ~1.8 s a call on MASSIVE train
+    rows = np.flatnonzero(pd.Index(pools.loc[chosen, "id"]).get_indexer(pd.Index(ids)) >= 0)
     if len(rows) < 2:
         raise ValueError(f"the {partition} negative pool of {locale} has {len(rows)} of these utterances; "
                          f"FMDA draws {partition} negatives from it: list {partition!r} in massive.negative_pool.partitions")
