@@ -24,7 +24,8 @@ import yaml
 
 from language_agnostic.datasets.embeddings import EmbeddingManifestDataset
 from language_agnostic.evaluation.retrieval import retrieval_accuracy_at_1
-from language_agnostic.pipelines.similarity import _batches, _vectors, corpus_languages, head_loss, new_head
+from language_agnostic.methods.registry import build, get_method
+from language_agnostic.pipelines.similarity import _batches, _vectors, corpus_languages
 from language_agnostic.training.loop import TrainSettings, train
 
 
@@ -52,10 +53,10 @@ def main() -> None:
         return float(np.mean(scores))
 
     torch.manual_seed(seed)
-    model = new_head("meat", manifest["sets"]["train.source"].dim, len(languages))
+    model = build("meat", manifest["sets"]["train.source"].dim, len(languages))
     print(f"untrained: validation meaning retrieval {retrieval(model):.4f}")
     settings = TrainSettings(lr=args.lr, max_epochs=args.epochs, patience=args.epochs, seed=seed, progress=False)
-    result = train(model, head_loss("meat", {}), _batches(manifest, corpus, "train", pooling, languages, batch_size, True),
+    result = train(model, lambda m, b: get_method("meat").losses(m, b, {}, {}), _batches(manifest, corpus, "train", pooling, languages, batch_size, True),
                    _batches(manifest, corpus, "validation", pooling, languages, batch_size, False), settings, retrieval)
     print(f"{args.pipeline} MEAT, lr {args.lr:g}, {args.epochs} epochs, no early stopping; validation split only")
     print("| epoch | total | uniform | total − uniform | adversary (discriminator CE) | meaning retrieval acc@1 |")

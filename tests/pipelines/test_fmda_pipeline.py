@@ -312,8 +312,7 @@ def test_dev_negatives_follow_the_training_rule(tiny_hub_model: Path, tmp_path: 
 
 
 def test_controls_train_with_infonce_and_report_their_meaning(tiny_hub_model: Path, tmp_path: Path):
-    from language_agnostic.methods.dream import Dream
-    from language_agnostic.methods.linear import LinearHead
+    from language_agnostic.methods.registry import load_trained
     from language_agnostic.pipelines.fmda import nodes
 
     manifest = nodes.embed_fmda_inputs(_masked(), _template(1), _template(2), {"source": "en-US", "target": "de-DE"},
@@ -323,10 +322,10 @@ def test_controls_train_with_infonce_and_report_their_meaning(tiny_hub_model: Pa
         trained, history = nodes.train_control(manifest, spec, training, {**LOSS, "temperature": 0.1}, name)
         assert trained["method"] == spec["method"] and trained["temperature"] == 0.1
         assert f"{spec['method']}.en-US-de-DE.dev_total" in history
-        model = LinearHead(manifest["sets"]["train.source.utt"].dim) if name == "linear_infonce" else \
-            Dream(manifest["sets"]["train.source.utt"].dim, 2)
-        model.load_state_dict(trained["state_dict"])
-        a, b = (nodes._control_meaning(model, np.asarray(manifest["sets"][f"dev.{s}.utt"].vectors("mean"))) for s in ("source", "target"))
+        method, model = load_trained(trained)
+        assert method.name == spec["method"] and trained["build"]["options"] == {"temperature": 0.1}
+        a, b = (nodes._control_meaning(model, np.asarray(manifest["sets"][f"dev.{s}.utt"].vectors("mean")), spec["method"])
+                for s in ("source", "target"))
         assert trained["dev_m_accuracy"] == pytest.approx((retrieval_accuracy_at_1(a, b) + retrieval_accuracy_at_1(b, a)) / 2)
         rows = nodes.evaluate_control(manifest, trained, {"name": "tiny"})
         assert set(zip(rows["method"], rows["embedding"])) == {(spec["method"], "meaning")}

@@ -330,7 +330,7 @@ def test_unknown_training_keys_and_methods_are_named():
     with pytest.raises(ValueError, match=r"qe.training: unknown key\(s\) \['epochs'\]"):
         similarity.train_head({"sets": {}}, pd.DataFrame(), {}, {"epochs": 3}, "mean", method="seed", pipeline="qe")
     with pytest.raises(ValueError, match="unknown method 'emu'"):
-        similarity.new_head("emu", 4, 2)
+        similarity.head_options("emu", "none")
 
 
 @pytest.mark.parametrize(("ablations", "message"), [

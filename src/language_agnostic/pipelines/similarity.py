@@ -33,9 +33,7 @@ from language_agnostic.encoders.loading import LoadedEncoder
 from language_agnostic.evaluation.correlation import paired_cosine, pearson
 from language_agnostic.evaluation.leakage import language_probe_accuracy
 from language_agnostic.methods.centering import center, fit_language_means
-from language_agnostic.methods.dream import Dream, dream_losses
-from language_agnostic.methods.meat import Meat, meat_losses
-from language_agnostic.methods.seed import Seed, seed_losses
+from language_agnostic.methods.registry import build, build_spec, get_method, load_trained
 from language_agnostic.pipelines.embeddings.nodes import extraction_settings
 from language_agnostic.pipelines.embeddings.pipeline import load_encoder_pipeline
 from language_agnostic.pipelines.project_config import bind, load_parameters, settings_from_params
@@ -243,26 +241,11 @@ def _batches(manifest: Mapping[str, Any], corpus: pd.DataFrame, split: str, pool
     return InterleavedBatches(sources)
 
 
-def new_head(method: str, dim: int, n_languages: int, activation: str = "none") -> torch.nn.Module:
-    """An untrained head: ``dream``, ``meat`` or ``seed``."""
-    if method == "dream":
-        return Dream(dim, n_languages, activation)
-    if method == "meat":
-        return Meat(dim, n_languages)
-    if method == "seed":
-        return Seed(dim)
-    raise ValueError(f"unknown method {method!r}; known: {list(TRAINED_METHODS)}")
-
-
-def head_loss(method: str, weights: Mapping[str, float]) -> Callable[[torch.nn.Module, Mapping[str, torch.Tensor]], Any]:
-    """The method's loss as the training loop calls it."""
-    if method == "dream":
-        return lambda m, b: dream_losses(m, b["s"], b["t"], b["s2"], b["t2"], b["s_lang"], b["t_lang"], weights)
-    if method == "meat":
-        return lambda m, b: meat_losses(m, b["s"], b["t"], b["s_lang"], b["t_lang"], weights)
-    if method == "seed":
-        return lambda m, b: seed_losses(m, b["s"], b["t"], b["s2"], b["t2"], weights)
-    raise ValueError(f"unknown method {method!r}; known: {list(TRAINED_METHODS)}")
+def head_options(method: str, activation: str) -> dict[str, Any]:
+    """The registry options of a QE/STS head: DREAM's ``activation``; the others take none."""
+    if method not in TRAINED_METHODS:
+        raise ValueError(f"unknown method {method!r}; known: {list(TRAINED_METHODS)}")
+    return {"activation": activation} if "activation" in get_method(method).options else {}
 
 
 def train_head(manifest: Mapping[str, Any], corpus: pd.DataFrame, spec: Mapping[str, Any], training: Mapping[str, Any],
@@ -292,14 +275,17 @@ def train_head(manifest: Mapping[str, Any], corpus: pd.DataFrame, spec: Mapping[
     languages = corpus_languages(corpus)
     activation = str(spec.get("activation", "none"))
     torch.manual_seed(settings.seed)
-    model = new_head(method, manifest["sets"]["train.source"].dim, len(languages), activation)
-    result = train(model, head_loss(method, dict(spec.get("loss_weights") or {})),
+    options, weights = head_options(method, activation), dict(spec.get("loss_weights") or {})
+    dim = manifest["sets"]["train.source"].dim
+    model = build(method, dim, len(languages), options)
+    result = train(model, lambda m, b: get_method(method).losses(m, b, weights, options),
                    _batches(manifest, corpus, "train", pooling, languages, batch_size, True),
                    _batches(manifest, corpus, "validation", pooling, languages, batch_size, False), settings)
     logger.info("%s %s: best validation epoch %d of %d", pipeline, name, result.best_epoch, result.epochs_run)
     run_id = log_child_run(f"{pipeline}/{name}", {"method": method, "pooling": pooling, **dict(spec), **params,
                                                   "batch_size": batch_size}, result.history)
-    trained = {"state_dict": result.state_dict, "method": method, "name": name, "languages": languages,
+    trained = {"state_dict": result.state_dict, "build": build_spec(method, dim, len(languages), options),
+               "method": method, "name": name, "languages": languages,
                "pooling": pooling, "activation": activation, "loss_weights": dict(spec.get("loss_weights") or {}),
                "best_epoch": result.best_epoch, "epochs_run": result.epochs_run, "mlflow_run_id": run_id}
     return trained, history_metrics(result.history, f"{pipeline}.{name}")
@@ -360,13 +346,11 @@ def encode_all(vectors: Mapping[str, np.ndarray], languages: Sequence[str], cent
     means = {lang: m.numpy() for lang, m in centering["state_dict"].items()}
     out[("centering", pooling)] = center(vectors[pooling], languages, means)
     for head in heads:
-        model = new_head(head["method"], vectors[head["pooling"]].shape[1], len(head["languages"]), head.get("activation", "none"))
-        model.load_state_dict(head["state_dict"])
-        model.eval()
+        method, model = load_trained(head)
         with torch.no_grad():
-            meaning, language = model(torch.from_numpy(np.asarray(vectors[head["pooling"]], dtype=np.float32)))
+            encoded = method.encode(model, torch.from_numpy(np.asarray(vectors[head["pooling"]], dtype=np.float32)))
         name = head_name(head)
-        out[(name, "meaning")], out[(name, "language")] = meaning.numpy(), language.numpy()
+        out[(name, "meaning")], out[(name, "language")] = encoded["meaning"].numpy(), encoded["language"].numpy()
     return out
 
 
@@ -486,13 +470,12 @@ def plot_meaning_language(manifest: Mapping[str, Any], test: pd.DataFrame, head:
         raise ValueError(f"figure.pair {pair!r} is not an evaluation pair; have {sorted(test['pair'].unique())}")
     rng = np.random.default_rng(int(params.get("seed", 0)))
     index = np.sort(rng.permutation(index)[: int(params.get("n_pairs", 1000))])
-    model = new_head(head["method"], manifest["sets"]["test.text1"].dim, len(head["languages"]), head.get("activation", "none"))
-    model.load_state_dict(head["state_dict"])
-    model.eval()
+    method, model = load_trained(head)
     sides = []
     with torch.no_grad():
         for column in ("text1", "text2"):
-            sides.append(model(torch.from_numpy(_vectors(manifest, f"test.{column}", head["pooling"])[index])))
+            encoded = method.encode(model, torch.from_numpy(_vectors(manifest, f"test.{column}", head["pooling"])[index]))
+            sides.append((encoded["meaning"], encoded["language"]))
     langs = (test.loc[index[0], "lang1"], test.loc[index[0], "lang2"])
     fig, axes = plt.subplots(1, 2, figsize=(12, 5.5))
     for ax, k, title in ((axes[0], 0, "meaning"), (axes[1], 1, "language")):

@@ -22,8 +22,7 @@ from language_agnostic.evaluation.retrieval import retrieval_accuracy_at_1
 from language_agnostic.evaluation.template import mean_average_precision, template_accuracy_at_1
 from language_agnostic.methods.centering import center, fit_language_means
 from language_agnostic.methods.contrastive import ContrastiveSettings
-from language_agnostic.methods.dream import Dream, dream_losses
-from language_agnostic.methods.linear import LinearHead, linear_infonce_losses
+from language_agnostic.methods.registry import build, build_spec, get_method, load_trained
 from language_agnostic.methods.fmda import (
     ABLATIONS, TEMPLATE_LOSSES, Fmda, FmdaConfig, fmda_losses, freeze_template_encoder, two_stage_weights,
 )
@@ -205,7 +204,9 @@ def _trained(model: Fmda, results: list[Any], variant: str, spec: Mapping[str, A
     dev = dev_retrieval(model, *manifests)
     logger.info("FMDA %s: best dev epoch(s) %s of %s; dev accuracy@1 of emb_m %.4f",
                 variant, [r.best_epoch for r in results], [r.epochs_run for r in results], dev)
-    return {"state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()}, "config": model.config.__dict__,
+    config = dict(model.config.__dict__)
+    build = build_spec("fmda", config.pop("dim"), config.pop("n_languages"), config)
+    return {"state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()}, "build": build, "config": model.config.__dict__,
             "variant": variant, "method": method_name(variant), "ablation": str(spec.get("ablation", "full")),
             "loss": contrastive.__dict__, "best_epoch": results[-1].best_epoch, "epochs_run": results[-1].epochs_run,
             "stage_epochs": [[r.best_epoch, r.epochs_run] for r in results], "dev_m_accuracy": dev, **extra}
@@ -377,11 +378,12 @@ def train_dream_baseline(manifest: Mapping[str, Any], dream: Mapping[str, Any]) 
         return QuadrupletBatches(s, t, np.zeros(len(s)), np.ones(len(t)), batch_size, shuffle=shuffle)
 
     torch.manual_seed(settings.seed)
-    model = Dream(sets["train.source.utt"].dim, 2, str(dream.get("activation", "none")))
-    weights = dict(dream.get("loss_weights") or {})
-    result = train(model, lambda m, b: dream_losses(m, b["s"], b["t"], b["s2"], b["t2"], b["s_lang"], b["t_lang"], weights),
+    options, weights = {"activation": str(dream.get("activation", "none"))}, dict(dream.get("loss_weights") or {})
+    model = build("dream", sets["train.source.utt"].dim, 2, options, "fmda.dream")
+    result = train(model, lambda m, b: get_method("dream").losses(m, b, weights, options),
                    batches("train", True), batches("dev", False), settings)
-    trained = {"state_dict": result.state_dict, "pooling": pooling, "activation": str(dream.get("activation", "none")),
+    trained = {"state_dict": result.state_dict, "build": build_spec("dream", sets["train.source.utt"].dim, 2, options),
+               "pooling": pooling, "activation": options["activation"],
                "best_epoch": result.best_epoch, "epochs_run": result.epochs_run}
     return trained, history_metrics(result.history, f"dream.{manifest['source_locale']}-{manifest['target_locale']}")
 
@@ -389,20 +391,11 @@ def train_dream_baseline(manifest: Mapping[str, Any], dream: Mapping[str, Any]) 
 CONTROLS = ("linear-infonce", "dream-infonce")
 
 
-def _control_head(method: str, dim: int) -> torch.nn.Module:
-    if method == "linear-infonce":
-        return LinearHead(dim)
-    if method == "dream-infonce":
-        return Dream(dim, 2, "none")
-    raise ValueError(f"fmda.controls: method must be one of {list(CONTROLS)}, got {method!r}")
-
-
-def _control_meaning(model: torch.nn.Module, vectors: np.ndarray) -> np.ndarray:
+def _control_meaning(model: torch.nn.Module, vectors: np.ndarray, method: str) -> np.ndarray:
     """The control's meaning embedding of pooled vectors (``LinearHead`` output, DREAM's ``MLP_M``)."""
     model.eval()
     with torch.no_grad():
-        out = model(torch.from_numpy(np.array(vectors, dtype=np.float32)))
-    return (out[0] if isinstance(out, tuple) else out).numpy()
+        return get_method(method).encode(model, torch.from_numpy(np.array(vectors, dtype=np.float32)))["meaning"].numpy()
 
 
 def train_control(manifest: Mapping[str, Any], spec: Mapping[str, Any], training: Mapping[str, Any],
@@ -424,6 +417,8 @@ def train_control(manifest: Mapping[str, Any], spec: Mapping[str, Any], training
         name: The control's key in ``fmda.controls``.
     """
     method, pooling = str(spec.get("method", "")), str(spec.get("pooling", "mean"))
+    if method not in CONTROLS:
+        raise ValueError(f"fmda.controls: method must be one of {list(CONTROLS)}, got {method!r}")
     params = {k: v for k, v in dict(training).items() if k != "length_buckets"}
     settings, batch_size, _ = _training_settings(params, "fmda.training")
     temperature = contrastive_settings(loss, {}).temperature
@@ -435,24 +430,25 @@ def train_control(manifest: Mapping[str, Any], spec: Mapping[str, Any], training
         s, t = vectors[f"{split}.source"], vectors[f"{split}.target"]
         return QuadrupletBatches(s, t, np.zeros(len(s)), np.ones(len(t)), batch_size, shuffle=shuffle)
 
+    options = {"temperature": temperature}
+
     def loss_fn(m: torch.nn.Module, b: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        if method == "linear-infonce":
-            return linear_infonce_losses(m, b["s"], b["t"], temperature)
-        return dream_losses(m, b["s"], b["t"], b["s2"], b["t2"], b["s_lang"], b["t_lang"], meaning="infonce", temperature=temperature)
+        return get_method(method).losses(m, b, {}, options)
 
     def dev_score(m: torch.nn.Module) -> float:
-        a, b = _control_meaning(m, vectors["dev.source"]), _control_meaning(m, vectors["dev.target"])
+        a, b = _control_meaning(m, vectors["dev.source"], method), _control_meaning(m, vectors["dev.target"], method)
         return float(np.mean([retrieval_accuracy_at_1(a, b), retrieval_accuracy_at_1(b, a)]))
 
     torch.manual_seed(settings.seed)
-    model = _control_head(method, sets["train.source.utt"].dim)
+    model = build(method, sets["train.source.utt"].dim, 2, options, f"fmda.controls.{name}.method")
     selecting = training.get("select_on", "dev_loss") == "dev_retrieval"
     result = train(model, loss_fn, batches("train", True), batches("dev", False), settings, dev_score if selecting else None)
     dev = dev_score(model)
     pair = f"{manifest['source_locale']}-{manifest['target_locale']}"
     logger.info("%s %s: best dev epoch %d of %d; dev accuracy@1 of its meaning embedding %.4f",
                 method, pair, result.best_epoch, result.epochs_run, dev)
-    trained = {"state_dict": result.state_dict, "method": method, "pooling": pooling, "temperature": temperature,
+    trained = {"state_dict": result.state_dict, "build": build_spec(method, sets["train.source.utt"].dim, 2, options),
+               "method": method, "pooling": pooling, "temperature": temperature,
                "best_epoch": result.best_epoch, "epochs_run": result.epochs_run, "dev_m_accuracy": dev}
     trained["mlflow_run_id"] = log_child_run(f"{method}/{pair}", {"method": method, "pooling": pooling, "temperature": temperature,
                                                                   **params}, result.history)
@@ -463,12 +459,12 @@ def train_control(manifest: Mapping[str, Any], spec: Mapping[str, Any], training
 
 def evaluate_control(manifest: Mapping[str, Any], control: Mapping[str, Any], identity: Mapping[str, Any]) -> pd.DataFrame:
     """A control's meaning embedding on the pair's test retrieval and template sets, as ``<method>/meaning`` rows."""
-    model = _control_head(str(control["method"]), manifest["sets"]["train.source.utt"].dim)
-    model.load_state_dict(control["state_dict"])
+    _, model = load_trained(control)
 
     def embed(entry: EmbeddingSet, locale: str) -> dict[tuple[str, str], np.ndarray]:
         del locale
-        return {(str(control["method"]), "meaning"): _control_meaning(model, np.asarray(entry.vectors(control["pooling"])))}
+        vectors = np.asarray(entry.vectors(control["pooling"]))
+        return {(str(control["method"]), "meaning"): _control_meaning(model, vectors, str(control["method"]))}
 
     rows = _score(manifest, embed, str(identity.get("name")))
     log_child_metrics(control.get("mlflow_run_id"), rows)
@@ -522,9 +518,7 @@ def evaluate_baselines(manifest: Mapping[str, Any], dream: Mapping[str, Any], id
     """
     sets = manifest["sets"]
     src, tgt = manifest["source_locale"], manifest["target_locale"]
-    dream_model = Dream(sets["train.source.utt"].dim, 2, dream["activation"])
-    dream_model.load_state_dict(dream["state_dict"])
-    dream_model.eval()
+    dream_method, dream_model = load_trained(dream)
     train_mean = np.concatenate([np.asarray(sets["train.source.utt"].vectors("mean")), np.asarray(sets["train.target.utt"].vectors("mean"))])
     means = fit_language_means(train_mean, [src] * len(sets["train.source.utt"]) + [tgt] * len(sets["train.target.utt"]))
 
@@ -532,7 +526,8 @@ def evaluate_baselines(manifest: Mapping[str, Any], dream: Mapping[str, Any], id
         out = {("raw", "cls"): np.asarray(entry.vectors("cls")), ("raw", "mean"): np.asarray(entry.vectors("mean"))}
         out[("centering", "mean")] = center(out[("raw", "mean")], [locale] * len(entry), means)
         with torch.no_grad():
-            out[("dream", "meaning")] = dream_model(torch.from_numpy(np.array(entry.vectors(dream["pooling"]))))[0].numpy()
+            vectors = torch.from_numpy(np.array(entry.vectors(dream["pooling"])))
+            out[("dream", "meaning")] = dream_method.encode(dream_model, vectors)["meaning"].numpy()
         return out
 
     return _score(manifest, embed, str(identity.get("name")))
@@ -540,8 +535,7 @@ def evaluate_baselines(manifest: Mapping[str, Any], dream: Mapping[str, Any], id
 
 def evaluate_fmda(manifest: Mapping[str, Any], fmda: Mapping[str, Any], identity: Mapping[str, Any]) -> pd.DataFrame:
     """An FMDA variant's meaning (``m``), template (``tp``) and residual (``rs``) embeddings, as ``fmda[-<variant>]`` rows."""
-    model = Fmda(FmdaConfig(**fmda["config"]))
-    model.load_state_dict(fmda["state_dict"])
+    _, model = load_trained(fmda)
     method = str(fmda.get("method", "fmda"))
 
     def embed(entry: EmbeddingSet, locale: str) -> dict[tuple[str, str], np.ndarray]:
@@ -587,9 +581,7 @@ def plot_embeddings(manifest: Mapping[str, Any], fmda: Mapping[str, Any], templa
     chosen = np.sort(rng.choice(len(ids), size=min(int(params.get("n_pairs", 800)), len(ids)), replace=False))
 
     def encode(model_dict: Mapping[str, Any], entry: EmbeddingSet, rows: np.ndarray) -> dict[str, np.ndarray]:
-        model = Fmda(FmdaConfig(**model_dict["config"]))
-        model.load_state_dict(model_dict["state_dict"])
-        model.eval()
+        _, model = load_trained(model_dict)
         states, mask = entry.token_states(rows)
         with torch.no_grad():
             out = model(torch.from_numpy(np.asarray(states, dtype=np.float32)), torch.from_numpy(mask))

@@ -1,0 +1,163 @@
+"""One protocol for every method, and the registry the pipelines build them from.
+
+A method is what a pipeline needs to train and use it, and nothing about Kedro:
+
+- ``build(dim, n_languages, options)``: an untrained model;
+- ``losses(model, batch, loss_weights, options)``: ``{name: tensor, ..., "total": tensor}``
+  (plus ``"adversary"`` for a method whose model declares ``adversary_parameters()``; a
+  model that fine-tunes an encoder declares ``encoder_parameters()``: the training loop
+  gives each its own optimiser or learning rate, so a method declares its optimisers by
+  declaring its parameter groups);
+- ``encode(model, inputs)``: ``{embedding name: tensor}`` for a batch of inputs (pooled
+  vectors ``(B, D)``, or ``(states, mask)`` for token-level methods);
+- ``options``: the method-specific keys it accepts (anything else is rejected, naming the
+  parameter).
+
+Adding a method is one entry in :data:`METHODS` (and its module in ``methods/``).
+A trained model is saved as an *artifact*: ``{"build": {"method", "dim", "n_languages",
+"options"}, "state_dict", ...}`` (other keys are the pipeline's metadata, e.g. the name its
+rows carry); :func:`load_trained` turns any artifact back into a model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from language_agnostic.methods.contrastive import ContrastiveSettings
+from language_agnostic.methods.dream import Dream, dream_losses
+from language_agnostic.methods.fmda import Fmda, FmdaConfig, fmda_losses
+from language_agnostic.methods.linear import LinearHead, linear_infonce_losses
+from language_agnostic.methods.meat import Meat, meat_losses
+from language_agnostic.methods.seed import Seed, seed_losses
+
+Batch = Mapping[str, torch.Tensor]
+Options = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Method:
+    """How to build, train and use one method (see the module docstring)."""
+
+    name: str
+    inputs: str  # "vectors" (pooled sentence vectors) | "tokens" (token states and mask)
+    build: Callable[[int, int, Options], nn.Module]
+    losses: Callable[[nn.Module, Batch, Mapping[str, float], Options], dict[str, torch.Tensor]]
+    encode: Callable[[nn.Module, Any], dict[str, torch.Tensor]]
+    options: tuple[str, ...] = ()
+    description: str = ""
+
+    def check_options(self, options: Options | None, where: str) -> dict[str, Any]:
+        """``options`` as a dict; unknown keys raise naming ``where`` (the parameter path)."""
+        options = dict(options or {})
+        unknown = sorted(set(options) - set(self.options))
+        if unknown:
+            raise ValueError(f"{where}: unknown option(s) {unknown} for method {self.name!r}; known: {list(self.options)}")
+        return options
+
+
+def _meaning_language(model: nn.Module, e: torch.Tensor) -> dict[str, torch.Tensor]:
+    meaning, language = model(e)
+    return {"meaning": meaning, "language": language}
+
+
+def _fmda_config(dim: int, n_languages: int, options: Options) -> FmdaConfig:
+    return FmdaConfig(dim=dim, n_languages=n_languages, **{k: v for k, v in options.items() if k != "loss"})
+
+
+def _fmda_encode(model: nn.Module, inputs: tuple[torch.Tensor, torch.Tensor]) -> dict[str, torch.Tensor]:
+    out = model(*inputs)
+    return {k: out[k] for k in ("m", "tp", "rs", "lang")}
+
+
+def _temperature(options: Options) -> float:
+    return float(options.get("temperature", 0.05))
+
+
+METHODS: dict[str, Method] = {
+    "dream": Method(
+        "dream", "vectors",
+        build=lambda dim, n, o: Dream(dim, n, str(o.get("activation", "none"))),
+        losses=lambda m, b, w, o: dream_losses(m, b["s"], b["t"], b["s2"], b["t2"], b["s_lang"], b["t_lang"], w),
+        encode=_meaning_language, options=("activation",),
+        description="Tiyajamorn et al. 2021: meaning/language MLPs, reconstruction, pairwise meaning loss"),
+    "dream-infonce": Method(
+        "dream-infonce", "vectors",
+        build=lambda dim, n, o: Dream(dim, n, str(o.get("activation", "none"))),
+        losses=lambda m, b, w, o: dream_losses(m, b["s"], b["t"], b["s2"], b["t2"], b["s_lang"], b["t_lang"], w,
+                                               meaning="infonce", temperature=_temperature(o)),
+        encode=_meaning_language, options=("activation", "temperature"),
+        description="DREAM with its meaning loss replaced by in-batch InfoNCE (control for fmda-infonce)"),
+    "meat": Method(
+        "meat", "vectors",
+        build=lambda dim, n, o: Meat(dim, n),
+        losses=lambda m, b, w, o: meat_losses(m, b["s"], b["t"], b["s_lang"], b["t_lang"], w),
+        encode=_meaning_language,
+        description="MEAT: meaning/language heads against an adversarial language discriminator"),
+    "seed": Method(
+        "seed", "vectors",
+        build=lambda dim, n, o: Seed(dim),
+        losses=lambda m, b, w, o: seed_losses(m, b["s"], b["t"], b["s2"], b["t2"], w),
+        encode=_meaning_language,
+        description="SEED: one meaning map, language = e - meaning"),
+    "linear-infonce": Method(
+        "linear-infonce", "vectors",
+        build=lambda dim, n, o: LinearHead(dim),
+        losses=lambda m, b, w, o: linear_infonce_losses(m, b["s"], b["t"], _temperature(o)),
+        encode=lambda m, e: {"meaning": m(e)}, options=("temperature",),
+        description="one identity-initialised linear map trained with InfoNCE (control for fmda-infonce)"),
+    "fmda": Method(
+        "fmda", "tokens",
+        build=lambda dim, n, o: Fmda(_fmda_config(dim, n, o)),
+        losses=lambda m, b, w, o: fmda_losses(m, b, w, ContrastiveSettings(**dict(o.get("loss") or {}))),
+        encode=_fmda_encode,
+        options=("ffn_layers", "mlp_layers", "activation", "attention_scale", "utterance_target", "init", "loss"),
+        description="Wu et al. 2022: template / residual / language embeddings over token states"),
+}
+
+
+def get_method(name: str, where: str = "method") -> Method:
+    """The registered method ``name``; an unknown name raises naming ``where`` and the known ones."""
+    if name not in METHODS:
+        raise ValueError(f"{where}: unknown method {name!r}; known: {sorted(METHODS)}")
+    return METHODS[name]
+
+
+def build(name: str, dim: int, n_languages: int, options: Options | None = None, where: str = "method") -> nn.Module:
+    """An untrained model of method ``name`` (options checked)."""
+    method = get_method(name, where)
+    return method.build(dim, n_languages, method.check_options(options, where))
+
+
+def build_spec(method: str, dim: int, n_languages: int, options: Options | None = None) -> dict[str, Any]:
+    """How to rebuild a model: the ``build`` entry of an artifact."""
+    return {"method": method, "dim": int(dim), "n_languages": int(n_languages), "options": dict(options or {})}
+
+
+def artifact(method: str, model: nn.Module, dim: int, n_languages: int, options: Options | None = None,
+             **extra: Any) -> dict[str, Any]:
+    """A trained model as saved: how to rebuild it, its weights on the CPU, and ``extra`` metadata."""
+    return {"build": build_spec(method, dim, n_languages, options),
+            "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()}, **extra}
+
+
+def load_trained(saved: Mapping[str, Any]) -> tuple[Method, nn.Module]:
+    """Rebuild a saved model (from :func:`artifact`) with its weights, in eval mode.
+
+    Raises:
+        ValueError: The artifact has no ``build`` entry (saved by an older version: rerun the
+            pipeline that trained it).
+    """
+    if "build" not in saved:
+        raise ValueError("this trained model has no 'build' entry (saved before the method registry); "
+                         "rerun the pipeline that trained it")
+    spec = saved["build"]
+    method = get_method(str(spec["method"]), "build.method")
+    model = method.build(int(spec["dim"]), int(spec["n_languages"]), dict(spec.get("options") or {}))
+    model.load_state_dict(saved["state_dict"])
+    model.eval()
+    return method, model

@@ -1,0 +1,95 @@
+"""The method protocol: every registered method builds, trains a step on tiny input and lowers
+its loss, encodes, and comes back from its saved artifact with the same outputs."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from language_agnostic.methods.registry import METHODS, artifact, build, get_method, load_trained
+from language_agnostic.training.loop import TrainSettings, train
+
+DIM, N_LANG, BATCH, LENGTH = 8, 2, 6, 5
+
+
+def _vector_batch(g: torch.Generator) -> dict[str, torch.Tensor]:
+    s = torch.randn(BATCH, DIM, generator=g)
+    return {"s": s, "t": s + 0.1 * torch.randn(BATCH, DIM, generator=g), "s2": torch.randn(BATCH, DIM, generator=g),
+            "t2": torch.randn(BATCH, DIM, generator=g), "s_lang": torch.zeros(BATCH, dtype=torch.long),
+            "t_lang": torch.ones(BATCH, dtype=torch.long)}
+
+
+def _token_batch(g: torch.Generator) -> dict[str, torch.Tensor]:
+    mask = torch.ones(BATCH, LENGTH, dtype=torch.bool)
+    mask[0, 3:] = False
+    batch = {}
+    for side in ("s", "t", "s2", "t2"):
+        batch[f"{side}_states"], batch[f"{side}_mask"] = torch.randn(BATCH, LENGTH, DIM, generator=g), mask
+    for name in ("s_tp_target", "s_rs_target", "t_tp_target", "t_rs_target"):
+        batch[name] = torch.randn(BATCH, DIM, generator=g)
+    batch["s_lang"], batch["t_lang"] = torch.zeros(BATCH, dtype=torch.long), torch.ones(BATCH, dtype=torch.long)
+    return batch
+
+
+class One:
+    def __init__(self, batch):
+        self.batch = batch
+
+    def batches(self, epoch, generator):
+        yield self.batch
+
+
+def _batch(name: str) -> dict[str, torch.Tensor]:
+    g = torch.Generator().manual_seed(0)
+    return _token_batch(g) if get_method(name).inputs == "tokens" else _vector_batch(g)
+
+
+def _inputs(name: str, batch):
+    return (batch["s_states"], batch["s_mask"]) if get_method(name).inputs == "tokens" else batch["s"]
+
+
+@pytest.mark.parametrize("name", sorted(METHODS))
+def test_every_method_trains_a_step_and_lowers_its_loss(name: str):
+    method = get_method(name)
+    torch.manual_seed(0)
+    model = build(name, DIM, N_LANG)
+    batch = _batch(name)
+    with torch.no_grad():
+        before = float(method.losses(model, batch, {}, {})["total"])
+    result = train(model, lambda m, b: method.losses(m, b, {}, {}), One(batch), One(batch),
+                   TrainSettings(lr=1e-2, max_epochs=1, patience=1, progress=False))
+    with torch.no_grad():
+        after = float(method.losses(model, batch, {}, {})["total"])
+    assert result.epochs_run == 1 and after < before
+    encoded = method.encode(model, _inputs(name, batch))
+    assert encoded and all(v.shape == (BATCH, DIM) for v in encoded.values())
+
+
+@pytest.mark.parametrize("name", sorted(METHODS))
+def test_a_saved_artifact_comes_back_with_the_same_outputs(name: str):
+    torch.manual_seed(1)
+    options = {"temperature": 0.1} if "temperature" in get_method(name).options else {}
+    model = build(name, DIM, N_LANG, options)
+    saved = artifact(name, model, DIM, N_LANG, options, pooling="mean")
+    method, again = load_trained(saved)
+    batch = _batch(name)
+    model.eval()
+    with torch.no_grad():
+        first, second = method.encode(model, _inputs(name, batch)), method.encode(again, _inputs(name, batch))
+    assert method.name == name and saved["pooling"] == "mean" and not again.training
+    assert all(torch.equal(first[k], second[k]) for k in first)
+
+
+def test_unknown_methods_and_options_name_the_parameter():
+    with pytest.raises(ValueError, match=r"qe.methods.x.method: unknown method 'emu'; known: \['dream', 'dream-infonce'"):
+        build("emu", DIM, N_LANG, where="qe.methods.x.method")
+    with pytest.raises(ValueError, match=r"fmda.controls.c: unknown option\(s\) \['margin'\] for method 'linear-infonce'; "
+                       r"known: \['temperature'\]"):
+        build("linear-infonce", DIM, N_LANG, {"margin": 0.3}, where="fmda.controls.c")
+    with pytest.raises(ValueError, match="has no 'build' entry"):
+        load_trained({"method": "dream", "state_dict": {}})
+
+
+def test_meat_declares_its_adversary_for_the_loop():
+    meat = build("meat", DIM, N_LANG)
+    assert {id(p) for p in meat.adversary_parameters()} == {id(p) for p in meat.discriminator.parameters()}
