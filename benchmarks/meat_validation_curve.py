@@ -25,7 +25,7 @@ import yaml
 from language_agnostic.datasets.embeddings import EmbeddingManifestDataset
 from language_agnostic.evaluation.retrieval import retrieval_accuracy_at_1
 from language_agnostic.methods.registry import build, get_method
-from language_agnostic.pipelines.similarity import _batches, _vectors, corpus_languages
+from language_agnostic.training.heads import corpus_languages, pair_batches, vectors_of
 from language_agnostic.training.loop import TrainSettings, train
 
 
@@ -42,7 +42,7 @@ def main() -> None:
     pooling, languages = params["pooling"], corpus_languages(corpus)
     batch_size, seed = int(params["training"]["batch_size"]), int(params["training"]["seed"])
     validation = corpus[corpus["split"] == "validation"].reset_index(drop=True)
-    source, target = _vectors(manifest, "validation.source", pooling), _vectors(manifest, "validation.target", pooling)
+    source, target = vectors_of(manifest, "validation.source", pooling), vectors_of(manifest, "validation.target", pooling)
 
     def retrieval(model: torch.nn.Module) -> float:
         model.eval()
@@ -56,8 +56,8 @@ def main() -> None:
     model = build("meat", manifest["sets"]["train.source"].dim, len(languages))
     print(f"untrained: validation meaning retrieval {retrieval(model):.4f}")
     settings = TrainSettings(lr=args.lr, max_epochs=args.epochs, patience=args.epochs, seed=seed, progress=False)
-    result = train(model, lambda m, b: get_method("meat").losses(m, b, {}, {}), _batches(manifest, corpus, "train", pooling, languages, batch_size, True),
-                   _batches(manifest, corpus, "validation", pooling, languages, batch_size, False), settings, retrieval)
+    result = train(model, lambda m, b: get_method("meat").losses(m, b, {}, {}), pair_batches(manifest, corpus, "train", pooling, languages, batch_size, True),
+                   pair_batches(manifest, corpus, "validation", pooling, languages, batch_size, False), settings, retrieval)
     print(f"{args.pipeline} MEAT, lr {args.lr:g}, {args.epochs} epochs, no early stopping; validation split only")
     print("| epoch | total | uniform | total − uniform | adversary (discriminator CE) | meaning retrieval acc@1 |")
     print("|---:|---:|---:|---:|---:|---:|")

@@ -25,7 +25,7 @@ import pandas as pd
 import yaml
 
 from language_agnostic.datasets.embeddings import EmbeddingManifestDataset
-from language_agnostic.pipelines.similarity import TRAINED_METHODS, train_head
+from language_agnostic.training.heads import TRAINED_METHODS, train_head
 
 
 def main() -> None:

@@ -14,7 +14,8 @@ from kedro.runner import SequentialRunner
 
 from language_agnostic.datasets.embeddings import EmbeddingStoreDataset
 from language_agnostic.encoders.loading import load_encoder
-from language_agnostic.pipelines.embeddings.nodes import embed_pair_texts, extraction_settings
+from language_agnostic.encoders.extraction import extraction_settings
+from language_agnostic.pipelines.embeddings.nodes import embed_pair_texts
 from language_agnostic.pipelines.embeddings.pipeline import create_pipeline
 
 EXTRACTION = {"prefix": "", "dtype": "float32", "device": "cpu", "batch_size": 2, "progress": False}

@@ -74,7 +74,7 @@ def test_missing_raw_data_through_the_catalog(project: Path, tmp_path: Path):
 
 def test_settings_from_params_names_the_parameter():
     from language_agnostic.methods.fmda import FmdaConfig
-    from language_agnostic.pipelines.project_config import settings_from_params
+    from language_agnostic.config import settings_from_params
 
     config = settings_from_params(FmdaConfig, {"ffn_layers": 2}, "fmda.model", dim=4, n_languages=2)
     assert (config.dim, config.ffn_layers) == (4, 2)

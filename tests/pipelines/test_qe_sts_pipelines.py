@@ -23,7 +23,9 @@ from language_agnostic.datasets.torch_state import TrainedHeadDataset
 from language_agnostic.encoders.extraction import EmbeddingStore, ExtractionSettings, extract_embeddings
 from language_agnostic.encoders.loading import load_encoder
 from language_agnostic.evaluation.correlation import paired_cosine, pearson
+from language_agnostic.corpora import evaluation_sets
 from language_agnostic.pipelines import similarity
+from language_agnostic.training import heads
 from language_agnostic.pipelines.qe.nodes import build_qe_candidates
 from language_agnostic.pipelines.sts.nodes import build_tatoeba_candidates
 
@@ -75,19 +77,19 @@ def test_qe_test_sets_are_counted_and_bad_rows_rejected_or_named(tmp_path: Path)
     bad = good + "3\tonly\ttwo fields\n" + "4\t" + EN[4] + "\t" + RO[4] + "\t[1]\t1\t[1]\tnan?\t0\n"
     path = _tar(tmp_path / "ro-en_test.tar.gz", {member: bad})
     archive = TarArchiveDataset(str(path)).load()
-    table, rejects, counts = similarity.ingest_qe_test({"pairs": ["ro-en"], "on_bad_row": "skip"}, archive)
+    table, rejects, counts = evaluation_sets.ingest_qe_test({"pairs": ["ro-en"], "on_bad_row": "skip"}, archive)
     assert counts == {"ro-en": {"rows_in": 5, "rows_out": 3, "rejected": 2}}
-    assert table.columns.tolist() == similarity.EVAL_COLUMNS
+    assert table.columns.tolist() == evaluation_sets.EVAL_COLUMNS
     assert table["gold"].tolist() == GOLD[:3] and set(table["lang1"]) == {"ro"} and set(table["lang2"]) == {"en"}
     assert rejects["kind"].tolist() == ["wrong_field_count", "bad_score"] and rejects["line"].tolist() == [5, 6]
     with pytest.raises(CorpusFormatError, match=r"ro-en_test\.tar\.gz:ro-en/test20\.roen\.df\.short\.tsv:5: 3 tab-separated"):
-        similarity.ingest_qe_test({"pairs": ["ro-en"], "on_bad_row": "error"}, archive)
+        evaluation_sets.ingest_qe_test({"pairs": ["ro-en"], "on_bad_row": "error"}, archive)
 
 
 def test_a_missing_member_is_named(tmp_path: Path):
     archive = TarArchiveDataset(str(_tar(tmp_path / "en-de_test.tar.gz", {"other.tsv": "x"}))).load()
     with pytest.raises(CorpusFormatError, match=r"en-de_test\.tar\.gz: no member 'en-de/test20\.ende\.df\.short\.tsv'"):
-        similarity.ingest_qe_test({"pairs": ["en-de"]}, archive)
+        evaluation_sets.ingest_qe_test({"pairs": ["en-de"]}, archive)
 
 
 def _sts_zips(tmp_path: Path) -> tuple[Any, Any]:
@@ -104,14 +106,14 @@ def _sts_zips(tmp_path: Path) -> tuple[Any, Any]:
 
 def test_sts_tracks_from_zips_keep_the_scored_prefix_of_tr_en(tmp_path: Path):
     inputs, gold = _sts_zips(tmp_path)
-    table, rejects, counts = similarity.ingest_sts_test({"tracks": ["es-en", "en-en", "tr-en"]}, inputs, gold)
+    table, rejects, counts = evaluation_sets.ingest_sts_test({"tracks": ["es-en", "en-en", "tr-en"]}, inputs, gold)
     assert counts["tr-en"] == {"input_lines": 4, "gold_lines": 2, "rows_out": 2, "rejected": 0}
     assert counts["es-en"]["rows_out"] == 6 and rejects.empty
     es = table[table["pair"] == "es-en"]
     assert es["text1"].tolist() == ES and (es["lang1"].iloc[0], es["lang2"].iloc[0]) == ("es", "en")
     assert table.loc[table["pair"] == "tr-en", "gold"].tolist() == [4.0, 1.5]
     with pytest.raises(ValueError, match=r"sts.test.tracks: unknown track 'xx-en'"):
-        similarity.ingest_sts_test({"tracks": ["xx-en"]}, inputs, gold)
+        evaluation_sets.ingest_sts_test({"tracks": ["xx-en"]}, inputs, gold)
 
 
 def test_a_missing_zip_names_its_path(tmp_path: Path):
@@ -167,16 +169,16 @@ def test_clean_and_split_counts_duplicates_and_every_kind_of_test_overlap():
     qe = _eval_table("ro-en", "ro", "en", ["q"], ["banned qe"], "wmt20_qe_test")
     sts = _eval_table("en-en", "en", "en", ["STS sentence"], ["other"], "sts17")
     laser = _members({"tatoeba.deu-eng.deu": "ein satz\n", "tatoeba.deu-eng.eng": "one  SENTENCE.\n"})
-    corpus, sizes = similarity.clean_and_split(candidates, qe, sts, laser, {"validation_fraction": 0.1, "seed": 1})
+    corpus, sizes = evaluation_sets.clean_and_split(candidates, qe, sts, laser, {"validation_fraction": 0.1, "seed": 1})
     assert sizes.to_dict("records") == [{"pair": "ro-en", "in": 12, "empty": 1, "duplicate": 1, "test_overlap": 3,
                                          "out": 7, "train": 6, "validation": 1}]
     assert corpus["split"].value_counts().to_dict() == {"train": 6, "validation": 1}
     assert not set(corpus["target"]) & {"Banned QE", "One sentence.", "sts sentence"}
     # only the listed LASER languages are read
-    _, sizes = similarity.clean_and_split(candidates, qe, sts, laser, {"laser_tatoeba": ["deu"]})
+    _, sizes = evaluation_sets.clean_and_split(candidates, qe, sts, laser, {"laser_tatoeba": ["deu"]})
     assert sizes["test_overlap"].item() == 3
     with pytest.raises(CorpusFormatError, match=r"LASER Tatoeba test file 'tatoeba\.fra-eng\.fra' not found"):
-        similarity.clean_and_split(candidates, qe, sts, laser, {"laser_tatoeba": ["fra"]})
+        evaluation_sets.clean_and_split(candidates, qe, sts, laser, {"laser_tatoeba": ["fra"]})
 
 
 # ---------------------------------------------------------------- reports
@@ -328,9 +330,9 @@ def test_sts_pipeline_end_to_end_on_tiny_data(tiny_hub_model: Path, tmp_path: Pa
 
 def test_unknown_training_keys_and_methods_are_named():
     with pytest.raises(ValueError, match=r"qe.training: unknown key\(s\) \['epochs'\]"):
-        similarity.train_head({"sets": {}}, pd.DataFrame(), {}, {"epochs": 3}, "mean", method="seed", pipeline="qe")
+        heads.train_head({"sets": {}}, pd.DataFrame(), {}, {"epochs": 3}, "mean", method="seed", pipeline="qe")
     with pytest.raises(ValueError, match="unknown method 'emu'"):
-        similarity.head_options("emu", "none")
+        heads.head_options("emu", "none")
 
 
 @pytest.mark.parametrize(("ablations", "message"), [
@@ -341,7 +343,7 @@ def test_unknown_training_keys_and_methods_are_named():
 ])
 def test_bad_ablations_are_named(ablations: dict[str, Any], message: str):
     with pytest.raises(ValueError, match=message):
-        similarity.check_ablations(ablations)
+        heads.check_ablations(ablations)
 
 
 @pytest.mark.slow
@@ -353,10 +355,10 @@ def test_real_evaluation_sets_and_qe_corpus_counts():
     if not (root / "wmt20_qe").is_dir() or not (root / "sts17").is_dir() or not (root / "parallel").is_dir():
         pytest.skip(f"WMT20 QE / STS17 / parallel data not found under {root}")
     pairs = ["en-de", "en-zh", "ro-en", "et-en", "ne-en", "si-en"]
-    qe, qe_rejects, qe_counts = similarity.ingest_qe_test(
+    qe, qe_rejects, qe_counts = evaluation_sets.ingest_qe_test(
         {"pairs": pairs}, *[TarArchiveDataset(str(root / "wmt20_qe" / f"{p}_test.tar.gz")).load() for p in pairs])
     assert {p: c["rows_out"] for p, c in qe_counts.items()} == dict.fromkeys(pairs, 1000) and qe_rejects.empty
-    sts, sts_rejects, sts_counts = similarity.ingest_sts_test(
+    sts, sts_rejects, sts_counts = evaluation_sets.ingest_sts_test(
         {"tracks": ["ar-en", "es-en", "tr-en", "ar-ar", "es-es", "en-en"]},
         ZipArchiveDataset(str(root / "sts17" / "Sts2017.eval.v1.1.zip")).load(),
         ZipArchiveDataset(str(root / "sts17" / "Sts2017.gs.zip")).load())
@@ -370,6 +372,6 @@ def test_real_evaluation_sets_and_qe_corpus_counts():
     from kedro_datasets.partitions import PartitionedDataset
 
     laser = PartitionedDataset(path=str(root / "tatoeba" / "v1"), dataset="text.TextDataset").load()
-    _, sizes = similarity.clean_and_split(candidates, qe, sts, laser, {"validation_fraction": 0.1, "seed": 2025})
+    _, sizes = evaluation_sets.clean_and_split(candidates, qe, sts, laser, {"validation_fraction": 0.1, "seed": 2025})
     assert sizes.set_index("pair")["out"].to_dict() == {"en-de": 7830, "en-zh": 7827, "ro-en": 8000, "et-en": 8000,
                                                         "ne-en": 16216, "si-en": 16379}

@@ -21,7 +21,7 @@ import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -30,6 +30,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from language_agnostic.config import settings_from_params
 from language_agnostic.encoders.loading import LoadedEncoder
 from language_agnostic.encoders.pooling import POOLINGS, cls_pool, mean_pool
 
@@ -405,3 +406,8 @@ def _finalise(
     shutil.rmtree(directory / "chunks")
     logger.info("embeddings written to %s: %d texts, dim %d, %d truncated", directory, n, dim, meta["n_truncated"])
     return EmbeddingSet(directory)
+
+
+def extraction_settings(params: Mapping[str, Any], token_states: bool = False) -> ExtractionSettings:
+    """``ExtractionSettings`` from ``embeddings.extraction`` (unknown keys are an error)."""
+    return settings_from_params(ExtractionSettings, params, "embeddings.extraction", token_states=token_states)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from functools import partial, update_wrapper
 from typing import Any
 
@@ -23,6 +23,7 @@ from kedro.config import AbstractConfigLoader
 from kedro.framework.context import KedroContext
 from kedro.framework.hooks import hook_impl
 from kedro.framework.project import settings
+
 from kedro.pipeline import Pipeline, node
 from kedro.utils import find_kedro_project
 
@@ -97,22 +98,6 @@ def configured_namespaces(pipeline: str, key: str, default: list[str]) -> list[s
         logger.debug("no %s.%s in conf/; using %s", pipeline, key, default)
         return list(default)
     return [str(name) for name in section]
-
-
-def settings_from_params(cls: type, params: Mapping[str, Any], where: str, **overrides: Any) -> Any:
-    """Build a settings dataclass from a parameter mapping, naming the parameter on unknown keys.
-
-    Args:
-        cls: The dataclass (``ExtractionSettings``, ``TrainSettings``, ``FmdaConfig``...).
-        params: The parameters.
-        where: Their path in ``conf/``, e.g. ``"fmda.training"``.
-        **overrides: Values set by the caller rather than the user.
-    """
-    known = set(cls.__dataclass_fields__) - set(overrides)
-    unknown = sorted(set(params) - known)
-    if unknown:
-        raise ValueError(f"{where}: unknown key(s) {unknown}; known: {sorted(known)}")
-    return cls(**{**params, **overrides})
 
 
 def bind(func: Callable[..., Any], **kwargs: Any) -> Callable[..., Any]:

@@ -12,11 +12,10 @@ from typing import Any
 
 import pandas as pd
 
-from language_agnostic.encoders.extraction import EmbeddingStore, ExtractionSettings, extract_embeddings
+from language_agnostic.encoders.extraction import EmbeddingStore, extract_embeddings, extraction_settings
 from language_agnostic.encoders.loading import LoadedEncoder, load_encoder
 from language_agnostic.evaluation.retrieval import retrieval_accuracy_at_1
 from language_agnostic.reporting.retrieval import raw_retrieval_markdown
-from language_agnostic.pipelines.project_config import settings_from_params
 
 logger = logging.getLogger(__name__)
 
@@ -33,11 +32,6 @@ def load_encoder_node(encoder: Mapping[str, Any]) -> tuple[LoadedEncoder, dict[s
     """
     loaded = load_encoder(str(encoder["name"]), encoder.get("bundled_dir", "data/06_models/encoders/multilingual-e5-small-q4"))
     return loaded, dict(loaded.identity)
-
-
-def extraction_settings(params: Mapping[str, Any], token_states: bool = False) -> ExtractionSettings:
-    """``ExtractionSettings`` from ``embeddings.extraction`` (unknown keys are an error)."""
-    return settings_from_params(ExtractionSettings, params, "embeddings.extraction", token_states=token_states)
 
 
 def embed_pair_texts(

@@ -26,9 +26,9 @@ from language_agnostic.methods.registry import build, build_spec, get_method, lo
 from language_agnostic.methods.fmda import (
     ABLATIONS, TEMPLATE_LOSSES, Fmda, FmdaConfig, fmda_losses, freeze_template_encoder, two_stage_weights,
 )
-from language_agnostic.pipelines.embeddings.nodes import extraction_settings
-from language_agnostic.pipelines.project_config import settings_from_params
-from language_agnostic.pipelines.tracking import log_child_metrics, log_child_run, metric_key
+from language_agnostic.encoders.extraction import extraction_settings
+from language_agnostic.config import settings_from_params
+from language_agnostic.reporting.tracking import log_child_metrics, log_child_run, metric_key
 from language_agnostic.reporting.fmda import fmda_tables, short_locale
 from language_agnostic.training.data import InterleavedBatches, QuadrupletBatches
 from language_agnostic.training.fmda_data import FmdaBatches, encode_with_fmda

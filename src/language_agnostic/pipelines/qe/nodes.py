@@ -14,7 +14,7 @@ import pandas as pd
 
 from language_agnostic.corpora.parallel import mlqe_pe_pairs, read_line_aligned
 from language_agnostic.datasets.archive import ArchiveMembers
-from language_agnostic.pipelines.similarity import CORPUS_COLUMNS, read_member
+from language_agnostic.corpora.evaluation_sets import CORPUS_COLUMNS, read_member
 
 logger = logging.getLogger(__name__)
 

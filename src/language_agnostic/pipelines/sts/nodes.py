@@ -14,7 +14,7 @@ import pandas as pd
 from language_agnostic.corpora.parallel import (
     OPUS_TATOEBA_LABELS, OPUS_TATOEBA_VERSION, filter_by_labels, opus_tatoeba_files, read_line_aligned,
 )
-from language_agnostic.pipelines.similarity import CORPUS_COLUMNS, Members, read_member
+from language_agnostic.corpora.evaluation_sets import CORPUS_COLUMNS, Members, read_member
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,139 @@
+"""Training the meaning/language heads of the QE and STS pipelines (DREAM, MEAT, SEED and their ablations).
+
+Every head reads pooled sentence vectors of the parallel training corpus, is built and trained
+through the method registry (``methods/registry.py``) on all language pairs together, and
+keeps the weights of its best validation epoch.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from language_agnostic.config import settings_from_params
+from language_agnostic.methods.centering import fit_language_means
+from language_agnostic.methods.registry import build, build_spec, get_method
+from language_agnostic.reporting.tracking import log_child_run
+from language_agnostic.training.data import InterleavedBatches, QuadrupletBatches
+from language_agnostic.training.loop import TrainSettings, history_metrics, train
+
+logger = logging.getLogger(__name__)
+
+TRAINED_METHODS = ("dream", "meat", "seed")
+
+
+def vectors_of(manifest: Mapping[str, Any], name: str, pooling: str) -> np.ndarray:
+    return np.asarray(manifest["sets"][name].vectors(pooling), dtype=np.float32)
+
+
+def corpus_languages(corpus: pd.DataFrame) -> list[str]:
+    """The languages of the corpus, sorted: index = language id of every head."""
+    return sorted(set(corpus["source_lang"]) | set(corpus["target_lang"]))
+
+
+def fit_centering(manifest: Mapping[str, Any], corpus: pd.DataFrame, pooling: str) -> dict[str, Any]:
+    """Per-language means of the training split (both sides), for mean centering."""
+    train_rows = corpus[corpus["split"] == "train"]
+    vectors = np.concatenate([vectors_of(manifest, "train.source", pooling), vectors_of(manifest, "train.target", pooling)])
+    means = fit_language_means(vectors, [*train_rows["source_lang"], *train_rows["target_lang"]])
+    return {"state_dict": {lang: torch.from_numpy(m.astype(np.float32)) for lang, m in means.items()},
+            "method": "centering", "pooling": pooling}
+
+
+def pair_batches(manifest: Mapping[str, Any], corpus: pd.DataFrame, split: str, pooling: str, languages: list[str],
+             batch_size: int, shuffle: bool) -> InterleavedBatches:
+    """One quadruplet source per language pair, so that partners s', t' share the language of s, t."""
+    rows = corpus[corpus["split"] == split].reset_index(drop=True)
+    source, target = vectors_of(manifest, f"{split}.source", pooling), vectors_of(manifest, f"{split}.target", pooling)
+    if len(source) != len(rows):
+        raise ValueError(f"{split}: {len(source)} embeddings for {len(rows)} corpus rows; re-run the embedding node")
+    sources = []
+    for _, part in rows.groupby("pair", sort=True):
+        index = part.index.to_numpy()
+        ids = [np.full(len(index), languages.index(part[c].iloc[0])) for c in ("source_lang", "target_lang")]
+        sources.append(QuadrupletBatches(source[index], target[index], ids[0], ids[1], batch_size, shuffle=shuffle))
+    return InterleavedBatches(sources)
+
+
+def head_options(method: str, activation: str) -> dict[str, Any]:
+    """The registry options of a QE/STS head: DREAM's ``activation``; the others take none."""
+    if method not in TRAINED_METHODS:
+        raise ValueError(f"unknown method {method!r}; known: {list(TRAINED_METHODS)}")
+    return {"activation": activation} if "activation" in get_method(method).options else {}
+
+
+def train_head(manifest: Mapping[str, Any], corpus: pd.DataFrame, spec: Mapping[str, Any], training: Mapping[str, Any],
+               pooling: str, method: str = "seed", pipeline: str = "qe", name: str | None = None
+               ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Train one method on every pair together; keep the weights of the best validation epoch.
+
+    Args:
+        manifest: From :func:`embed_similarity_inputs`.
+        corpus: The split corpus (languages and pairs of each row).
+        spec: ``<pipeline>.methods.<method>``: ``loss_weights``, ``activation`` (DREAM) and
+            ``training`` overrides (``lr``, ``patience``, ...).
+        training: ``<pipeline>.training``: ``TrainSettings`` fields and ``batch_size``.
+        pooling: Which sentence vector the heads read (``mean`` | ``cls``).
+        method: ``dream`` | ``meat`` | ``seed``.
+        pipeline: For run names and metric keys.
+        name: The head's name in rows, runs and reports (default: ``method``; an ablation's
+            name otherwise).
+
+    Returns:
+        ``(model, history)``: weights and metadata, and per-epoch losses for MLflow.
+    """
+    name = name or method
+    params = {**dict(training), **dict(spec.get("training") or {})}
+    batch_size = int(params.pop("batch_size", 512))
+    settings = settings_from_params(TrainSettings, params, f"{pipeline}.training")
+    languages = corpus_languages(corpus)
+    activation = str(spec.get("activation", "none"))
+    torch.manual_seed(settings.seed)
+    options, weights = head_options(method, activation), dict(spec.get("loss_weights") or {})
+    dim = manifest["sets"]["train.source"].dim
+    model = build(method, dim, len(languages), options)
+    result = train(model, lambda m, b: get_method(method).losses(m, b, weights, options),
+                   pair_batches(manifest, corpus, "train", pooling, languages, batch_size, True),
+                   pair_batches(manifest, corpus, "validation", pooling, languages, batch_size, False), settings)
+    logger.info("%s %s: best validation epoch %d of %d", pipeline, name, result.best_epoch, result.epochs_run)
+    run_id = log_child_run(f"{pipeline}/{name}", {"method": method, "pooling": pooling, **dict(spec), **params,
+                                                  "batch_size": batch_size}, result.history)
+    trained = {"state_dict": result.state_dict, "build": build_spec(method, dim, len(languages), options),
+               "method": method, "name": name, "languages": languages,
+               "pooling": pooling, "activation": activation, "loss_weights": dict(spec.get("loss_weights") or {}),
+               "best_epoch": result.best_epoch, "epochs_run": result.epochs_run, "mlflow_run_id": run_id}
+    return trained, history_metrics(result.history, f"{pipeline}.{name}")
+
+
+def check_ablations(ablations: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """Validate ``<pipeline>.ablations``: ``{name: {method, loss_weights}}`` (SEED Table 5, DREAM Table 6).
+
+    Raises:
+        ValueError: A name that clashes with a method or the baselines, an unknown method, or
+            no loss weight changed.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for name, spec in dict(ablations or {}).items():
+        spec = dict(spec or {})
+        if name in (*TRAINED_METHODS, "raw", "centering") or not name.replace("_", "").isalnum():
+            raise ValueError(f"ablation name {name!r} must be a new identifier (letters, digits, _), not a method name")
+        if spec.get("method") not in TRAINED_METHODS:
+            raise ValueError(f"ablation {name!r}: method must be one of {list(TRAINED_METHODS)}, got {spec.get('method')!r}")
+        if not spec.get("loss_weights"):
+            raise ValueError(f"ablation {name!r}: give the loss_weights it changes (e.g. {{meaning: 0}})")
+        out[name] = {"method": str(spec["method"]), "loss_weights": {str(k): float(v) for k, v in dict(spec["loss_weights"]).items()}}
+    return out
+
+
+def train_ablation(manifest: Mapping[str, Any], corpus: pd.DataFrame, spec: Mapping[str, Any], ablation: Mapping[str, Any],
+                   training: Mapping[str, Any], pooling: str, name: str, pipeline: str = "qe"
+                   ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A method retrained with the ablation's loss weights over its own (``spec``); otherwise as :func:`train_head`."""
+    weights = {**dict(spec.get("loss_weights") or {}), **dict(ablation["loss_weights"])}
+    return train_head(manifest, corpus, {**dict(spec), "loss_weights": weights}, training, pooling,
+                      method=str(ablation["method"]), pipeline=pipeline, name=name)
