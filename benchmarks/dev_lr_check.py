@@ -47,7 +47,8 @@ import yaml
 from language_agnostic.datasets.embeddings import EmbeddingManifestDataset
 from language_agnostic.evaluation.retrieval import retrieval_accuracy_at_1
 from language_agnostic.methods.centering import center, fit_language_means
-from language_agnostic.pipelines.fmda import nodes
+from language_agnostic.evaluation import fmda as fmda_evaluation
+from language_agnostic.training import fmda as nodes
 
 
 def print_dev_baselines(manifest: dict) -> None:
@@ -110,7 +111,7 @@ def main() -> None:
                 scores = [p["value"] for p in history[f"fmda.{args.variant}.{pair}.dev_score"]]
                 print(f"dev accuracy@1 of emb_m per epoch: {[round(x, 3) for x in scores]}; kept epoch {trained['best_epoch']}")
             if args.test:
-                rows = nodes.evaluate_fmda(manifest, trained, {"name": "bundled"})
+                rows = fmda_evaluation.evaluate_fmda(manifest, trained, {"name": "bundled"})
                 print(rows[["embedding", "task", "source", "target", "metric", "value"]].to_string(index=False))
         else:
             _, history = nodes.train_dream_baseline(manifest, {**params["dream"], "training": training})

@@ -26,7 +26,7 @@ import torch
 from language_agnostic.encoders.extraction import EmbeddingStore, ExtractionSettings, extract_embeddings
 from language_agnostic.encoders.loading import load_encoder
 from language_agnostic.methods.fmda import Fmda, FmdaConfig, fmda_losses
-from language_agnostic.pipelines.fmda.nodes import pool_rows
+from language_agnostic.training.fmda import pool_rows
 from language_agnostic.training.fmda_data import FmdaBatches
 from language_agnostic.training.loop import TrainSettings, train
 

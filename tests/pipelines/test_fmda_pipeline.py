@@ -19,6 +19,7 @@ from language_agnostic.encoders.loading import load_encoder
 from language_agnostic.evaluation.retrieval import retrieval_accuracy_at_1
 from language_agnostic.methods.fmda import fmda_losses
 from language_agnostic.pipelines.fmda.pipeline import create_pipeline
+from language_agnostic.training import fmda as fmda_training
 
 EN = ["wake me up at nine", "play jazz music", "what is the weather", "set an alarm for six", "play some music",
       "what is the weather today", "wake me up", "set an alarm", "play jazz", "weather today", "alarm for nine",
@@ -201,15 +202,15 @@ def test_two_stage_freezes_the_template_encoder_after_stage_one(tiny_hub_model: 
     pipeline = create_pipeline(pairs=["en_de"], variants=VARIANTS, unified=[], figure_pair="", controls={})
     SequentialRunner().run(pipeline.to_outputs("en_de.fmda_inputs", "en_de.fmda_template_pairs"), catalog)
     after_each_stage, weights_used = [], []
-    real_train = nodes.train
+    real_train = fmda_training.train
 
     def recording_train(model, loss_fn, train_data, dev_data, settings, dev_score=None):
         result = real_train(model, loss_fn, train_data, dev_data, settings, dev_score)
         after_each_stage.append({k: v.clone() for k, v in model.state_dict().items()})
         return result
 
-    monkeypatch.setattr(nodes, "train", recording_train)
-    monkeypatch.setattr(nodes, "fmda_losses", lambda m, b, w, c: (weights_used.append(dict(w)), fmda_losses(m, b, w, c))[1])
+    monkeypatch.setattr(fmda_training, "train", recording_train)
+    monkeypatch.setattr(fmda_training, "fmda_losses", lambda m, b, w, c: (weights_used.append(dict(w)), fmda_losses(m, b, w, c))[1])
     trained, _ = nodes.train_fmda_two_stage(catalog["en_de.fmda_inputs"].load(), catalog["en_de.fmda_template_pairs"].load(),
                                             catalog["massive_negative_pools"].load(), {}, {}, TRAINING)
     first, second = after_each_stage
@@ -292,8 +293,8 @@ def test_dev_negatives_follow_the_training_rule(tiny_hub_model: Path, tmp_path: 
     manifest = nodes.embed_fmda_inputs(_masked(), _template(1), _template(2), {"source": "en-US", "target": "de-DE"},
                                        load_encoder(str(tiny_hub_model)), EmbeddingStore(tmp_path / "store"), EXTRACTION)
     pools = _pools()
-    train = nodes._fmda_batches(manifest, "train", pools, 4, True)
-    dev = nodes._fmda_batches(manifest, "dev", pools, 4, False)
+    train = fmda_training._fmda_batches(manifest, "train", pools, 4, True)
+    dev = fmda_training._fmda_batches(manifest, "dev", pools, 4, False)
     # rows of the split's ids (train 0-7, dev 8-11) that are in that split's pool
     assert [p.tolist() for p in train.pools] == [[0, 2, 3, 5, 6], [0, 2, 3, 5, 6]]
     assert [p.tolist() for p in dev.pools] == [[0, 2, 3], [0, 2, 3]]
@@ -305,7 +306,7 @@ def test_dev_negatives_follow_the_training_rule(tiny_hub_model: Path, tmp_path: 
         assert set(drawn.tolist()) <= {0, 2, 3} and not (drawn == index).any()
     # a pool table without dev pools is named, not silently replaced by "all dev utterances"
     with pytest.raises(ValueError, match=r"the dev negative pool of en-US has 0 .*massive.negative_pool.partitions"):
-        nodes._fmda_batches(manifest, "dev", pools[pools["partition"] == "train"], 4, False)
+        fmda_training._fmda_batches(manifest, "dev", pools[pools["partition"] == "train"], 4, False)
     # an old pool table (no partition column) is train pools only
     legacy = pools[pools["partition"] == "train"].drop(columns="partition")
     assert nodes.pool_rows(np.array([str(i) for i in range(8)]), legacy, "de-DE", "train").tolist() == [0, 2, 3, 5, 6]
@@ -324,7 +325,7 @@ def test_controls_train_with_infonce_and_report_their_meaning(tiny_hub_model: Pa
         assert f"{spec['method']}.en-US-de-DE.dev_total" in history
         method, model = load_trained(trained)
         assert method.name == spec["method"] and trained["build"]["options"] == {"temperature": 0.1}
-        a, b = (nodes._control_meaning(model, np.asarray(manifest["sets"][f"dev.{s}.utt"].vectors("mean")), spec["method"])
+        a, b = (fmda_training.control_meaning(model, np.asarray(manifest["sets"][f"dev.{s}.utt"].vectors("mean")), spec["method"])
                 for s in ("source", "target"))
         assert trained["dev_m_accuracy"] == pytest.approx((retrieval_accuracy_at_1(a, b) + retrieval_accuracy_at_1(b, a)) / 2)
         rows = nodes.evaluate_control(manifest, trained, {"name": "tiny"})
@@ -362,8 +363,8 @@ def test_batches_without_negatives_hold_the_same_pairs(tiny_hub_model: Path, tmp
 
     manifest = nodes.embed_fmda_inputs(_masked(), _template(1), _template(2), {"source": "en-US", "target": "de-DE"},
                                        load_encoder(str(tiny_hub_model)), EmbeddingStore(tmp_path / "store"), EXTRACTION)
-    with_negatives = nodes._fmda_batches(manifest, "train", _pools(), 3, True, True)
-    without = nodes._fmda_batches(manifest, "train", _pools(), 3, True, True, negatives=False)
+    with_negatives = fmda_training._fmda_batches(manifest, "train", _pools(), 3, True, True)
+    without = fmda_training._fmda_batches(manifest, "train", _pools(), 3, True, True, negatives=False)
     a = list(with_negatives.batches(1, torch.Generator().manual_seed(5)))
     b = list(without.batches(1, torch.Generator().manual_seed(5)))
     assert len(a) == len(b) == 3

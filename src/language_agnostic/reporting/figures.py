@@ -1,7 +1,8 @@
-"""Figures: the PCA of a head's meaning and language embeddings (SEED Fig. 1, DREAM Fig. 5)."""
+"""Figures: FMDA's Figure 4 (t-SNE) and the PCA of a head's meaning and language embeddings (SEED Fig. 1, DREAM Fig. 5)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -9,8 +10,80 @@ import numpy as np
 import pandas as pd
 import torch
 
+from language_agnostic.encoders.extraction import EmbeddingSet
 from language_agnostic.methods.registry import load_trained
+from language_agnostic.reporting.fmda import short_locale
 from language_agnostic.training.heads import vectors_of
+
+logger = logging.getLogger(__name__)
+
+
+def plot_embeddings(manifest: Mapping[str, Any], fmda: Mapping[str, Any], template_model: Mapping[str, Any],
+                    utterances: pd.DataFrame, masked: pd.DataFrame, params: Mapping[str, Any]) -> Any:
+    """Figure 4: t-SNE of FMDA's language and meaning embeddings of test pairs, and of template embeddings of one intent.
+
+    Args:
+        manifest: The pair's FMDA inputs (test token states).
+        fmda: The all-together model (panels a, b).
+        template_model: The model whose template embeddings panel c shows (two-stage in the paper).
+        utterances: ``massive_utterances`` (intents); masked: ``massive_masked_texts`` (templates).
+        params: ``fmda.figure``: ``n_pairs``, ``intent``, ``n_templates``, ``per_template``, ``seed``.
+
+    Returns:
+        A matplotlib figure with the three panels.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from sklearn.manifold import TSNE
+
+    seed = int(params.get("seed", 0))
+    rng = np.random.default_rng(seed)
+    sets, ids = manifest["sets"], np.array(manifest["ids"]["test"])
+    src, tgt = manifest["source_locale"], manifest["target_locale"]
+    chosen = np.sort(rng.choice(len(ids), size=min(int(params.get("n_pairs", 800)), len(ids)), replace=False))
+
+    def encode(model_dict: Mapping[str, Any], entry: EmbeddingSet, rows: np.ndarray) -> dict[str, np.ndarray]:
+        _, model = load_trained(model_dict)
+        states, mask = entry.token_states(rows)
+        with torch.no_grad():
+            out = model(torch.from_numpy(np.asarray(states, dtype=np.float32)), torch.from_numpy(mask))
+        return {k: out[k].numpy() for k in ("lang", "m", "tp")}
+
+    a = encode(fmda, sets["test.source.utt"], chosen)
+    b = encode(fmda, sets["test.target.utt"], chosen)
+    fig, axes = plt.subplots(1, 3, figsize=(18, 6))
+    for ax, key, title in ((axes[0], "lang", "(a) language embeddings"), (axes[1], "m", "(b) meaning embeddings")):
+        both = np.concatenate([a[key], b[key]])
+        points = TSNE(random_state=seed, init="pca", perplexity=min(30.0, len(both) - 1.0)).fit_transform(both)
+        n = len(chosen)
+        ax.scatter(*points[:n].T, s=4, label=short_locale(src))
+        ax.scatter(*points[n:].T, s=4, label=short_locale(tgt))
+        ax.set_title(f"{title}, {n} {short_locale(src)}-{short_locale(tgt)} test pairs")
+        ax.legend()
+    # panel c: utterances of one intent, several templates (same template-masked text)
+    intent = str(params.get("intent", "play_music"))
+    test = utterances[(utterances["locale"] == src) & (utterances["partition"] == "test") & (utterances["intent"] == intent)]
+    templates = masked[(masked["locale"] == src) & (masked["partition"] == "test")].set_index("id")["template_text"]
+    test = test.assign(template=templates.reindex(test["id"]).to_numpy())
+    per, k = int(params.get("per_template", 5)), int(params.get("n_templates", 4))
+    counts = test["template"].value_counts()
+    top = counts[counts >= per].index[:k].tolist()
+    position = {i: n for n, i in enumerate(ids)}
+    picked = pd.concat([test[test["template"] == t].sample(per, random_state=seed) for t in top]) if top else test.iloc[:0]
+    if len(top) >= 2:
+        tp = encode(template_model, sets["test.source.utt"], np.array([position[i] for i in picked["id"]]))["tp"]
+        points = TSNE(random_state=seed, init="pca", perplexity=min(5.0, len(picked) - 1.0)).fit_transform(tp)
+        for t in top:
+            where = (picked["template"] == t).to_numpy()
+            axes[2].scatter(*points[where].T, s=30, label=t[:50])
+        axes[2].legend(fontsize=7)
+    axes[2].set_title(f"(c) template embeddings ({template_model.get('method', 'fmda')}), {short_locale(src)} {intent}: "
+                      f"{len(top)} templates × {per}")
+    fig.tight_layout()
+    logger.info("figure 4: %d pairs, %d templates of %s", len(chosen), len(top), intent)
+    return fig
 
 
 def plot_meaning_language(manifest: Mapping[str, Any], test: pd.DataFrame, head: Mapping[str, Any],

@@ -1,0 +1,111 @@
+"""Scoring FMDA, its baselines and controls on a MASSIVE pair: cross-lingual retrieval and template retrieval."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from language_agnostic.encoders.extraction import EmbeddingSet
+from language_agnostic.evaluation.retrieval import retrieval_accuracy_at_1
+from language_agnostic.evaluation.template import mean_average_precision, template_accuracy_at_1
+from language_agnostic.methods.centering import center, fit_language_means
+from language_agnostic.methods.registry import load_trained
+from language_agnostic.reporting.tracking import log_child_metrics
+from language_agnostic.training.fmda import control_meaning
+from language_agnostic.training.fmda_data import encode_with_fmda
+
+logger = logging.getLogger(__name__)
+
+def evaluate_control(manifest: Mapping[str, Any], control: Mapping[str, Any], identity: Mapping[str, Any]) -> pd.DataFrame:
+    """A control's meaning embedding on the pair's test retrieval and template sets, as ``<method>/meaning`` rows."""
+    _, model = load_trained(control)
+
+    def embed(entry: EmbeddingSet, locale: str) -> dict[tuple[str, str], np.ndarray]:
+        del locale
+        vectors = np.asarray(entry.vectors(control["pooling"]))
+        return {(str(control["method"]), "meaning"): control_meaning(model, vectors, str(control["method"]))}
+
+    rows = _score(manifest, embed, str(identity.get("name")))
+    log_child_metrics(control.get("mlflow_run_id"), rows)
+    return rows
+
+
+def _row(embedding: str, method: str, task: str, dataset: str, source: str,
+         target: str, metric: str, value: float, encoder: str) -> dict[str, Any]:
+    return {"pipeline": "fmda", "method": method, "embedding": embedding, "task": task, "dataset": dataset,
+            "source": source, "target": target, "metric": metric, "value": round(float(value), 6), "encoder": encoder}
+
+
+Embedder = Callable[[EmbeddingSet, str], dict[tuple[str, str], np.ndarray]]
+
+
+def _score(manifest: Mapping[str, Any], embed: Embedder, encoder: str) -> pd.DataFrame:
+    """Semantic retrieval (both directions) and template retrieval (accuracy@1, MAP) of every embedding ``embed`` gives."""
+    sets = manifest["sets"]
+    src, tgt = manifest["source_locale"], manifest["target_locale"]
+    rows = []
+    test = {side: embed(sets[f"test.{side}.utt"], loc) for side, loc in (("source", src), ("target", tgt))}
+    for (method, emb), a in test["source"].items():
+        b = test["target"][(method, emb)]
+        rows.append(_row(emb, method, "cross_lingual_retrieval", "massive_test", src, tgt, "accuracy@1", retrieval_accuracy_at_1(a, b), encoder))
+        rows.append(_row(emb, method, "cross_lingual_retrieval", "massive_test", tgt, src, "accuracy@1", retrieval_accuracy_at_1(b, a), encoder))
+    # the trained pair is part of the row: EN is evaluated once per training pair
+    pair = f"{src}>{tgt}"
+    for side, locale in (("source", src), ("target", tgt)):
+        if f"template.single.{side}.source" not in sets or f"template.multi.{side}.source" not in sets:
+            continue
+        single = [embed(sets[f"template.single.{side}.{end}"], locale) for end in ("source", "target")]
+        multi = [embed(sets[f"template.multi.{side}.{end}"], locale) for end in ("source", "target")]
+        k = len(sets[f"template.multi.{side}.target"]) // len(sets[f"template.multi.{side}.source"])
+        for method, emb in single[0]:
+            key = (method, emb)
+            rows.append(_row(emb, method, "template_retrieval", f"massive_template_single:{pair}", locale, locale,
+                             "accuracy@1", template_accuracy_at_1(single[0][key], single[1][key]), encoder))
+            rows.append(_row(emb, method, "template_retrieval", f"massive_template_multi:{pair}", locale, locale,
+                             "MAP", mean_average_precision(multi[0][key], multi[1][key], k), encoder))
+    table = pd.DataFrame(rows)
+    logger.info("%s-%s evaluated: %d metric rows", src, tgt, len(table))
+    return table
+
+
+def evaluate_baselines(manifest: Mapping[str, Any], dream: Mapping[str, Any], identity: Mapping[str, Any]) -> pd.DataFrame:
+    """The baselines on the pair's test retrieval and template sets.
+
+    Embeddings: raw first-token (``raw/cls``), raw mean (``raw/mean``), per-language mean
+    centring of the mean vectors fitted on train (``centering/mean``), DREAM's meaning
+    (``dream/meaning``).
+    """
+    sets = manifest["sets"]
+    src, tgt = manifest["source_locale"], manifest["target_locale"]
+    dream_method, dream_model = load_trained(dream)
+    train_mean = np.concatenate([np.asarray(sets["train.source.utt"].vectors("mean")), np.asarray(sets["train.target.utt"].vectors("mean"))])
+    means = fit_language_means(train_mean, [src] * len(sets["train.source.utt"]) + [tgt] * len(sets["train.target.utt"]))
+
+    def embed(entry: EmbeddingSet, locale: str) -> dict[tuple[str, str], np.ndarray]:
+        out = {("raw", "cls"): np.asarray(entry.vectors("cls")), ("raw", "mean"): np.asarray(entry.vectors("mean"))}
+        out[("centering", "mean")] = center(out[("raw", "mean")], [locale] * len(entry), means)
+        with torch.no_grad():
+            vectors = torch.from_numpy(np.array(entry.vectors(dream["pooling"])))
+            out[("dream", "meaning")] = dream_method.encode(dream_model, vectors)["meaning"].numpy()
+        return out
+
+    return _score(manifest, embed, str(identity.get("name")))
+
+
+def evaluate_fmda(manifest: Mapping[str, Any], fmda: Mapping[str, Any], identity: Mapping[str, Any]) -> pd.DataFrame:
+    """An FMDA variant's meaning (``m``), template (``tp``) and residual (``rs``) embeddings, as ``fmda[-<variant>]`` rows."""
+    _, model = load_trained(fmda)
+    method = str(fmda.get("method", "fmda"))
+
+    def embed(entry: EmbeddingSet, locale: str) -> dict[tuple[str, str], np.ndarray]:
+        del locale
+        return {(method, key): value for key, value in encode_with_fmda(model, entry).items() if key != "lang"}
+
+    rows = _score(manifest, embed, str(identity.get("name")))
+    log_child_metrics(fmda.get("mlflow_run_id"), rows)
+    return rows

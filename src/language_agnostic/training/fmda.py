@@ -1,0 +1,364 @@
+"""Training FMDA (Wu et al. 2022) in every variant, its DREAM baseline and the InfoNCE controls on MASSIVE pairs.
+
+All-together, two-stage (§4.6) and unified (Appendix C) training; early stopping and model
+selection on MASSIVE dev only (the dev loss, or the dev accuracy@1 of ``emb_m`` with
+``select_on: dev_retrieval``). Each trained model is an artifact (``methods/registry.py``)
+with its dev figure and an MLflow child run.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from language_agnostic.config import settings_from_params
+from language_agnostic.evaluation.retrieval import retrieval_accuracy_at_1
+from language_agnostic.methods.contrastive import ContrastiveSettings
+from language_agnostic.methods.fmda import (
+    ABLATIONS, TEMPLATE_LOSSES, Fmda, FmdaConfig, fmda_losses, freeze_template_encoder, two_stage_weights,
+)
+from language_agnostic.methods.registry import build, build_spec, get_method
+from language_agnostic.reporting.tracking import log_child_run
+from language_agnostic.training.data import InterleavedBatches, QuadrupletBatches
+from language_agnostic.training.fmda_data import FmdaBatches, encode_with_fmda
+from language_agnostic.training.loop import TrainSettings, history_metrics, train
+
+logger = logging.getLogger(__name__)
+
+ALL_TOGETHER = "all_together"
+
+
+def method_name(variant: str) -> str:
+    """The metrics-table ``method`` of an FMDA variant: ``fmda`` for all-together training."""
+    return "fmda" if variant == ALL_TOGETHER else f"fmda-{variant}"
+
+
+SELECTION = ("dev_loss", "dev_retrieval")
+
+
+def _training_settings(params: Mapping[str, Any], where: str) -> tuple[TrainSettings, int, bool]:
+    params = dict(params)
+    batch_size = int(params.pop("batch_size", 512))
+    buckets = bool(params.pop("length_buckets", False))
+    select_on = params.pop("select_on", "dev_loss")
+    if select_on not in SELECTION:
+        raise ValueError(f"{where}.select_on must be one of {list(SELECTION)}, got {select_on!r}")
+    return settings_from_params(TrainSettings, params, where), batch_size, buckets
+
+
+def dev_retrieval(model: torch.nn.Module, *manifests: Mapping[str, Any]) -> float:
+    """Mean MASSIVE **dev** accuracy@1 of ``emb_m``, both directions of every pair (no test data)."""
+    accuracies = []
+    for manifest in manifests:
+        a = encode_with_fmda(model, manifest["sets"]["dev.source.utt"])["m"]
+        b = encode_with_fmda(model, manifest["sets"]["dev.target.utt"])["m"]
+        accuracies += [retrieval_accuracy_at_1(a, b), retrieval_accuracy_at_1(b, a)]
+    return float(np.mean(accuracies))
+
+
+def _dev_scorer(training: Mapping[str, Any], *manifests: Mapping[str, Any]) -> Callable[[torch.nn.Module], float] | None:
+    """``select_on: dev_retrieval``: :func:`dev_retrieval` as the selection criterion; else None."""
+    if training.get("select_on", "dev_loss") != "dev_retrieval":
+        return None
+    return lambda model: dev_retrieval(model, *manifests)
+
+
+def contrastive_settings(loss: Mapping[str, Any] | None, spec: Mapping[str, Any] | None = None) -> ContrastiveSettings:
+    """``fmda.loss`` with the variant's ``loss`` overrides on top, as :class:`ContrastiveSettings`."""
+    merged = {**dict(loss or {}), **dict((spec or {}).get("loss") or {})}
+    return settings_from_params(ContrastiveSettings, merged, "fmda.loss")
+
+
+def variant_training(training: Mapping[str, Any], spec: Mapping[str, Any]) -> dict[str, Any]:
+    """``fmda.training`` with the variant's ``training`` overrides (e.g. ``length_buckets: false``)."""
+    return {**dict(training), **dict(spec.get("training") or {})}
+
+
+def _variant_setup(training: Mapping[str, Any], spec: Mapping[str, Any], loss: Mapping[str, Any] | None
+                   ) -> tuple[dict[str, Any], TrainSettings, int, bool, dict[str, float], ContrastiveSettings]:
+    """What every FMDA training node reads of a variant: merged training params, settings, batch size,
+    buckets, loss weights and contrastive settings."""
+    training = variant_training(training, spec)
+    settings, batch_size, buckets = _training_settings(training, "fmda.training")
+    return training, settings, batch_size, buckets, _variant_weights(spec), contrastive_settings(loss, spec)
+
+
+def _run_params(variant: str, spec: Mapping[str, Any], model_params: Mapping[str, Any], training: Mapping[str, Any],
+                contrastive: ContrastiveSettings, **extra: Any) -> dict[str, Any]:
+    """The parameters of a variant's nested MLflow run."""
+    return {"variant": variant, **extra, **spec, **model_params, **training,
+            **{f"loss.{k}": v for k, v in contrastive.__dict__.items()}}
+
+
+def _variant_weights(variant: Mapping[str, Any]) -> dict[str, float]:
+    ablation = str(variant.get("ablation", "full"))
+    if ablation not in ABLATIONS:
+        raise ValueError(f"fmda.variants: ablation must be one of {sorted(ABLATIONS)}, got {ablation!r}")
+    return {**ABLATIONS[ablation], **dict(variant.get("loss_weights") or {})}
+
+
+def pool_rows(ids: np.ndarray, pools: pd.DataFrame, locale: str, partition: str) -> np.ndarray:
+    """Rows of ``ids`` negatives are drawn from: those in the locale's negative pool of ``partition``.
+
+    Train and dev negatives follow one rule (§4.2's BLEU < 0.1 pool, built within each
+    partition), so the dev loss measures what training optimises. A pool table without a
+    ``partition`` column holds train pools only.
+
+    Raises:
+        ValueError: No pool for that locale and partition (add it to ``massive.negative_pool.partitions``).
+    """
+    chosen = pools["locale"] == locale
+    if "partition" in pools.columns:
+        chosen &= pools["partition"] == partition
+    elif partition != "train":
+        chosen &= False
+    # a hash lookup: np.isin sorts object (string) arrays, ~1.8 s a call on MASSIVE train
+    rows = np.flatnonzero(pd.Index(pools.loc[chosen, "id"]).get_indexer(pd.Index(ids)) >= 0)
+    if len(rows) < 2:
+        raise ValueError(f"the {partition} negative pool of {locale} has {len(rows)} of these utterances; "
+                         f"FMDA draws {partition} negatives from it: list {partition!r} in massive.negative_pool.partitions")
+    return rows
+
+
+def _fmda_batches(manifest: Mapping[str, Any], split: str, pools: pd.DataFrame, batch_size: int,
+                  shuffle: bool, buckets: bool = False, langs: tuple[int, int] = (0, 1), negatives: bool = True) -> FmdaBatches:
+    sets, ids = manifest["sets"], np.array(manifest["ids"][split])
+    pool = {side: pool_rows(ids, pools, manifest[f"{side}_locale"], split) for side in ("source", "target")}
+    targets = {f"{s[0]}_{kind}": np.asarray(sets[f"{split}.{s}.{kind}"].vectors("cls")) for s in ("source", "target") for kind in ("tp", "rs")}
+    return FmdaBatches(sets[f"{split}.source.utt"], sets[f"{split}.target.utt"], targets, *langs,
+                       pool["source"], pool["target"], batch_size, shuffle=shuffle, bucket=buckets, negatives=negatives)
+
+
+def _new_model(manifest: Mapping[str, Any], model_params: Mapping[str, Any], n_languages: int, seed: int) -> Fmda:
+    dim = manifest["sets"]["train.source.utt"].dim
+    config = settings_from_params(FmdaConfig, model_params, "fmda.model", dim=dim, n_languages=n_languages)
+    torch.manual_seed(seed)
+    return Fmda(config)
+
+
+def _trained(model: Fmda, results: list[Any], variant: str, spec: Mapping[str, Any], contrastive: ContrastiveSettings,
+             *manifests: Mapping[str, Any], **extra: Any) -> dict[str, Any]:
+    # the kept model's dev accuracy@1 of emb_m: the dev figure the loss defaults are argued on
+    dev = dev_retrieval(model, *manifests)
+    logger.info("FMDA %s: best dev epoch(s) %s of %s; dev accuracy@1 of emb_m %.4f",
+                variant, [r.best_epoch for r in results], [r.epochs_run for r in results], dev)
+    config = dict(model.config.__dict__)
+    build = build_spec("fmda", config.pop("dim"), config.pop("n_languages"), config)
+    return {"state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()}, "build": build, "config": model.config.__dict__,
+            "variant": variant, "method": method_name(variant), "ablation": str(spec.get("ablation", "full")),
+            "loss": contrastive.__dict__, "best_epoch": results[-1].best_epoch, "epochs_run": results[-1].epochs_run,
+            "stage_epochs": [[r.best_epoch, r.epochs_run] for r in results], "dev_m_accuracy": dev, **extra}
+
+
+def _history(result_history: list[dict[str, float]], prefix: str, trained: Mapping[str, Any]) -> dict[str, Any]:
+    metrics = history_metrics(result_history, prefix)
+    metrics[f"{prefix}.dev_m_accuracy"] = [{"value": float(trained["dev_m_accuracy"]), "step": 0}]
+    return metrics
+
+
+def train_fmda(manifest: Mapping[str, Any], pools: pd.DataFrame, model_params: Mapping[str, Any],
+               spec: Mapping[str, Any], training: Mapping[str, Any], loss: Mapping[str, Any] | None = None,
+               variant: str = ALL_TOGETHER) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Train FMDA on the pair's train split, early stopping on dev (§4.2); all losses together.
+
+    Args:
+        manifest: From :func:`embed_fmda_inputs`.
+        pools: ``massive_negative_pools``; train negatives come from the train pools, dev
+            negatives from the dev pools (the same BLEU rule within each split).
+        model_params: ``FmdaConfig`` fields other than ``dim``/``n_languages``.
+        spec: The variant (``fmda.variants.<name>``): ``ablation`` (a key of ``ABLATIONS``),
+            extra ``loss_weights``, ``loss`` and ``training`` overrides.
+        training: ``TrainSettings`` fields, ``batch_size`` and ``length_buckets``.
+        loss: ``fmda.loss`` (:class:`ContrastiveSettings` fields).
+        variant: The variant's name (rows and MLflow run are named after it).
+
+    Returns:
+        ``(model, metrics)``: the trained weights and config, and per-epoch losses for MLflow.
+    """
+    training, settings, batch_size, buckets, weights, contrastive = _variant_setup(training, spec, loss)
+    negatives = contrastive.contrastive == "pairwise"
+    model = _new_model(manifest, model_params, 2, settings.seed)
+    result = train(model, lambda m, b: fmda_losses(m, b, weights, contrastive),
+                   _fmda_batches(manifest, "train", pools, batch_size, True, buckets, negatives=negatives),
+                   _fmda_batches(manifest, "dev", pools, batch_size, False, negatives=negatives), settings,
+                   _dev_scorer(training, manifest))
+    trained = _trained(model, [result], variant, spec, contrastive, manifest)
+    pair = f"{manifest['source_locale']}-{manifest['target_locale']}"
+    trained["mlflow_run_id"] = log_child_run(f"fmda/{variant}/{pair}", _run_params(variant, spec, model_params, training, contrastive),
+                                             result.history)
+    return trained, _history(result.history, f"fmda.{variant}.{pair}", trained)
+
+
+def _template_pair_batches(manifest: Mapping[str, Any], split: str, pools: pd.DataFrame, batch_size: int,
+                           shuffle: bool, buckets: bool, negatives: bool = True) -> InterleavedBatches:
+    """Stage-1 batches; the held-out template pairs are train utterances, so both splits draw from the train pools."""
+    sources = []
+    for lang, side in enumerate(("source", "target")):
+        sets, ids = manifest["sets"], np.array(manifest["ids"][f"{split}.{side}"])
+        target = np.asarray(sets[f"{split}.{side}.tp"].vectors("cls"))
+        pool = pool_rows(ids, pools, manifest[f"{side}_locale"], "train")
+        # both utterances share the template, so one target serves both; the residual targets
+        # are unused (weight 0 in stage 1) and filled with the same array
+        targets = {k: target for k in ("s_tp", "t_tp", "s_rs", "t_rs")}
+        sources.append(FmdaBatches(sets[f"{split}.{side}.a"], sets[f"{split}.{side}.b"], targets, lang, lang,
+                                   pool, pool, batch_size, shuffle=shuffle, bucket=buckets, negatives=negatives))
+    return InterleavedBatches(sources)
+
+
+def train_fmda_two_stage(manifest: Mapping[str, Any], template_pairs: Mapping[str, Any], pools: pd.DataFrame,
+                         model_params: Mapping[str, Any], spec: Mapping[str, Any], training: Mapping[str, Any],
+                         loss: Mapping[str, Any] | None = None, variant: str = "two_stage") -> tuple[dict[str, Any], dict[str, Any]]:
+    """Two-stage FMDA (§4.6): template losses on monolingual template pairs, then the rest with the template encoder frozen.
+
+    Stage 1 stops early on the held-out template pairs, stage 2 on the MASSIVE dev pairs. Both
+    stages use the variant's contrastive settings (``fmda.loss`` + ``loss``): with pool negatives,
+    stage 1's ``tp_con`` draws them from the train pools for the held-out pairs too (they are
+    train utterances).
+    """
+    training, settings, batch_size, buckets, extra, contrastive = _variant_setup(training, spec, loss)
+    negatives = contrastive.contrastive == "pairwise"
+    model = _new_model(manifest, model_params, 2, settings.seed)
+    stage1 = {**two_stage_weights(1), **{k: v for k, v in extra.items() if k in TEMPLATE_LOSSES}}
+    first = train(model, lambda m, b: fmda_losses(m, b, stage1, contrastive),
+                  _template_pair_batches(template_pairs, "train", pools, batch_size, True, buckets, negatives),
+                  _template_pair_batches(template_pairs, "dev", pools, batch_size, False, False, negatives), settings)
+    freeze_template_encoder(model)
+    stage2 = {**two_stage_weights(2), **{k: v for k, v in extra.items() if k not in TEMPLATE_LOSSES}}
+    second = train(model, lambda m, b: fmda_losses(m, b, stage2, contrastive),
+                   _fmda_batches(manifest, "train", pools, batch_size, True, buckets, negatives=negatives),
+                   _fmda_batches(manifest, "dev", pools, batch_size, False, negatives=negatives), settings,
+                   _dev_scorer(training, manifest))
+    trained = _trained(model, [first, second], variant, spec, contrastive, manifest)
+    history = first.history + [{**r, "epoch": r["epoch"] + len(first.history)} for r in second.history]
+    pair = f"{manifest['source_locale']}-{manifest['target_locale']}"
+    trained["mlflow_run_id"] = log_child_run(f"fmda/{variant}/{pair}",
+                                             _run_params(variant, spec, model_params, training, contrastive, two_stage=True), history)
+    metrics = _history(second.history, f"fmda.{variant}.{pair}.stage2", trained)
+    return trained, {**history_metrics(first.history, f"fmda.{variant}.{pair}.stage1"), **metrics}
+
+
+def train_fmda_unified(pools: pd.DataFrame, model_params: Mapping[str, Any], spec: Mapping[str, Any],
+                       training: Mapping[str, Any], loss: Mapping[str, Any], *manifests: Mapping[str, Any]
+                       ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One FMDA on the mixture of several pairs (Appendix C), one language id per locale.
+
+    Every epoch holds every pair's batches in a seeded random order; early stopping uses the
+    summed dev loss of all pairs.
+    """
+    training, settings, batch_size, buckets, weights, contrastive = _variant_setup(training, spec, loss)
+    negatives = contrastive.contrastive == "pairwise"
+    languages = list(dict.fromkeys(loc for m in manifests for loc in (m["source_locale"], m["target_locale"])))
+    langs = [(languages.index(m["source_locale"]), languages.index(m["target_locale"])) for m in manifests]
+    model = _new_model(manifests[0], model_params, len(languages), settings.seed)
+    result = train(model, lambda m, b: fmda_losses(m, b, weights, contrastive),
+                   InterleavedBatches([_fmda_batches(m, "train", pools, batch_size, True, buckets, l, negatives) for m, l in zip(manifests, langs)]),
+                   InterleavedBatches([_fmda_batches(m, "dev", pools, batch_size, False, False, l, negatives) for m, l in zip(manifests, langs)]),
+                   settings, _dev_scorer(training, *manifests))
+    trained = _trained(model, [result], "unified", spec, contrastive, *manifests, languages=languages)
+    trained["mlflow_run_id"] = log_child_run("fmda/unified/" + "+".join(languages),
+                                             _run_params("unified", spec, model_params, training, contrastive), result.history)
+    return trained, _history(result.history, "fmda.unified", trained)
+
+
+def train_dream_baseline(manifest: Mapping[str, Any], dream: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """DREAM (Tiyajamorn et al. 2021) on the same pairs, over pooled sentence vectors.
+
+    Args:
+        manifest: From :func:`embed_fmda_inputs`.
+        dream: ``pooling`` (``cls`` as in the paper), ``activation``, ``loss_weights`` and
+            ``training`` (``TrainSettings`` fields and ``batch_size``).
+    """
+    settings, batch_size, _ = _training_settings(dream["training"], "fmda.dream.training")
+    if dream["training"].get("select_on", "dev_loss") != "dev_loss":
+        raise ValueError("fmda.dream.training.select_on: DREAM selects on its dev loss only ('dev_loss')")
+    pooling = str(dream.get("pooling", "cls"))
+    sets = manifest["sets"]
+
+    def batches(split: str, shuffle: bool) -> QuadrupletBatches:
+        s = np.asarray(sets[f"{split}.source.utt"].vectors(pooling))
+        t = np.asarray(sets[f"{split}.target.utt"].vectors(pooling))
+        return QuadrupletBatches(s, t, np.zeros(len(s)), np.ones(len(t)), batch_size, shuffle=shuffle)
+
+    torch.manual_seed(settings.seed)
+    options, weights = {"activation": str(dream.get("activation", "none"))}, dict(dream.get("loss_weights") or {})
+    model = build("dream", sets["train.source.utt"].dim, 2, options, "fmda.dream")
+    result = train(model, lambda m, b: get_method("dream").losses(m, b, weights, options),
+                   batches("train", True), batches("dev", False), settings)
+    trained = {"state_dict": result.state_dict, "build": build_spec("dream", sets["train.source.utt"].dim, 2, options),
+               "pooling": pooling, "activation": options["activation"],
+               "best_epoch": result.best_epoch, "epochs_run": result.epochs_run}
+    return trained, history_metrics(result.history, f"dream.{manifest['source_locale']}-{manifest['target_locale']}")
+
+
+CONTROLS = ("linear-infonce", "dream-infonce")
+
+
+def control_meaning(model: torch.nn.Module, vectors: np.ndarray, method: str) -> np.ndarray:
+    """The control's meaning embedding of pooled vectors (``LinearHead`` output, DREAM's ``MLP_M``)."""
+    model.eval()
+    with torch.no_grad():
+        return get_method(method).encode(model, torch.from_numpy(np.array(vectors, dtype=np.float32)))["meaning"].numpy()
+
+
+def train_control(manifest: Mapping[str, Any], spec: Mapping[str, Any], training: Mapping[str, Any],
+                  loss: Mapping[str, Any], name: str = "linear_infonce") -> tuple[dict[str, Any], dict[str, Any]]:
+    """A control for ``fmda-infonce``: the same InfoNCE, data, selection and budget, without FMDA's architecture.
+
+    ``linear-infonce`` is one linear map over pooled vectors trained with InfoNCE alone;
+    ``dream-infonce`` is DREAM (Tiyajamorn et al. 2021) with its meaning loss (eq. 5-7) replaced
+    by InfoNCE. Both read the pair's train/dev pooled vectors in random batches of
+    ``fmda.training.batch_size`` and stop on the dev loss (or on dev retrieval of their meaning
+    embedding when ``select_on: dev_retrieval``), with ``fmda.training``'s lr, patience and cap.
+
+    Args:
+        manifest: From :func:`embed_fmda_inputs`.
+        spec: ``fmda.controls.<name>``: ``method`` (``linear-infonce`` | ``dream-infonce``),
+            ``pooling`` (``mean`` | ``cls``), ``pairs``.
+        training: ``fmda.training`` (``length_buckets`` does not apply: pooled vectors have no length).
+        loss: ``fmda.loss``; its ``temperature`` is the InfoNCE temperature.
+        name: The control's key in ``fmda.controls``.
+    """
+    method, pooling = str(spec.get("method", "")), str(spec.get("pooling", "mean"))
+    if method not in CONTROLS:
+        raise ValueError(f"fmda.controls: method must be one of {list(CONTROLS)}, got {method!r}")
+    params = {k: v for k, v in dict(training).items() if k != "length_buckets"}
+    settings, batch_size, _ = _training_settings(params, "fmda.training")
+    temperature = contrastive_settings(loss, {}).temperature
+    sets = manifest["sets"]
+    vectors = {f"{split}.{side}": np.asarray(sets[f"{split}.{side}.utt"].vectors(pooling), dtype=np.float32)
+               for split in ("train", "dev") for side in ("source", "target")}
+
+    def batches(split: str, shuffle: bool) -> QuadrupletBatches:
+        s, t = vectors[f"{split}.source"], vectors[f"{split}.target"]
+        return QuadrupletBatches(s, t, np.zeros(len(s)), np.ones(len(t)), batch_size, shuffle=shuffle)
+
+    options = {"temperature": temperature}
+
+    def loss_fn(m: torch.nn.Module, b: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        return get_method(method).losses(m, b, {}, options)
+
+    def dev_score(m: torch.nn.Module) -> float:
+        a, b = control_meaning(m, vectors["dev.source"], method), control_meaning(m, vectors["dev.target"], method)
+        return float(np.mean([retrieval_accuracy_at_1(a, b), retrieval_accuracy_at_1(b, a)]))
+
+    torch.manual_seed(settings.seed)
+    model = build(method, sets["train.source.utt"].dim, 2, options, f"fmda.controls.{name}.method")
+    selecting = training.get("select_on", "dev_loss") == "dev_retrieval"
+    result = train(model, loss_fn, batches("train", True), batches("dev", False), settings, dev_score if selecting else None)
+    dev = dev_score(model)
+    pair = f"{manifest['source_locale']}-{manifest['target_locale']}"
+    logger.info("%s %s: best dev epoch %d of %d; dev accuracy@1 of its meaning embedding %.4f",
+                method, pair, result.best_epoch, result.epochs_run, dev)
+    trained = {"state_dict": result.state_dict, "build": build_spec(method, sets["train.source.utt"].dim, 2, options),
+               "method": method, "pooling": pooling, "temperature": temperature,
+               "best_epoch": result.best_epoch, "epochs_run": result.epochs_run, "dev_m_accuracy": dev}
+    trained["mlflow_run_id"] = log_child_run(f"{method}/{pair}", {"method": method, "pooling": pooling, "temperature": temperature,
+                                                                  **params}, result.history)
+    metrics = history_metrics(result.history, f"{method}.{pair}")
+    metrics[f"{method}.{pair}.dev_m_accuracy"] = [{"value": dev, "step": 0}]
+    return trained, metrics
