@@ -4,8 +4,8 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-# The pipelines the main job runs (override: make run PIPELINES=massive)
-PIPELINES ?= __default__
+# The main job: the FMDA pipeline with its defaults (override: make run PIPELINES=massive)
+PIPELINES ?= fmda
 
 .PHONY: setup run test clean-venv
 
