@@ -1,9 +1,11 @@
 """Dev-only check of the learning rate and epoch cap of FMDA and DREAM on one MASSIVE pair.
 
-Model selection here uses the MASSIVE **dev** split only (the same early-stopping criterion
-as the pipeline: the lowest mean dev ``total`` loss); no test figure is computed. For each
-learning rate it trains with the pipeline's own node (``train_fmda`` / ``train_dream_baseline``)
-and prints the best dev loss, the epoch it came from, the epochs run and the seconds taken.
+Model selection here uses the MASSIVE **dev** split only, with the pipeline's criterion
+(``fmda.training.select_on``: the dev accuracy@1 of ``emb_m`` by default, or the lowest mean
+dev ``total`` loss; DREAM always the dev loss); no test figure is computed unless ``--test``.
+For each learning rate it trains with the pipeline's own function (``train_fmda`` /
+``train_dream_baseline``) and prints the best dev loss, the epoch it came from, the epochs run
+and the seconds taken.
 
 Needs the pair's FMDA inputs (``data/04_feature/<pair>/fmda_inputs.json``), which any
 ``kedro run --pipelines=fmda`` writes.
@@ -72,12 +74,14 @@ def main() -> None:
     parser.add_argument("--lrs", type=float, nargs="+", default=[1e-4, 3e-4, 1e-3])
     parser.add_argument("--max-epochs", type=int, default=60)
     parser.add_argument("--patience", type=int, default=None, help="default: the configured one")
-    parser.add_argument("--select-on", choices=list(nodes.SELECTION), default="dev_loss")
+    parser.add_argument("--select-on", choices=list(nodes.SELECTION), default=None,
+                        help="default: the configured fmda.training.select_on")
     parser.add_argument("--variant", default="all_together", help="an fmda.variants entry (its loss and training overrides)")
     parser.add_argument("--loss", nargs="*", default=[], metavar="KEY=VALUE",
                         help="fmda.loss overrides on top of the variant's, e.g. negative=linear margin=0.2")
     parser.add_argument("--model", nargs="*", default=[], metavar="KEY=VALUE",
                         help="fmda.model overrides, e.g. utterance_target=mean")
+    parser.add_argument("--seed", type=int, default=None, help="training seed (default: the configured one)")
     parser.add_argument("--test", action="store_true", help="print the selected model's test rows")
     parser.add_argument("--baselines", action="store_true", help="print the dev figures of raw/mean and centering/mean only")
     args = parser.parse_args()
@@ -94,10 +98,11 @@ def main() -> None:
     base = params["training"] if args.method == "fmda" else params["dream"]["training"]
     for lr in args.lrs:
         training = {**base, "lr": lr, "max_epochs": args.max_epochs, "progress": False,
-                    **({"patience": args.patience} if args.patience else {})}
+                    **({"patience": args.patience} if args.patience else {}),
+                    **({"seed": args.seed} if args.seed is not None else {})}
         start = time.perf_counter()
         if args.method == "fmda":
-            training["select_on"] = args.select_on
+            training["select_on"] = args.select_on or base.get("select_on", "dev_loss")
             spec = {k: v for k, v in (params["variants"].get(args.variant) or {}).items() if k != "pairs"}
             overrides = {k: yaml.safe_load(v) for k, v in (item.split("=", 1) for item in args.loss)}
             spec["loss"] = {**(spec.get("loss") or {}), **overrides}
@@ -107,7 +112,7 @@ def main() -> None:
             pair = f"{manifest['source_locale']}-{manifest['target_locale']}"
             key = f"fmda.{args.variant}.{pair}.dev_total"
             print(f"kept epoch {trained['best_epoch']}: dev accuracy@1 of emb_m {trained['dev_m_accuracy']:.4f}")
-            if args.select_on == "dev_retrieval":
+            if training["select_on"] == "dev_retrieval":
                 scores = [p["value"] for p in history[f"fmda.{args.variant}.{pair}.dev_score"]]
                 print(f"dev accuracy@1 of emb_m per epoch: {[round(x, 3) for x in scores]}; kept epoch {trained['best_epoch']}")
             if args.test:
