@@ -74,6 +74,10 @@ def _fmda_encode(model: nn.Module, inputs: tuple[torch.Tensor, torch.Tensor]) ->
     return {k: out[k] for k in ("m", "tp", "rs", "lang")}
 
 
+def _dream(dim: int, n_languages: int, options: Options) -> nn.Module:
+    return Dream(dim, n_languages, str(options.get("activation", "none")))
+
+
 def _temperature(options: Options) -> float:
     return float(options.get("temperature", 0.05))
 
@@ -81,13 +85,13 @@ def _temperature(options: Options) -> float:
 METHODS: dict[str, Method] = {
     "dream": Method(
         "dream", "vectors",
-        build=lambda dim, n, o: Dream(dim, n, str(o.get("activation", "none"))),
+        build=_dream,
         losses=lambda m, b, w, o: dream_losses(m, b["s"], b["t"], b["s2"], b["t2"], b["s_lang"], b["t_lang"], w),
         encode=_meaning_language, options=("activation",),
         description="Tiyajamorn et al. 2021: meaning/language MLPs, reconstruction, pairwise meaning loss"),
     "dream-infonce": Method(
         "dream-infonce", "vectors",
-        build=lambda dim, n, o: Dream(dim, n, str(o.get("activation", "none"))),
+        build=_dream,
         losses=lambda m, b, w, o: dream_losses(m, b["s"], b["t"], b["s2"], b["t2"], b["s_lang"], b["t_lang"], w,
                                                meaning="infonce", temperature=_temperature(o)),
         encode=_meaning_language, options=("activation", "temperature"),
