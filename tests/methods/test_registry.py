@@ -90,6 +90,10 @@ def test_unknown_methods_and_options_name_the_parameter():
         load_trained({"method": "dream", "state_dict": {}})
 
 
-def test_meat_declares_its_adversary_for_the_loop():
+def test_meat_declares_its_adversary_for_the_loop_and_the_others_do_not():
+    from language_agnostic.training.loop import FineTunesEncoder, HasAdversary
+
     meat = build("meat", DIM, N_LANG)
+    assert isinstance(meat, HasAdversary) and not isinstance(meat, FineTunesEncoder)
     assert {id(p) for p in meat.adversary_parameters()} == {id(p) for p in meat.discriminator.parameters()}
+    assert not any(isinstance(build(name, DIM, N_LANG), HasAdversary) for name in METHODS if name != "meat")

@@ -4,10 +4,10 @@ A method is what a pipeline needs to train and use it, and nothing about Kedro:
 
 - ``build(dim, n_languages, options)``: an untrained model;
 - ``losses(model, batch, loss_weights, options)``: ``{name: tensor, ..., "total": tensor}``
-  (plus ``"adversary"`` for a method whose model declares ``adversary_parameters()``; a
-  model that fine-tunes an encoder declares ``encoder_parameters()``: the training loop
-  gives each its own optimiser or learning rate, so a method declares its optimisers by
-  declaring its parameter groups);
+  (plus ``"adversary"`` for a method whose model is a ``training.loop.HasAdversary``; a
+  model that fine-tunes an encoder is a ``training.loop.FineTunesEncoder``: the training
+  loop gives each group its own optimiser or learning rate, so a method declares its
+  optimisers by declaring its parameter groups);
 - ``encode(model, inputs)``: ``{embedding name: tensor}`` for a batch of inputs (pooled
   vectors ``(B, D)``, or ``(states, mask)`` for token-level methods);
 - ``options``: the method-specific keys it accepts (anything else is rejected, naming the

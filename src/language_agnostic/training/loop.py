@@ -23,7 +23,7 @@ import math
 import random
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import torch
@@ -37,6 +37,20 @@ logger = logging.getLogger(__name__)
 
 Batch = Mapping[str, torch.Tensor]
 LossFn = Callable[[nn.Module, Batch], Mapping[str, torch.Tensor]]
+
+
+@runtime_checkable
+class HasAdversary(Protocol):
+    """A model trained against an adversary (MEAT's discriminator, a WGAN critic): its own optimiser."""
+
+    def adversary_parameters(self) -> Iterable[nn.Parameter]: ...
+
+
+@runtime_checkable
+class FineTunesEncoder(Protocol):
+    """A model that fine-tunes an encoder: those parameters train at ``TrainSettings.encoder_lr``."""
+
+    def encoder_parameters(self) -> Iterable[nn.Parameter]: ...
 
 
 class BatchSource(Protocol):
@@ -169,10 +183,10 @@ def make_accelerator(settings: TrainSettings) -> Accelerator:
 
 def _optimisers(model: nn.Module, settings: TrainSettings) -> tuple[torch.optim.Optimizer, torch.optim.Optimizer | None]:
     """The main optimiser (heads at ``lr``, encoder at ``encoder_lr``) and the adversary's, if the model has one."""
-    # an adversarial method (MEAT) names its adversary's parameters: they get their own
+    # an adversarial method (MEAT) declares its adversary's parameters: they get their own
     # optimiser and are stepped on the "adversary" loss before the main step on "total"
-    adversary = list(model.adversary_parameters()) if hasattr(model, "adversary_parameters") else []
-    encoder = list(model.encoder_parameters()) if hasattr(model, "encoder_parameters") else []
+    adversary = list(model.adversary_parameters()) if isinstance(model, HasAdversary) else []
+    encoder = list(model.encoder_parameters()) if isinstance(model, FineTunesEncoder) else []
     taken = {id(p) for p in adversary} | {id(p) for p in encoder}
     heads = [p for p in model.parameters() if id(p) not in taken and p.requires_grad]
     groups = [{"params": heads, "lr": settings.lr}]
