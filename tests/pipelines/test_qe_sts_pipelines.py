@@ -333,6 +333,11 @@ def test_unknown_training_keys_and_methods_are_named():
         heads.train_head({"sets": {}}, pd.DataFrame(), {}, {"epochs": 3}, "mean", method="seed", pipeline="qe")
     with pytest.raises(ValueError, match="unknown method 'emu'"):
         heads.head_options("emu", "none")
+    with pytest.raises(ValueError, match=r"sts.methods.dream: unknown key\(s\) \['los_weights'\]; known: \['activation', "
+                       r"'loss_weights', 'method', 'pooling', 'training'\]"):
+        heads.train_head({"sets": {}}, pd.DataFrame(), {"los_weights": {"meaning": 0}}, {}, "mean", method="dream", pipeline="sts")
+    with pytest.raises(ValueError, match=r"qe.methods.seed.pooling must be 'mean' or 'cls', got 'max'"):
+        heads.train_head({"sets": {}}, pd.DataFrame(), {"pooling": "max"}, {}, "mean", method="seed", pipeline="qe")
 
 
 @pytest.mark.parametrize(("ablations", "message"), [

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,34 @@ from language_agnostic.training.loop import TrainSettings, history_metrics, trai
 logger = logging.getLogger(__name__)
 
 TRAINED_METHODS = ("dream", "meat", "seed")
+
+
+@dataclass(frozen=True)
+class HeadSpec:
+    """``<pipeline>.methods.<name>``, parsed once: unknown keys are an error naming the parameter.
+
+    Attributes:
+        loss_weights: Overrides of the method's loss weights.
+        training: Overrides of ``<pipeline>.training`` for this head.
+        activation: DREAM's activation between layers (the other heads take none).
+        method: The registered method, when the head's name is not the method's name.
+        pooling: The sentence vector this head reads; ``None``: ``<pipeline>.pooling``.
+    """
+
+    loss_weights: Mapping[str, float] = field(default_factory=dict)
+    training: Mapping[str, Any] = field(default_factory=dict)
+    activation: str = "none"
+    method: str | None = None
+    pooling: str | None = None
+
+
+def head_spec(spec: Mapping[str, Any] | None, where: str) -> HeadSpec:
+    """:class:`HeadSpec` from a parameter mapping (``None`` values mean the defaults)."""
+    given = {k: v for k, v in dict(spec or {}).items() if v is not None}
+    parsed = settings_from_params(HeadSpec, given, where)
+    if parsed.pooling not in (None, "mean", "cls"):
+        raise ValueError(f"{where}.pooling must be 'mean' or 'cls', got {parsed.pooling!r}")
+    return parsed
 
 
 def vectors_of(manifest: Mapping[str, Any], name: str, pooling: str) -> np.ndarray:
@@ -75,8 +104,9 @@ def train_head(manifest: Mapping[str, Any], corpus: pd.DataFrame, spec: Mapping[
     Args:
         manifest: From :func:`embed_similarity_inputs`.
         corpus: The split corpus (languages and pairs of each row).
-        spec: ``<pipeline>.methods.<method>``: ``loss_weights``, ``activation`` (DREAM) and
-            ``training`` overrides (``lr``, ``patience``, ...).
+        spec: ``<pipeline>.methods.<method>`` (:class:`HeadSpec`): ``loss_weights``,
+            ``activation`` (DREAM), ``training`` overrides (``lr``, ``patience``, ...),
+            optionally ``method`` and ``pooling``.
         training: ``<pipeline>.training``: ``TrainSettings`` fields and ``batch_size``.
         pooling: Which sentence vector the heads read (``mean`` | ``cls``).
         method: ``dream`` | ``meat`` | ``seed``.
@@ -88,13 +118,16 @@ def train_head(manifest: Mapping[str, Any], corpus: pd.DataFrame, spec: Mapping[
         ``(model, history)``: weights and metadata, and per-epoch losses for MLflow.
     """
     name = name or method
-    params = {**dict(training), **dict(spec.get("training") or {})}
+    parsed = head_spec(spec, f"{pipeline}.methods.{method}")
+    method = parsed.method or method
+    pooling = parsed.pooling or pooling
+    params = {**dict(training), **dict(parsed.training)}
     batch_size = int(params.pop("batch_size", 512))
     settings = settings_from_params(TrainSettings, params, f"{pipeline}.training")
     languages = corpus_languages(corpus)
-    activation = str(spec.get("activation", "none"))
+    activation = str(parsed.activation)
     torch.manual_seed(settings.seed)
-    options, weights = head_options(method, activation), dict(spec.get("loss_weights") or {})
+    options, weights = head_options(method, activation), dict(parsed.loss_weights)
     dim = manifest["sets"]["train.source"].dim
     model = build(method, dim, len(languages), options)
     result = train(model, lambda m, b: get_method(method).losses(m, b, weights, options),
@@ -105,7 +138,7 @@ def train_head(manifest: Mapping[str, Any], corpus: pd.DataFrame, spec: Mapping[
                                                   "batch_size": batch_size}, result.history)
     trained = {"state_dict": result.state_dict, "build": build_spec(method, dim, len(languages), options),
                "method": method, "name": name, "languages": languages,
-               "pooling": pooling, "activation": activation, "loss_weights": dict(spec.get("loss_weights") or {}),
+               "pooling": pooling, "activation": activation, "loss_weights": weights,
                "best_epoch": result.best_epoch, "epochs_run": result.epochs_run, "mlflow_run_id": run_id}
     return trained, history_metrics(result.history, f"{pipeline}.{name}")
 
