@@ -62,17 +62,21 @@ def _reference(model: nn.Module, train_data: Batches, dev_data: Batches, lr: flo
     return dev
 
 
-def test_the_defaults_give_the_plain_adam_loop_bit_for_bit():
+@pytest.mark.parametrize("device", ["cpu", pytest.param("auto", marks=pytest.mark.skipif(
+    torch.cuda.is_available(), reason="auto is CUDA there: other floating-point results"))])
+def test_the_defaults_give_the_plain_adam_loop_bit_for_bit(device: str):
     x, y = _data()
     train_data, dev_data = Batches(x, y, 4), Batches(*_data(5, 6), 6, shuffle=False)
     reference = _model()
     dev = _reference(reference, train_data, dev_data, lr=0.05, epochs=6, seed=3)
     model = _model()
     # patience past the cap: every epoch runs, and the kept weights are the best dev epoch's
-    result = train(model, _mse, train_data, dev_data, TrainSettings(lr=0.05, max_epochs=6, patience=10, seed=3, progress=False))
+    result = train(model, _mse, train_data, dev_data,
+                   TrainSettings(lr=0.05, max_epochs=6, patience=10, seed=3, device=device, progress=False))
     assert [h["dev_total"] for h in result.history] == dev
     assert result.best_epoch == 1 + dev.index(min(dev)) and result.best_step == 3 * result.best_epoch
     # the kept weights are the reference's after the best epoch, exactly
+    model.cpu()
     kept = _model()
     _reference(kept, train_data, dev_data, lr=0.05, epochs=result.best_epoch, seed=3)
     assert torch.equal(model.weight, kept.weight) and torch.equal(model.bias, kept.bias)

@@ -301,8 +301,10 @@ CONTROLS = ("linear-infonce", "dream-infonce")
 def control_meaning(model: torch.nn.Module, vectors: np.ndarray, method: str) -> np.ndarray:
     """The control's meaning embedding of pooled vectors (``LinearHead`` output, DREAM's ``MLP_M``)."""
     model.eval()
+    device = next(model.parameters()).device  # also mid-training on an accelerator (dev-score selection)
     with torch.no_grad():
-        return get_method(method).encode(model, torch.from_numpy(np.array(vectors, dtype=np.float32)))["meaning"].numpy()
+        inputs = torch.from_numpy(np.array(vectors, dtype=np.float32)).to(device)
+        return get_method(method).encode(model, inputs)["meaning"].cpu().numpy()
 
 
 def train_control(manifest: Mapping[str, Any], spec: Mapping[str, Any], training: Mapping[str, Any],
