@@ -202,7 +202,7 @@ def test_report_tables_average_their_pairs_and_ablations_get_their_own_table():
     report = {"pipeline": "qe", "title": "QE", "tables": {"Table 1": ["ro-en", "et-en"], "Table 1b": ["et-en"]},
               "ablation_tables": {"seed": "Table 5", "dream": "Table 6"},
               "paper_corpus_sizes": {"DREAM Table 1": {"ro-en": 195082}}}
-    ablations = {"seed_without_lc": {"method": "seed", "loss_weights": {"cross": 0}}}
+    ablations = {"seed_without_lc": {"base": "seed", "loss_weights": {"cross": 0}}}
     rows, metrics, markdown = similarity.report_similarity(report, ablations, sizes, {"ro-en": {"rows_in": 1, "rows_out": 1}},
                                                            pearson_rows, leakage)
     assert len(rows) == 8
@@ -269,7 +269,7 @@ def test_qe_pipeline_end_to_end_on_tiny_data(tiny_hub_model: Path, tmp_path: Pat
     corpus = {"pairs": ["ro-en"], "mlqe_pe_splits": ["train", "dev"], "flores": {"pairs": []}}
     report = {"pipeline": "qe", "task": "quality_estimation", "title": "QE", "tables": {"QE": ["ro-en"]},
               "ablation_tables": {"dream": "DREAM Table 6"}, "paper_corpus_sizes": {"SEED Table 2": {"ro-en": 200000}}}
-    ablations = {"dream_without_meaning": {"method": "dream", "loss_weights": {"meaning": 0}}}
+    ablations = {"dream_without_meaning": {"base": "dream", "loss_weights": {"meaning": 0}}}
     catalog = _catalog(tmp_path, tiny_hub_model, {"mlqe_pe_train_ro-en": mlqe, "mlqe_pe_dev_ro-en": mlqe_dev,
                                                   "flores_v1_archive": {}, **_params("qe", report, "ro-en", corpus, ablations)})
     catalog["qe_dream_without_meaning_model"] = TrainedHeadDataset(str(tmp_path / "ablation.safetensors"))
@@ -341,10 +341,13 @@ def test_unknown_training_keys_and_methods_are_named():
 
 
 @pytest.mark.parametrize(("ablations", "message"), [
-    ({"seed": {"method": "seed", "loss_weights": {"cross": 0}}}, "ablation name 'seed' must be a new identifier"),
-    ({"x-y": {"method": "seed", "loss_weights": {"cross": 0}}}, "ablation name 'x-y' must be a new identifier"),
-    ({"no_lm": {"method": "emu", "loss_weights": {"meaning": 0}}}, r"ablation 'no_lm': method must be one of \['dream', 'meat', 'seed'\], got 'emu'"),
-    ({"no_lm": {"method": "seed"}}, "ablation 'no_lm': give the loss_weights it changes"),
+    ({"seed": {"base": "seed", "loss_weights": {"cross": 0}}}, r"qe.ablations.seed: the name must be a new identifier"),
+    ({"x-y": {"base": "seed", "loss_weights": {"cross": 0}}}, r"qe.ablations.x-y: the name must be a new identifier"),
+    ({"no_lm": {"base": "emu", "loss_weights": {"meaning": 0}}},
+     r"qe.ablations.no_lm.base must be one of \['dream', 'meat', 'seed'\], got 'emu'"),
+    ({"no_lm": {"base": "seed"}}, r"qe.ablations.no_lm: give the loss_weights it changes"),
+    ({"no_lm": {"method": "seed", "loss_weights": {"meaning": 0}}},
+     r"qe.ablations.no_lm: unknown key\(s\) \['method'\] \('method' is now 'base'\); known: \['base', 'loss_weights'\]"),
 ])
 def test_bad_ablations_are_named(ablations: dict[str, Any], message: str):
     with pytest.raises(ValueError, match=message):

@@ -66,7 +66,7 @@ def report_similarity(report: Mapping[str, Any], ablations: Mapping[str, Any] | 
         ingest: The evaluation set's ingestion counts.
         *tables: Row tables from :func:`evaluate_similarity` and :func:`language_leakage`.
     """
-    ablations = check_ablations(ablations)
+    ablations = check_ablations(ablations, str(report["pipeline"]))
     rows = pd.concat(tables, ignore_index=True)
     metrics = {metric_key(r): {"value": float(r.value), "step": 0} for r in rows.itertuples()}
     for pair, counts in ingest.items():
@@ -110,7 +110,7 @@ def create_similarity_pipeline(name: str, candidates: node, qe_pairs: Sequence[s
     test = f"{name}_test_pairs"
     if ablations is None:
         ablations = (load_parameters().get(name) or {}).get("ablations") or {}
-    ablations = check_ablations(ablations)
+    ablations = check_ablations(ablations, name)
     models = [f"{name}_{m}_model" for m in (*TRAINED_METHODS, *ablations)]
     nodes_ = [
         candidates,
