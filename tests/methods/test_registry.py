@@ -83,9 +83,9 @@ def test_a_saved_artifact_comes_back_with_the_same_outputs(name: str):
 def test_unknown_methods_and_options_name_the_parameter():
     with pytest.raises(ValueError, match=r"qe.methods.x.method: unknown method 'emu'; known: \['dream', 'dream-infonce'"):
         build("emu", DIM, N_LANG, where="qe.methods.x.method")
-    with pytest.raises(ValueError, match=r"fmda.controls.c: unknown option\(s\) \['margin'\] for method 'linear-infonce'; "
+    with pytest.raises(ValueError, match=r"fmda.methods.c: unknown option\(s\) \['margin'\] for method 'linear-infonce'; "
                        r"known: \['temperature'\]"):
-        build("linear-infonce", DIM, N_LANG, {"margin": 0.3}, where="fmda.controls.c")
+        build("linear-infonce", DIM, N_LANG, {"margin": 0.3}, where="fmda.methods.c")
     with pytest.raises(ValueError, match="has no 'build' entry"):
         load_trained({"method": "dream", "state_dict": {}})
 
