@@ -238,7 +238,7 @@ def emu_losses(model: Emu, batch: Mapping[str, torch.Tensor], weights: Mapping[s
     losses = {"l2_softmax": F.cross_entropy(l2_constrained_logits(u, model.classifier, config.alpha), labels),
               "center": center_loss(u, labels, model.centers)}
     total = w["l2_softmax"] * losses["l2_softmax"] + w["center"] * losses["center"]
-    if model.adversarial:
+    if model.adversarial and "adv_input_ids" in batch:  # dev batches carry no adversarial sentences: L_C only
         # eq. 4: the encoder maximises the critic's loss (γ = w["adversarial"]); the critic's
         # own step uses detached embeddings so this term moves only E and C
         losses["adversarial"] = -_critic_term(model, batch, u)
