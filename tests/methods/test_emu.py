@@ -147,3 +147,16 @@ def test_config_names_its_mistakes():
         EmuConfig(n_intents=3, loss="triplet")
     with pytest.raises(ValueError, match="pooling must be 'mean' or 'cls'"):
         EmuConfig(n_intents=3, pooling="max")
+
+
+def test_an_emu_artifact_comes_back_from_its_encoder_config_alone():
+    from language_agnostic.methods.registry import artifact, load_trained
+
+    model = _tiny_emu()
+    options = {"encoder_config": model.encoder.config.to_dict(), "n_intents": 3, "critic_hidden": 8}
+    saved = artifact("emu", model, 16, 1, options)
+    _, again = load_trained(saved)
+    batch = _ids(torch.Generator().manual_seed(3), 4)
+    model.eval()
+    with torch.no_grad():
+        assert torch.equal(model(**batch), again(**batch))

@@ -190,10 +190,12 @@ def _critic(model: Emu, batch: Mapping[str, torch.Tensor]) -> LanguageCritic:
     return model.critics[model.config.training_languages[index]]
 
 
-def _critic_term(model: Emu, batch: Mapping[str, torch.Tensor], u_t: torch.Tensor) -> torch.Tensor:
-    """``L_{D_t}`` on the batch's encoded training sentences ``u_t`` and its adversarial ones (``adv_*``)."""
+def _critic_terms(model: Emu, batch: Mapping[str, torch.Tensor], u_t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``L_{D_t}`` on the batch's encoded training sentences ``u_t`` and its adversarial ones (``adv_*``):
+    with gradients to the encoder (eq. 4), and on detached embeddings (the critic's own step)."""
     v_l = model(batch["adv_input_ids"], batch["adv_attention_mask"])
-    return critic_loss(_critic(model, batch), u_t, v_l)
+    critic = _critic(model, batch)
+    return critic_loss(critic, u_t, v_l), critic_loss(critic, u_t.detach(), v_l.detach())
 
 
 def emu_losses(model: Emu, batch: Mapping[str, torch.Tensor], weights: Mapping[str, float] | None = None,
@@ -208,8 +210,9 @@ def emu_losses(model: Emu, batch: Mapping[str, torch.Tensor], weights: Mapping[s
 
     Returns:
         A labelled batch: ``l2_softmax``, ``center``, with a critic ``adversarial``
-        (``−L_{D_t}``), and ``total`` (``L_C − γ L_{D_t}``, eq. 4); the baselines their loss
-        and ``total``. A critic batch: ``adversary`` (``L_{D_t}``) only.
+        (``−L_{D_t}``) and ``adversary`` (``L_{D_t}`` on detached embeddings), and ``total``
+        (``L_C − γ L_{D_t}``, eq. 4); the baselines their loss and ``total``. A critic batch:
+        ``adversary`` only.
     """
     del options
     config = model.config
@@ -241,7 +244,45 @@ def emu_losses(model: Emu, batch: Mapping[str, torch.Tensor], weights: Mapping[s
     if model.adversarial and "adv_input_ids" in batch:  # dev batches carry no adversarial sentences: L_C only
         # eq. 4: the encoder maximises the critic's loss (γ = w["adversarial"]); the critic's
         # own step uses detached embeddings so this term moves only E and C
-        losses["adversarial"] = -_critic_term(model, batch, u)
+        through, detached = _critic_terms(model, batch, u)
+        losses["adversarial"] = -through
         total = total + w["adversarial"] * losses["adversarial"]
+        # for a loop without separate critic batches (the critic then steps on this batch)
+        losses["adversary"] = detached
     losses["total"] = total
     return losses
+
+
+EMU_OPTIONS = ("encoder_config", "n_intents", "loss", "alpha", "center_weight", "adversarial_weight", "critic_steps",
+               "clip", "critic_lr", "critic_hidden", "critic_dropout", "training_languages", "margin", "pooling")
+
+
+def build_emu(dim: int, n_languages: int, options: Mapping[str, Any]) -> Emu:
+    """An EMU model from its build spec (``methods.registry``): the encoder from its config, untrained.
+
+    ``encoder_config`` is the fine-tuned encoder's ``transformers`` config as a dict
+    (``model.config.to_dict()``): the artifact's state dict holds every encoder weight, so
+    :func:`~language_agnostic.methods.registry.load_trained` needs no download. Without it, a
+    one-layer BERT of width ``dim`` (the protocol's tests). ``n_languages`` is unused: the
+    critics follow ``training_languages``.
+    """
+    del n_languages
+    from transformers import AutoConfig, AutoModel, BertConfig
+
+    options = dict(options)
+    encoder_config = options.pop("encoder_config", None)
+    if encoder_config:
+        config = AutoConfig.for_model(**dict(encoder_config))
+    else:
+        config = BertConfig(vocab_size=64, hidden_size=dim, num_hidden_layers=1, num_attention_heads=2,
+                            intermediate_size=2 * dim, max_position_embeddings=32)
+    if "training_languages" in options:
+        options["training_languages"] = tuple(options["training_languages"])
+    encoder = AutoModel.from_config(config, add_pooling_layer=False) if config.model_type == "bert" else AutoModel.from_config(config)
+    return Emu(encoder, int(config.hidden_size), EmuConfig(**{"n_intents": 2, **options}))
+
+
+def encode_emu(model: Emu, inputs: tuple[torch.Tensor, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """``{"meaning": u}``: the fine-tuned encoder's sentence embedding of ``(input_ids, attention_mask)``."""
+    return {"meaning": model(*inputs)}
+
