@@ -45,6 +45,8 @@ class EmuData:
         encoder_trainable: ``all`` encoder parameters, or ``no_embeddings`` (the token
             embedding matrix frozen: 96M of e5-small's 118M parameters, touched sparsely).
         batch_size: Sentences per step (16 in the paper).
+        adversarial: ``unlabelled`` (the critic sees random train utterances of the other
+            locales) or ``parallel`` (EMU-PARALLEL: the translations of the training sentences).
     """
 
     training_locale: str = "en-US"
@@ -53,6 +55,7 @@ class EmuData:
     seed: int = 2020
     encoder_trainable: str = "no_embeddings"
     batch_size: int = 16
+    adversarial: str = "unlabelled"
 
 
 def _rows(utterances: pd.DataFrame, locale: str, partition: str) -> pd.DataFrame:
@@ -111,14 +114,21 @@ def train_emu(utterances: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[
     labelled = tokenise(encoder, train_rows["utt"].tolist(), extraction)
     needs_critic = config.loss == "emu" and config.adversarial_weight > 0
     adversarial: list[Tokenised] = []
+    if settings_data.adversarial not in ("unlabelled", "parallel"):
+        raise ValueError(f"emu.data.adversarial must be 'unlabelled' or 'parallel', got {settings_data.adversarial!r}")
+    parallel = settings_data.adversarial == "parallel"
     if needs_critic:
         for locale in adversarial_locales:
-            texts = _rows(utterances, locale, "train")["utt"].tolist()
-            if texts:
-                adversarial.append(tokenise(encoder, texts, extraction))
+            rows = _rows(utterances, locale, "train")
+            if parallel:  # the translations of the labelled sample, row for row (same MASSIVE id)
+                rows = rows.set_index("id").reindex(train_rows["id"])
+                if rows["utt"].isna().any():
+                    raise ValueError(f"emu-parallel: {int(rows['utt'].isna().sum())} labelled sentences have no {locale} translation")
+            if len(rows):
+                adversarial.append(tokenise(encoder, rows["utt"].tolist(), extraction))
     extras = EXTRAS[config.loss] if needs_critic or config.loss != "emu" else ()
     train_data = EmuBatches(labelled, train_rows["intent"].map(index).to_numpy(), adversarial, pad_id,
-                            settings_data.batch_size, shuffle=True, extras=extras)
+                            settings_data.batch_size, shuffle=True, extras=extras, parallel=parallel)
     # dev loss on the dev intents the sample knows; selection is on dev NN accuracy (below)
     known = dev_rows[dev_rows["intent"].isin(index)].reset_index(drop=True)
     dev_tok = tokenise(encoder, known["utt"].tolist(), extraction)
@@ -141,7 +151,7 @@ def train_emu(utterances: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[
     result = train(model, lambda m, b: emu_losses(m, b), train_data, dev_data, settings, dev_score)
     info = {"name": name, "loss": config.loss, "intents": intents, "n_train": len(train_rows),
             "training_locale": settings_data.training_locale,
-            "adversarial_locales": list(adversarial_locales) if needs_critic else [],
+            "adversarial_locales": list(adversarial_locales) if needs_critic else [], "adversarial": settings_data.adversarial,
             "best_epoch": result.best_epoch, "epochs_run": result.epochs_run, "dev_accuracy": dev_score(model)}
     return model, result, info
 

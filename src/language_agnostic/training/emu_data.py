@@ -51,10 +51,14 @@ class EmuBatches:
         batch_size: Sentences per batch (16 in the paper).
         shuffle: Reshuffle every epoch (training) or keep the order (dev).
         extras: Which extra inputs to build: ``adversarial``, ``pair`` and/or ``positive``.
+        parallel: EMU-PARALLEL: ``adversarial[k]`` row ``i`` translates labelled row ``i``, and a
+            batch's adversarial sentences are the translations of its own training sentences
+            (in one randomly chosen language) instead of random unlabelled ones.
     """
 
     def __init__(self, labelled: Tokenised, labels: np.ndarray, adversarial: Sequence[Tokenised], pad_id: int,
-                 batch_size: int = 16, shuffle: bool = True, extras: Sequence[str] = ("adversarial",)) -> None:
+                 batch_size: int = 16, shuffle: bool = True, extras: Sequence[str] = ("adversarial",),
+                 parallel: bool = False) -> None:
         self.labelled, self.labels = labelled, torch.tensor(np.asarray(labels), dtype=torch.long)
         if len(self.labels) != len(labelled.lengths):
             raise ValueError(f"{len(labelled.lengths)} sentences but {len(self.labels)} labels")
@@ -63,7 +67,9 @@ class EmuBatches:
             raise ValueError(f"unknown extras {unknown}")
         if "adversarial" in extras and not adversarial:
             raise ValueError("EMU's critic needs adversarial sentences in at least one other language")
-        self.adversarial, self.pad_id = list(adversarial), pad_id
+        self.adversarial, self.pad_id, self.parallel = list(adversarial), pad_id, parallel
+        if parallel and any(len(a.lengths) != len(labelled.lengths) for a in self.adversarial):
+            raise ValueError("parallel adversarial sentences must align with the labelled ones")
         self.batch_size, self.shuffle, self.extras = batch_size, shuffle, tuple(extras)
         self._by_label = {int(k): np.flatnonzero(np.asarray(labels) == k) for k in np.unique(labels)}
 
@@ -74,9 +80,11 @@ class EmuBatches:
         ids, mask = padded_batch(tok, np.asarray(index), self.pad_id)
         return {f"{prefix}input_ids": ids, f"{prefix}attention_mask": mask}
 
-    def _adversarial(self, n: int, generator: torch.Generator) -> dict[str, torch.Tensor]:
+    def _adversarial(self, rows: np.ndarray, generator: torch.Generator) -> dict[str, torch.Tensor]:
         language = self.adversarial[int(torch.randint(len(self.adversarial), (1,), generator=generator))]
-        index = torch.randint(len(language.lengths), (n,), generator=generator).numpy()
+        if self.parallel:  # the translations of the batch's own sentences
+            return self._pad(language, rows, "adv_")
+        index = torch.randint(len(language.lengths), (len(rows),), generator=generator).numpy()
         return self._pad(language, index, "adv_")
 
     def _same_intent(self, index: np.ndarray, generator: torch.Generator, exclude_self: bool = True) -> np.ndarray:
@@ -97,7 +105,7 @@ class EmuBatches:
             index = index.numpy()
             batch = {**self._pad(self.labelled, index), "labels": self.labels[index]}
             if "adversarial" in self.extras:
-                batch.update(self._adversarial(len(index), generator))
+                batch.update(self._adversarial(index, generator))
             if "pair" in self.extras:
                 same = torch.rand(len(index), generator=generator) < 0.5
                 partner = np.where(same.numpy(), self._same_intent(index, generator),
@@ -113,7 +121,7 @@ class EmuBatches:
         del epoch
         while True:
             index = torch.randint(len(self.labels), (self.batch_size,), generator=generator).numpy()
-            yield {**self._pad(self.labelled, index), **self._adversarial(self.batch_size, generator)}
+            yield {**self._pad(self.labelled, index), **self._adversarial(index, generator)}
 
 
 def tokenise(encoder: LoadedEncoder, texts: Sequence[str], extraction: Mapping[str, object] | None = None) -> Tokenised:

@@ -1,0 +1,171 @@
+"""Nodes of the ``emu`` pipeline: thin adapters over ``training/emu.py``, ``evaluation/emu.py`` and ``reporting/emu.py``."""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from language_agnostic.encoders.loading import LoadedEncoder
+from language_agnostic.evaluation.emu import LocaleSet, classifier_rows, intent_nn_correct, intent_nn_rows
+from language_agnostic.methods.emu import Emu, EmuConfig, l2_constrained_logits, pool
+from language_agnostic.methods.registry import build_spec
+from language_agnostic.reporting.emu import emu_tables
+from language_agnostic.reporting.tracking import log_child_metrics, log_child_run, metric_key
+from language_agnostic.training.emu import EmuData, encode_tokenised, train_emu
+from language_agnostic.training.emu_data import tokenise
+from language_agnostic.training.loop import history_metrics
+
+logger = logging.getLogger(__name__)
+
+SPEC_KEYS = {"method", "loss", "loss_weights", "training", "data", "options"}
+# loss_weights of EMU map onto its config: λ (eq. 2) and γ (eq. 4)
+WEIGHT_FIELDS = {"center": "center_weight", "adversarial": "adversarial_weight"}
+
+
+def method_settings(name: str, spec: Mapping[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """``emu.methods.<name>``: ``{method: emu, loss, loss_weights, options, training, data}`` as
+    ``(EmuConfig fields, training overrides, data overrides)``.
+
+    Raises:
+        ValueError: An unknown key, method or loss weight (naming the parameter).
+    """
+    spec, where = dict(spec or {}), f"emu.methods.{name}"
+    unknown = sorted(set(spec) - SPEC_KEYS)
+    if unknown:
+        raise ValueError(f"{where}: unknown key(s) {unknown}; known: {sorted(SPEC_KEYS)}")
+    if spec.get("method", "emu") != "emu":
+        raise ValueError(f"{where}.method must be 'emu' (the loss picks a baseline), got {spec.get('method')!r}")
+    weights = dict(spec.get("loss_weights") or {})
+    bad = sorted(set(weights) - set(WEIGHT_FIELDS))
+    if bad:
+        raise ValueError(f"{where}.loss_weights: unknown {bad}; known: {sorted(WEIGHT_FIELDS)}")
+    config = {**dict(spec.get("options") or {}), **{WEIGHT_FIELDS[k]: float(v) for k, v in weights.items()}}
+    if "loss" in spec:
+        config["loss"] = str(spec["loss"])
+    return config, dict(spec.get("training") or {}), dict(spec.get("data") or {})
+
+
+def _trained_state(model: Emu) -> dict[str, torch.Tensor]:
+    """Every tensor the fine-tuning can have changed (frozen encoder weights are left out: the base has them)."""
+    frozen = {f"encoder.{n}" for n, p in model.encoder.named_parameters() if not p.requires_grad}
+    return {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items() if k not in frozen}
+
+
+def train_emu_variant(utterances: pd.DataFrame, encoder: LoadedEncoder, spec: Mapping[str, Any], data: Mapping[str, Any],
+                      training: Mapping[str, Any], extraction: Mapping[str, Any], name: str
+                      ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Fine-tune the encoder with one ``emu.methods`` entry; the artifact holds what changed."""
+    config, training_overrides, data_overrides = method_settings(name, spec)
+    model, result, info = train_emu(utterances, encoder, config, {**dict(data), **data_overrides},
+                                    {**dict(training), **training_overrides}, extraction, name)
+    options = {**{k: v for k, v in model.config.__dict__.items()}, "encoder_config": model.encoder.config.to_dict()}
+    options["training_languages"] = list(options["training_languages"])
+    run_id = log_child_run(f"emu/{name}", {"name": name, **config, **training, **training_overrides, **data, **data_overrides},
+                           result.history)
+    artifact = {"build": build_spec("emu", int(encoder.hidden_size), 1, options), "state_dict": _trained_state(model),
+                "method": name, "base_encoder": dict(encoder.identity), "mlflow_run_id": run_id, **info}
+    logger.info("emu %s: kept epoch %d of %d, en-US dev NN accuracy %.4f", name, info["best_epoch"], info["epochs_run"],
+                info["dev_accuracy"])
+    return artifact, history_metrics(result.history, f"emu.{name}")
+
+
+def rebuild(encoder: LoadedEncoder, artifact: Mapping[str, Any]) -> Emu:
+    """The fine-tuned model: a copy of the base encoder with the artifact's tensors loaded over it."""
+    options = {k: v for k, v in dict(artifact["build"]["options"]).items() if k != "encoder_config"}
+    options["training_languages"] = tuple(options.get("training_languages") or ("en-US",))
+    model = Emu(copy.deepcopy(encoder.model), int(encoder.hidden_size), EmuConfig(**options))
+    missing, unexpected = model.load_state_dict(artifact["state_dict"], strict=False)
+    changed = set(artifact["state_dict"])
+    if unexpected or any(not k.startswith("encoder.") for k in missing):
+        raise ValueError(f"this EMU artifact does not fit the encoder: unexpected {unexpected[:3]}, missing {missing[:3]}")
+    if not changed:
+        raise ValueError("this EMU artifact holds no weights")
+    model.eval()
+    return model
+
+
+def _test_sets(utterances: pd.DataFrame, locales: list[str]) -> dict[str, pd.DataFrame]:
+    out = {}
+    for locale in locales:
+        rows = utterances[(utterances["locale"] == locale) & (utterances["partition"] == "test")]
+        out[locale] = rows.sort_values("id", key=lambda c: c.astype(int)).reset_index(drop=True)
+    return out
+
+
+def evaluation_locales(utterances: pd.DataFrame, data: Mapping[str, Any]) -> list[str]:
+    """The training locale first, then every other locale of the data (the configured ``massive.locales``)."""
+    training = str(data.get("training_locale", EmuData.training_locale))
+    return [training] + sorted(set(utterances["locale"]) - {training})
+
+
+def _embed(model: torch.nn.Module, encoder: LoadedEncoder, tests: Mapping[str, pd.DataFrame],
+           extraction: Mapping[str, Any]) -> dict[str, LocaleSet]:
+    pad_id = int(encoder.tokenizer.pad_token_id)
+    return {loc: LocaleSet(encode_tokenised(model, tokenise(encoder, rows["utt"].tolist(), extraction), pad_id),
+                           rows["id"].tolist(), rows["intent"].tolist()) for loc, rows in tests.items()}
+
+
+class _Raw(torch.nn.Module):
+    """The raw encoder with EMU's pooling, so raw and fine-tuned vectors are read the same way."""
+
+    def __init__(self, model: torch.nn.Module, pooling: str) -> None:
+        super().__init__()
+        self.model, self.pooling = model, pooling
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        states = self.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        return pool(states, attention_mask, self.pooling)
+
+
+def evaluate_raw(utterances: pd.DataFrame, encoder: LoadedEncoder, data: Mapping[str, Any], extraction: Mapping[str, Any],
+                 identity: Mapping[str, Any], pooling: str = "mean") -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
+    """The raw encoder's nearest-neighbour intent accuracy, and its per-query results for the paired tests."""
+    locales = evaluation_locales(utterances, data)
+    sets = _embed(_Raw(encoder.model, pooling), encoder, _test_sets(utterances, locales), extraction)
+    correct = intent_nn_correct(sets, locales[0])
+    return intent_nn_rows(correct, "raw", str(identity.get("name")), pooling), {k: v.astype(bool) for k, v in correct.items()}
+
+
+def evaluate_emu_variant(utterances: pd.DataFrame, encoder: LoadedEncoder, artifact: Mapping[str, Any],
+                         data: Mapping[str, Any], extraction: Mapping[str, Any], raw: Mapping[str, np.ndarray],
+                         identity: Mapping[str, Any]) -> pd.DataFrame:
+    """A fine-tuned encoder on every direction (with McNemar against raw), and its classifier's own accuracy."""
+    model = rebuild(encoder, artifact)
+    locales = evaluation_locales(utterances, data)
+    tests = _test_sets(utterances, locales)
+    sets = _embed(model, encoder, tests, extraction)
+    name, encoder_name = str(artifact["method"]), str(identity.get("name"))
+    rows = [intent_nn_rows(intent_nn_correct(sets, locales[0]), name, encoder_name, model.config.pooling, raw)]
+    if model.config.loss in ("emu", "softmax"):  # the baselines with a trained classifier
+        intents = list(artifact["intents"])
+        with torch.no_grad():
+            predicted = {}
+            for loc, s in sets.items():
+                u = torch.from_numpy(s.vectors)
+                logits = (l2_constrained_logits(u, model.classifier, model.config.alpha) if model.config.loss == "emu"
+                          else model.classifier(u))
+                predicted[loc] = np.asarray(intents, dtype=object)[logits.argmax(1).numpy()]
+        rows.append(classifier_rows(predicted, {loc: t["intent"].tolist() for loc, t in tests.items()}, name, encoder_name))
+    table = pd.concat(rows, ignore_index=True)
+    log_child_metrics(artifact.get("mlflow_run_id"), table[table["metric"] == "accuracy@1"])
+    return table
+
+
+def report_emu(data: Mapping[str, Any], *tables: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any], str]:
+    """All rows: the metrics table, MLflow metrics and the markdown tables."""
+    rows = pd.concat(tables, ignore_index=True)
+    metrics = {metric_key(r): {"value": float(r.value), "step": 0} for r in rows.itertuples() if r.metric == "accuracy@1"}
+    return rows, metrics, emu_tables(rows, str(data.get("training_locale", EmuData.training_locale)))
+
+
+def tuned_encoder(encoder: LoadedEncoder, artifact: Mapping[str, Any]) -> LoadedEncoder:
+    """The fine-tuned encoder with the base tokenizer, for a ``save_pretrained`` directory."""
+    model = rebuild(encoder, artifact)
+    identity = {"name": f"emu/{artifact['method']}", "base": dict(encoder.identity), "dev_accuracy": artifact.get("dev_accuracy")}
+    return LoadedEncoder(name=identity["name"], model=model.encoder, tokenizer=encoder.tokenizer, identity=identity)
