@@ -138,6 +138,18 @@ def pool(states: torch.Tensor, mask: torch.Tensor, pooling: str) -> torch.Tensor
     return (states * m).sum(1) / m.sum(1).clamp(min=1)
 
 
+class PooledEncoder(nn.Module):
+    """An encoder read the way EMU reads it (``pool`` over its last hidden states): the raw baseline."""
+
+    def __init__(self, encoder: nn.Module, pooling: str = "mean") -> None:
+        super().__init__()
+        self.encoder, self.pooling = encoder, pooling
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        states = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        return pool(states, attention_mask, self.pooling)
+
+
 class Emu(nn.Module):
     """The encoder ``E`` being fine-tuned, the classifier ``C``, the intent centres and one critic per training language."""
 

@@ -29,6 +29,7 @@ from language_agnostic.training.loop import TrainResult, TrainSettings, train
 logger = logging.getLogger(__name__)
 
 TRAINABLE = ("all", "no_embeddings")
+DEV_LOSS_SENTENCES = 256
 EXTRAS = {"emu": ("adversarial",), "softmax": (), "contrastive": ("pair",), "npair": ("positive",)}
 
 
@@ -63,16 +64,24 @@ def _rows(utterances: pd.DataFrame, locale: str, partition: str) -> pd.DataFrame
     return rows.sort_values("id", key=lambda c: c.astype(int)).reset_index(drop=True)
 
 
-def encode_tokenised(model: Emu, tok: Tokenised, pad_id: int, batch_size: int = 128) -> np.ndarray:
-    """``u = E(x)`` of every tokenised text (eval mode, no gradients, on the model's device)."""
+def encode_tokenised(model: torch.nn.Module, tok: Tokenised, pad_id: int, batch_size: int = 64) -> np.ndarray:
+    """``u = E(x)`` of every tokenised text (eval mode, no gradients, on the model's device), in input order.
+
+    Texts are batched in order of length, so a batch pads to about its own length.
+    """
     device = next(model.parameters()).device
     model.eval()
-    out = []
+    order = np.argsort(tok.lengths, kind="stable")
+    out = np.empty((len(order), 0), dtype=np.float32)
     with torch.no_grad():
-        for start in range(0, len(tok.lengths), batch_size):
-            ids, mask = padded_batch(tok, np.arange(start, min(start + batch_size, len(tok.lengths))), pad_id)
-            out.append(model(ids.to(device), mask.to(device)).float().cpu().numpy())
-    return np.concatenate(out)
+        for start in range(0, len(order), batch_size):
+            index = order[start:start + batch_size]
+            ids, mask = padded_batch(tok, index, pad_id)
+            u = model(ids.to(device), mask.to(device)).float().cpu().numpy()
+            if out.shape[1] == 0:
+                out = np.empty((len(order), u.shape[1]), dtype=np.float32)
+            out[index] = u
+    return out
 
 
 def train_emu(utterances: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[str, Any], data: Mapping[str, Any],
@@ -129,8 +138,9 @@ def train_emu(utterances: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[
     extras = EXTRAS[config.loss] if needs_critic or config.loss != "emu" else ()
     train_data = EmuBatches(labelled, train_rows["intent"].map(index).to_numpy(), adversarial, pad_id,
                             settings_data.batch_size, shuffle=True, extras=extras, parallel=parallel)
-    # dev loss on the dev intents the sample knows; selection is on dev NN accuracy (below)
-    known = dev_rows[dev_rows["intent"].isin(index)].reset_index(drop=True)
+    # the dev loss (a curve in the history) on the first DEV_LOSS_SENTENCES dev sentences of known
+    # intents; selection is on the dev NN accuracy of the whole dev split (below)
+    known = dev_rows[dev_rows["intent"].isin(index)].reset_index(drop=True).iloc[:DEV_LOSS_SENTENCES]
     dev_tok = tokenise(encoder, known["utt"].tolist(), extraction)
     dev_data = EmuBatches(dev_tok, known["intent"].map(index).to_numpy(), adversarial, pad_id, 64, shuffle=False,
                           extras=tuple(e for e in extras if e != "adversarial"))
@@ -152,8 +162,38 @@ def train_emu(utterances: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[
     info = {"name": name, "loss": config.loss, "intents": intents, "n_train": len(train_rows),
             "training_locale": settings_data.training_locale,
             "adversarial_locales": list(adversarial_locales) if needs_critic else [], "adversarial": settings_data.adversarial,
-            "best_epoch": result.best_epoch, "epochs_run": result.epochs_run, "dev_accuracy": dev_score(model)}
+            "best_epoch": result.best_epoch, "epochs_run": result.epochs_run,
+            "dev_accuracy": max(float(r["dev_score"]) for r in result.history)}
     return model, result, info
+
+
+SPEC_KEYS = {"method", "loss", "loss_weights", "training", "data", "options"}
+# loss_weights of EMU map onto its config: λ (eq. 2) and γ (eq. 4)
+WEIGHT_FIELDS = {"center": "center_weight", "adversarial": "adversarial_weight"}
+
+
+def method_settings(name: str, spec: Mapping[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """``emu.methods.<name>``: ``{method: emu, loss, loss_weights, options, training, data}`` as
+    ``(EmuConfig fields, training overrides, data overrides)``.
+
+    Raises:
+        ValueError: An unknown key, method or loss weight (naming the parameter).
+    """
+    spec, where = dict(spec or {}), f"emu.methods.{name}"
+    unknown = sorted(set(spec) - SPEC_KEYS)
+    if unknown:
+        raise ValueError(f"{where}: unknown key(s) {unknown}; known: {sorted(SPEC_KEYS)}")
+    if spec.get("method", "emu") != "emu":
+        raise ValueError(f"{where}.method must be 'emu' (the loss picks a baseline), got {spec.get('method')!r}")
+    weights = dict(spec.get("loss_weights") or {})
+    bad = sorted(set(weights) - set(WEIGHT_FIELDS))
+    if bad:
+        raise ValueError(f"{where}.loss_weights: unknown {bad}; known: {sorted(WEIGHT_FIELDS)}")
+    config = {**dict(spec.get("options") or {}), **{WEIGHT_FIELDS[k]: float(v) for k, v in weights.items()}}
+    if "loss" in spec:
+        config["loss"] = str(spec["loss"])
+    return config, dict(spec.get("training") or {}), dict(spec.get("data") or {})
+
 
 
 def adversarial_locales_of(pairs: Sequence[Mapping[str, str]], training_locale: str) -> list[str]:

@@ -13,43 +13,15 @@ import torch
 
 from language_agnostic.encoders.loading import LoadedEncoder
 from language_agnostic.evaluation.emu import LocaleSet, classifier_rows, intent_nn_correct, intent_nn_rows
-from language_agnostic.methods.emu import Emu, EmuConfig, l2_constrained_logits, pool
+from language_agnostic.methods.emu import Emu, EmuConfig, PooledEncoder, l2_constrained_logits
 from language_agnostic.methods.registry import build_spec
 from language_agnostic.reporting.emu import emu_tables
 from language_agnostic.reporting.tracking import log_child_metrics, log_child_run, metric_key
-from language_agnostic.training.emu import EmuData, encode_tokenised, train_emu
+from language_agnostic.training.emu import EmuData, encode_tokenised, method_settings, train_emu
 from language_agnostic.training.emu_data import tokenise
 from language_agnostic.training.loop import history_metrics
 
 logger = logging.getLogger(__name__)
-
-SPEC_KEYS = {"method", "loss", "loss_weights", "training", "data", "options"}
-# loss_weights of EMU map onto its config: λ (eq. 2) and γ (eq. 4)
-WEIGHT_FIELDS = {"center": "center_weight", "adversarial": "adversarial_weight"}
-
-
-def method_settings(name: str, spec: Mapping[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    """``emu.methods.<name>``: ``{method: emu, loss, loss_weights, options, training, data}`` as
-    ``(EmuConfig fields, training overrides, data overrides)``.
-
-    Raises:
-        ValueError: An unknown key, method or loss weight (naming the parameter).
-    """
-    spec, where = dict(spec or {}), f"emu.methods.{name}"
-    unknown = sorted(set(spec) - SPEC_KEYS)
-    if unknown:
-        raise ValueError(f"{where}: unknown key(s) {unknown}; known: {sorted(SPEC_KEYS)}")
-    if spec.get("method", "emu") != "emu":
-        raise ValueError(f"{where}.method must be 'emu' (the loss picks a baseline), got {spec.get('method')!r}")
-    weights = dict(spec.get("loss_weights") or {})
-    bad = sorted(set(weights) - set(WEIGHT_FIELDS))
-    if bad:
-        raise ValueError(f"{where}.loss_weights: unknown {bad}; known: {sorted(WEIGHT_FIELDS)}")
-    config = {**dict(spec.get("options") or {}), **{WEIGHT_FIELDS[k]: float(v) for k, v in weights.items()}}
-    if "loss" in spec:
-        config["loss"] = str(spec["loss"])
-    return config, dict(spec.get("training") or {}), dict(spec.get("data") or {})
-
 
 def _trained_state(model: Emu) -> dict[str, torch.Tensor]:
     """Every tensor the fine-tuning can have changed (frozen encoder weights are left out: the base has them)."""
@@ -111,23 +83,11 @@ def _embed(model: torch.nn.Module, encoder: LoadedEncoder, tests: Mapping[str, p
                            rows["id"].tolist(), rows["intent"].tolist()) for loc, rows in tests.items()}
 
 
-class _Raw(torch.nn.Module):
-    """The raw encoder with EMU's pooling, so raw and fine-tuned vectors are read the same way."""
-
-    def __init__(self, model: torch.nn.Module, pooling: str) -> None:
-        super().__init__()
-        self.model, self.pooling = model, pooling
-
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        states = self.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-        return pool(states, attention_mask, self.pooling)
-
-
 def evaluate_raw(utterances: pd.DataFrame, encoder: LoadedEncoder, data: Mapping[str, Any], extraction: Mapping[str, Any],
                  identity: Mapping[str, Any], pooling: str = "mean") -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
     """The raw encoder's nearest-neighbour intent accuracy, and its per-query results for the paired tests."""
     locales = evaluation_locales(utterances, data)
-    sets = _embed(_Raw(encoder.model, pooling), encoder, _test_sets(utterances, locales), extraction)
+    sets = _embed(PooledEncoder(encoder.model, pooling), encoder, _test_sets(utterances, locales), extraction)
     correct = intent_nn_correct(sets, locales[0])
     return intent_nn_rows(correct, "raw", str(identity.get("name")), pooling), {k: v.astype(bool) for k, v in correct.items()}
 
