@@ -65,6 +65,23 @@ def intent_nn_rows(correct: Mapping[str, np.ndarray], method: str, encoder: str,
     return pd.DataFrame(rows)
 
 
+def classifier_predictions(model: Any, vectors: Mapping[str, np.ndarray], intents: Sequence[str]) -> dict[str, np.ndarray]:
+    """The semantic classifier's intent for each sentence embedding ``u`` (EMU: over ``α u/‖u‖``; softmax: over ``u``)."""
+    import torch
+
+    from language_agnostic.methods.emu import l2_constrained_logits
+
+    names = np.asarray(intents, dtype=object)
+    out = {}
+    with torch.no_grad():
+        for locale, u in vectors.items():
+            u = torch.from_numpy(np.asarray(u, dtype=np.float32))
+            logits = (l2_constrained_logits(u, model.classifier, model.config.alpha) if model.config.loss == "emu"
+                      else model.classifier(u))
+            out[locale] = names[logits.argmax(1).numpy()]
+    return out
+
+
 def classifier_rows(predicted: Mapping[str, np.ndarray], gold: Mapping[str, Sequence[str]], method: str, encoder: str
                     ) -> pd.DataFrame:
     """The semantic classifier's own test accuracy per locale (EMU found it poor and left it out; reported here)."""

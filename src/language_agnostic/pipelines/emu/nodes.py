@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -12,22 +11,16 @@ import pandas as pd
 import torch
 
 from language_agnostic.encoders.loading import LoadedEncoder
-from language_agnostic.evaluation.emu import LocaleSet, classifier_rows, intent_nn_correct, intent_nn_rows
-from language_agnostic.methods.emu import Emu, EmuConfig, PooledEncoder, l2_constrained_logits
+from language_agnostic.evaluation.emu import LocaleSet, classifier_predictions, classifier_rows, intent_nn_correct, intent_nn_rows
+from language_agnostic.methods.emu import PooledEncoder
 from language_agnostic.methods.registry import build_spec
 from language_agnostic.reporting.emu import emu_tables
 from language_agnostic.reporting.tracking import log_child_metrics, log_child_run, metric_key
-from language_agnostic.training.emu import EmuData, encode_tokenised, method_settings, train_emu
+from language_agnostic.training.emu import EmuData, encode_tokenised, method_settings, rebuild_emu, train_emu, trained_state
 from language_agnostic.training.emu_data import tokenise
 from language_agnostic.training.loop import history_metrics
 
 logger = logging.getLogger(__name__)
-
-def _trained_state(model: Emu) -> dict[str, torch.Tensor]:
-    """Every tensor the fine-tuning can have changed (frozen encoder weights are left out: the base has them)."""
-    frozen = {f"encoder.{n}" for n, p in model.encoder.named_parameters() if not p.requires_grad}
-    return {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items() if k not in frozen}
-
 
 def train_emu_variant(utterances: pd.DataFrame, encoder: LoadedEncoder, spec: Mapping[str, Any], data: Mapping[str, Any],
                       training: Mapping[str, Any], extraction: Mapping[str, Any], name: str
@@ -40,26 +33,11 @@ def train_emu_variant(utterances: pd.DataFrame, encoder: LoadedEncoder, spec: Ma
     options["training_languages"] = list(options["training_languages"])
     run_id = log_child_run(f"emu/{name}", {"name": name, **config, **training, **training_overrides, **data, **data_overrides},
                            result.history)
-    artifact = {"build": build_spec("emu", int(encoder.hidden_size), 1, options), "state_dict": _trained_state(model),
+    artifact = {"build": build_spec("emu", int(encoder.hidden_size), 1, options), "state_dict": trained_state(model),
                 "method": name, "base_encoder": dict(encoder.identity), "mlflow_run_id": run_id, **info}
     logger.info("emu %s: kept epoch %d of %d, en-US dev NN accuracy %.4f", name, info["best_epoch"], info["epochs_run"],
                 info["dev_accuracy"])
     return artifact, history_metrics(result.history, f"emu.{name}")
-
-
-def rebuild(encoder: LoadedEncoder, artifact: Mapping[str, Any]) -> Emu:
-    """The fine-tuned model: a copy of the base encoder with the artifact's tensors loaded over it."""
-    options = {k: v for k, v in dict(artifact["build"]["options"]).items() if k != "encoder_config"}
-    options["training_languages"] = tuple(options.get("training_languages") or ("en-US",))
-    model = Emu(copy.deepcopy(encoder.model), int(encoder.hidden_size), EmuConfig(**options))
-    missing, unexpected = model.load_state_dict(artifact["state_dict"], strict=False)
-    changed = set(artifact["state_dict"])
-    if unexpected or any(not k.startswith("encoder.") for k in missing):
-        raise ValueError(f"this EMU artifact does not fit the encoder: unexpected {unexpected[:3]}, missing {missing[:3]}")
-    if not changed:
-        raise ValueError("this EMU artifact holds no weights")
-    model.eval()
-    return model
 
 
 def _test_sets(utterances: pd.DataFrame, locales: list[str]) -> dict[str, pd.DataFrame]:
@@ -96,21 +74,14 @@ def evaluate_emu_variant(utterances: pd.DataFrame, encoder: LoadedEncoder, artif
                          data: Mapping[str, Any], extraction: Mapping[str, Any], raw: Mapping[str, np.ndarray],
                          identity: Mapping[str, Any]) -> pd.DataFrame:
     """A fine-tuned encoder on every direction (with McNemar against raw), and its classifier's own accuracy."""
-    model = rebuild(encoder, artifact)
+    model = rebuild_emu(encoder, artifact)
     locales = evaluation_locales(utterances, data)
     tests = _test_sets(utterances, locales)
     sets = _embed(model, encoder, tests, extraction)
     name, encoder_name = str(artifact["method"]), str(identity.get("name"))
     rows = [intent_nn_rows(intent_nn_correct(sets, locales[0]), name, encoder_name, model.config.pooling, raw)]
     if model.config.loss in ("emu", "softmax"):  # the baselines with a trained classifier
-        intents = list(artifact["intents"])
-        with torch.no_grad():
-            predicted = {}
-            for loc, s in sets.items():
-                u = torch.from_numpy(s.vectors)
-                logits = (l2_constrained_logits(u, model.classifier, model.config.alpha) if model.config.loss == "emu"
-                          else model.classifier(u))
-                predicted[loc] = np.asarray(intents, dtype=object)[logits.argmax(1).numpy()]
+        predicted = classifier_predictions(model, {loc: s.vectors for loc, s in sets.items()}, list(artifact["intents"]))
         rows.append(classifier_rows(predicted, {loc: t["intent"].tolist() for loc, t in tests.items()}, name, encoder_name))
     table = pd.concat(rows, ignore_index=True)
     log_child_metrics(artifact.get("mlflow_run_id"), table[table["metric"] == "accuracy@1"])
@@ -126,6 +97,6 @@ def report_emu(data: Mapping[str, Any], *tables: pd.DataFrame) -> tuple[pd.DataF
 
 def tuned_encoder(encoder: LoadedEncoder, artifact: Mapping[str, Any]) -> LoadedEncoder:
     """The fine-tuned encoder with the base tokenizer, for a ``save_pretrained`` directory."""
-    model = rebuild(encoder, artifact)
+    model = rebuild_emu(encoder, artifact)
     identity = {"name": f"emu/{artifact['method']}", "base": dict(encoder.identity), "dev_accuracy": artifact.get("dev_accuracy")}
     return LoadedEncoder(name=identity["name"], model=model.encoder, tokenizer=encoder.tokenizer, identity=identity)
