@@ -4,7 +4,7 @@ Model selection here uses the MASSIVE **dev** split only, with the pipeline's cr
 (``fmda.training.select_on``: the dev accuracy@1 of ``emb_m`` by default, or the lowest mean
 dev ``total`` loss; DREAM always the dev loss); no test figure is computed unless ``--test``.
 For each learning rate it trains with the pipeline's own function (``train_fmda`` /
-``train_dream_baseline``) and prints the best dev loss, the epoch it came from, the epochs run
+``train_pooled_head`` with ``fmda.methods.dream``) and prints the best dev loss, the epoch it came from, the epochs run
 and the seconds taken.
 
 Needs the pair's FMDA inputs (``data/04_feature/<pair>/fmda_inputs.json``), which any
@@ -95,7 +95,9 @@ def main() -> None:
     print(f"{args.method} on {args.pair}: dev-only selection, max {args.max_epochs} epochs")
     print("| lr | best dev total | best epoch | epochs run | seconds |")
     print("|---|---:|---:|---:|---:|")
-    base = params["training"] if args.method == "fmda" else params["dream"]["training"]
+    dream = params["methods"]["dream"]
+    # DREAM trains with fmda.training under its own overrides, as in the pipeline
+    base = params["training"] if args.method == "fmda" else {**params["training"], **(dream.get("training") or {})}
     for lr in args.lrs:
         training = {**base, "lr": lr, "max_epochs": args.max_epochs, "progress": False,
                     **({"patience": args.patience} if args.patience else {}),
@@ -119,7 +121,8 @@ def main() -> None:
                 rows = fmda_evaluation.evaluate_fmda(manifest, trained, {"name": "bundled"})
                 print(rows[["embedding", "task", "source", "target", "metric", "value"]].to_string(index=False))
         else:
-            _, history = nodes.train_dream_baseline(manifest, {**params["dream"], "training": training})
+            _, history = nodes.train_pooled_head(manifest, {**dream, "training": training}, params["training"],
+                                                 params.get("loss"), "dream")
             key = f"dream.{manifest['source_locale']}-{manifest['target_locale']}.dev_total"
         seconds = time.perf_counter() - start
         dev = [(r["value"], r["step"]) for r in history[key]]

@@ -37,7 +37,7 @@ from language_agnostic.datasets import TarArchiveDataset
 from language_agnostic.encoders.extraction import (
     EmbeddingStore,
     ExtractionSettings,
-    _padded_batch,
+    padded_batch,
     extract_embeddings,
     resolve_device_and_dtype,
     tokenise_all,
@@ -86,7 +86,7 @@ def bare_forward(encoder, texts: list[str], settings: ExtractionSettings) -> flo
     tok = tokenise_all(encoder, texts, settings)
     order = np.lexsort((np.arange(len(texts)), tok.lengths))
     batches = [
-        _padded_batch(tok, order[i : i + settings.batch_size], encoder.tokenizer.pad_token_id)
+        padded_batch(tok, order[i : i + settings.batch_size], encoder.tokenizer.pad_token_id)
         for i in range(0, len(order), settings.batch_size)
     ]
     batches = [(ids.to(device), mask.to(device)) for ids, mask in batches]

@@ -31,6 +31,17 @@ def _token_batch(g: torch.Generator) -> dict[str, torch.Tensor]:
     return batch
 
 
+def _id_batch(g: torch.Generator) -> dict[str, torch.Tensor]:
+    batch = {}
+    for prefix in ("", "adv_"):
+        ids = torch.randint(5, 64, (BATCH, LENGTH), generator=g)
+        mask = torch.ones(BATCH, LENGTH, dtype=torch.long)
+        mask[0, 3:] = 0
+        batch[f"{prefix}input_ids"], batch[f"{prefix}attention_mask"] = ids, mask
+    batch["labels"] = torch.arange(BATCH) % 2
+    return batch
+
+
 class One:
     def __init__(self, batch):
         self.batch = batch
@@ -41,11 +52,15 @@ class One:
 
 def _batch(name: str) -> dict[str, torch.Tensor]:
     g = torch.Generator().manual_seed(0)
-    return _token_batch(g) if get_method(name).inputs == "tokens" else _vector_batch(g)
+    inputs = get_method(name).inputs
+    return _token_batch(g) if inputs == "tokens" else _id_batch(g) if inputs == "ids" else _vector_batch(g)
 
 
 def _inputs(name: str, batch):
-    return (batch["s_states"], batch["s_mask"]) if get_method(name).inputs == "tokens" else batch["s"]
+    inputs = get_method(name).inputs
+    if inputs == "ids":
+        return batch["input_ids"], batch["attention_mask"]
+    return (batch["s_states"], batch["s_mask"]) if inputs == "tokens" else batch["s"]
 
 
 @pytest.mark.parametrize("name", sorted(METHODS))
@@ -81,19 +96,25 @@ def test_a_saved_artifact_comes_back_with_the_same_outputs(name: str):
 
 
 def test_unknown_methods_and_options_name_the_parameter():
-    with pytest.raises(ValueError, match=r"qe.methods.x.method: unknown method 'emu'; known: \['dream', 'dream-infonce'"):
-        build("emu", DIM, N_LANG, where="qe.methods.x.method")
-    with pytest.raises(ValueError, match=r"fmda.controls.c: unknown option\(s\) \['margin'\] for method 'linear-infonce'; "
+    with pytest.raises(ValueError, match=r"qe.methods.x.method: unknown method 'laser'; known: \['dream', 'dream-infonce', 'emu'"):
+        build("laser", DIM, N_LANG, where="qe.methods.x.method")
+    with pytest.raises(ValueError, match=r"fmda.methods.c: unknown option\(s\) \['margin'\] for method 'linear-infonce'; "
                        r"known: \['temperature'\]"):
-        build("linear-infonce", DIM, N_LANG, {"margin": 0.3}, where="fmda.controls.c")
+        build("linear-infonce", DIM, N_LANG, {"margin": 0.3}, where="fmda.methods.c")
     with pytest.raises(ValueError, match="has no 'build' entry"):
         load_trained({"method": "dream", "state_dict": {}})
 
 
-def test_meat_declares_its_adversary_for_the_loop_and_the_others_do_not():
+def test_meat_and_emu_declare_their_adversaries_for_the_loop_and_the_others_do_not():
     from language_agnostic.training.loop import FineTunesEncoder, HasAdversary
 
     meat = build("meat", DIM, N_LANG)
     assert isinstance(meat, HasAdversary) and not isinstance(meat, FineTunesEncoder)
     assert {id(p) for p in meat.adversary_parameters()} == {id(p) for p in meat.discriminator.parameters()}
-    assert not any(isinstance(build(name, DIM, N_LANG), HasAdversary) for name in METHODS if name != "meat")
+    # EMU fine-tunes its encoder and trains a WGAN critic: k steps at its own lr, clipped after each
+    emu = build("emu", DIM, N_LANG)
+    assert isinstance(emu, HasAdversary) and isinstance(emu, FineTunesEncoder)
+    assert {id(p) for p in emu.adversary_parameters()} == {id(p) for p in emu.critics.parameters()}
+    assert {id(p) for p in emu.encoder_parameters()} == {id(p) for p in emu.encoder.parameters()}
+    assert (emu.adversary_steps, emu.adversary_lr) == (5, 5e-4)
+    assert not any(isinstance(build(name, DIM, N_LANG), HasAdversary) for name in METHODS if name not in ("meat", "emu"))

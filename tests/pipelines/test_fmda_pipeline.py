@@ -84,14 +84,12 @@ def _catalog(model_dir: Path, store: Path) -> DataCatalog:
         "params:fmda.variants.two_stage": {"pairs": ["en_de"], "two_stage": True},
         "params:fmda.variants.no_contrastive": {"pairs": ["en_de"], "ablation": "no_contrastive"},
         "params:fmda.variants.infonce": VARIANTS["infonce"],
-        "params:fmda.controls.linear_infonce": CONTROLS["linear_infonce"],
-        "params:fmda.controls.dream_infonce": CONTROLS["dream_infonce"],
+        **{f"params:fmda.methods.{name}": spec for name, spec in METHODS.items()},
         "params:fmda.loss": LOSS,
         "params:fmda_paper.unified": {"pairs": ["en_de"]},
         "params:fmda.template_pairs_holdout": {"dev_fraction": 0.25, "seed": 0},
         "params:fmda.figure": {"n_pairs": 4, "intent": "music", "n_templates": 2, "per_template": 2, "seed": 0},
         "params:fmda.training": TRAINING,
-        "params:fmda.dream": {"pooling": "cls", "activation": "none", "loss_weights": {}, "training": TRAINING},
     }
     pools = _pools()
     return DataCatalog({
@@ -114,14 +112,17 @@ def _catalog(model_dir: Path, store: Path) -> DataCatalog:
 VARIANTS = {"all_together": {"pairs": "all"}, "two_stage": {"pairs": ["en_de"], "two_stage": True},
             "no_contrastive": {"pairs": ["en_de"], "ablation": "no_contrastive"},
             "infonce": {"pairs": "all", "loss": {"contrastive": "infonce"}, "training": {"length_buckets": False}}}
-CONTROLS = {"linear_infonce": {"pairs": "all", "method": "linear-infonce", "pooling": "mean"},
-            "dream_infonce": {"pairs": "all", "method": "dream-infonce", "pooling": "mean"}}
+METHODS = {"dream": {"method": "dream", "pooling": "cls", "activation": "none", "loss_weights": {},
+                     "training": {"select_on": "dev_loss"}},
+           "linear_infonce": {"pairs": "all", "method": "linear-infonce", "pooling": "mean"},
+           "dream_infonce": {"pairs": "all", "method": "dream-infonce", "pooling": "mean"}}
+CONTROLS = {k: v for k, v in METHODS.items() if k != "dream"}
 LOSS = {"contrastive": "pairwise", "negative": "hinge", "margin": 0.0, "temperature": 0.05}
 
 
 def test_fmda_pipeline_end_to_end_on_tiny_data(tiny_hub_model: Path, tmp_path: Path):
     catalog = _catalog(tiny_hub_model, tmp_path / "store")
-    pipeline = create_pipeline(pairs=["en_de"], variants=VARIANTS, unified=["en_de"], figure_pair="en_de", controls=CONTROLS)
+    pipeline = create_pipeline(pairs=["en_de"], variants=VARIANTS, unified=["en_de"], figure_pair="en_de", methods=METHODS)
     SequentialRunner().run(pipeline, catalog)
     table = catalog["fmda_metrics_table"].load()
     fmda_methods = ["fmda", "fmda-two_stage", "fmda-no_contrastive", "fmda-infonce", "fmda-unified"]
@@ -163,7 +164,7 @@ def test_two_runs_with_the_same_seed_give_the_same_metrics(tiny_hub_model: Path,
     tables = []
     for run in ("first", "second"):
         catalog = _catalog(tiny_hub_model, tmp_path / run / "store")
-        SequentialRunner().run(create_pipeline(pairs=["en_de"], variants=variants, unified=[], figure_pair="", controls={}), catalog)
+        SequentialRunner().run(create_pipeline(pairs=["en_de"], variants=variants, unified=[], figure_pair="", methods={"dream": METHODS["dream"]}), catalog)
         tables.append(catalog["fmda_metrics_table"].load().drop(columns=["run_id"], errors="ignore"))
     pd.testing.assert_frame_equal(tables[0], tables[1])
     # the trained rows are there, not only the raw ones
@@ -199,7 +200,7 @@ def test_two_stage_freezes_the_template_encoder_after_stage_one(tiny_hub_model: 
     catalog = _catalog(tiny_hub_model, tmp_path / "store")
     for name in ("en_de.fmda_inputs", "en_de.fmda_template_pairs"):
         catalog[name] = EmbeddingManifestDataset(str(tmp_path / f"{name}.json"))
-    pipeline = create_pipeline(pairs=["en_de"], variants=VARIANTS, unified=[], figure_pair="", controls={})
+    pipeline = create_pipeline(pairs=["en_de"], variants=VARIANTS, unified=[], figure_pair="", methods={"dream": METHODS["dream"]})
     SequentialRunner().run(pipeline.to_outputs("en_de.fmda_inputs", "en_de.fmda_template_pairs"), catalog)
     after_each_stage, weights_used = [], []
     real_train = fmda_training.train
@@ -247,9 +248,15 @@ def test_variants_name_their_mistakes():
     with pytest.raises(ValueError, match=r"fmda.variants.b.pairs: \['en_fr'\] not in massive.pairs"):
         variant_pairs({"b": {"pairs": ["en_fr"]}}, ["en_de"])
     with pytest.raises(ValueError, match="fmda.figure.pair 'en_de' needs the all_together variant"):
-        create_pipeline(pairs=["en_de"], variants={"two_stage": {"two_stage": True}}, unified=[], figure_pair="en_de", controls={})
-    with pytest.raises(ValueError, match=r"fmda.controls.c.method must be one of \['linear-infonce', 'dream-infonce'\]"):
-        variant_pairs({"c": {"method": "linear"}}, ["en_de"], "fmda.controls", {"method", "pairs", "pooling"})
+        create_pipeline(pairs=["en_de"], variants={"two_stage": {"two_stage": True}}, unified=[], figure_pair="en_de", methods={"dream": METHODS["dream"]})
+    from language_agnostic.pipelines.fmda.pipeline import METHOD_KEYS
+
+    with pytest.raises(ValueError, match=r"fmda.methods.c.method must be one of \['dream', 'linear-infonce', 'dream-infonce'\], got 'linear'"):
+        variant_pairs({"c": {"method": "linear"}}, ["en_de"], "fmda.methods", METHOD_KEYS)
+    with pytest.raises(ValueError, match=r"fmda.methods.d: unknown key\(s\) \['lr'\]"):
+        variant_pairs({"d": {"method": "dream", "lr": 0.1}}, ["en_de"], "fmda.methods", METHOD_KEYS)
+    # the name is the method when none is given
+    assert variant_pairs({"dream": {"pooling": "cls"}}, ["en_de"], "fmda.methods", METHOD_KEYS) == {"dream": ["en_de"]}
 
 
 def test_paper_tables_from_hand_made_rows():
@@ -312,26 +319,35 @@ def test_dev_negatives_follow_the_training_rule(tiny_hub_model: Path, tmp_path: 
     assert nodes.pool_rows(np.array([str(i) for i in range(8)]), legacy, "de-DE", "train").tolist() == [0, 2, 3, 5, 6]
 
 
-def test_controls_train_with_infonce_and_report_their_meaning(tiny_hub_model: Path, tmp_path: Path):
+def test_heads_over_pooled_vectors_train_and_report_their_meaning(tiny_hub_model: Path, tmp_path: Path):
     from language_agnostic.methods.registry import load_trained
     from language_agnostic.pipelines.fmda import nodes
 
     manifest = nodes.embed_fmda_inputs(_masked(), _template(1), _template(2), {"source": "en-US", "target": "de-DE"},
                                        load_encoder(str(tiny_hub_model)), EmbeddingStore(tmp_path / "store"), EXTRACTION)
-    training = {**TRAINING, "length_buckets": True}  # ignored by controls: pooled vectors have no length
-    for name, spec in CONTROLS.items():
-        trained, history = nodes.train_control(manifest, spec, training, {**LOSS, "temperature": 0.1}, name)
-        assert trained["method"] == spec["method"] and trained["temperature"] == 0.1
+    training = {**TRAINING, "length_buckets": True}  # ignored by these heads: pooled vectors have no length
+    options = {"linear_infonce": {"temperature": 0.1}, "dream_infonce": {"activation": "none", "temperature": 0.1},
+               "dream": {"activation": "none"}}
+    for name, spec in METHODS.items():
+        trained, history = nodes.train_pooled_head(manifest, spec, training, {**LOSS, "temperature": 0.1}, name)
+        assert trained["method"] == spec["method"] and trained["name"] == name
         assert f"{spec['method']}.en-US-de-DE.dev_total" in history
         method, model = load_trained(trained)
-        assert method.name == spec["method"] and trained["build"]["options"] == {"temperature": 0.1}
-        a, b = (fmda_training.control_meaning(model, np.asarray(manifest["sets"][f"dev.{s}.utt"].vectors("mean")), spec["method"])
+        assert method.name == spec["method"] and trained["build"]["options"] == options[name]
+        pooling = spec["pooling"]
+        a, b = (fmda_training.control_meaning(model, np.asarray(manifest["sets"][f"dev.{s}.utt"].vectors(pooling)), spec["method"])
                 for s in ("source", "target"))
         assert trained["dev_m_accuracy"] == pytest.approx((retrieval_accuracy_at_1(a, b) + retrieval_accuracy_at_1(b, a)) / 2)
-        rows = nodes.evaluate_control(manifest, trained, {"name": "tiny"})
+        rows = nodes.evaluate_head(manifest, trained, {"name": "tiny"})
         assert set(zip(rows["method"], rows["embedding"])) == {(spec["method"], "meaning")}
-    with pytest.raises(ValueError, match="fmda.controls: method must be one of"):
-        nodes.train_control(manifest, {"method": "svd"}, TRAINING, LOSS)
+    # DREAM's own training overrides apply over fmda.training: a cap of 2 epochs is honoured
+    capped = {**METHODS["dream"], "training": {"max_epochs": 1, "select_on": "dev_loss"}}
+    trained, _ = nodes.train_pooled_head(manifest, capped, training, LOSS, "dream")
+    assert trained["epochs_run"] == 1
+    with pytest.raises(ValueError, match=r"fmda.methods.x.method must be one of \['dream', 'linear-infonce', 'dream-infonce'\], got 'svd'"):
+        nodes.train_pooled_head(manifest, {"method": "svd"}, TRAINING, LOSS, "x")
+    with pytest.raises(ValueError, match=r"fmda.methods.dream.training"):
+        nodes.train_pooled_head(manifest, {"training": {"learning_rate": 0.1}}, TRAINING, LOSS, "dream")
 
 
 def test_table5_has_a_block_per_pair_with_the_contrastive_readings():

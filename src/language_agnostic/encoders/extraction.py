@@ -151,7 +151,7 @@ def tokenise_all(encoder: LoadedEncoder, texts: Sequence[str], settings: Extract
     return Tokenised(flat, starts, lengths, truncated)
 
 
-def _padded_batch(tok: Tokenised, index: np.ndarray, pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+def padded_batch(tok: Tokenised, index: np.ndarray, pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Input ids and attention mask for the texts at ``index``, padded to the longest."""
     lengths = tok.lengths[index]
     width = int(lengths.max())
@@ -340,7 +340,7 @@ def extract_embeddings(
             parts: dict[str, list[np.ndarray]] = {"cls": [], "mean": [], "tokens": []}
             for start in range(0, len(chunk), settings.batch_size):
                 index = chunk[start : start + settings.batch_size]
-                ids, mask = _padded_batch(tok, index, pad_id)
+                ids, mask = padded_batch(tok, index, pad_id)
                 ids, mask = ids.to(device, non_blocking=True), mask.to(device, non_blocking=True)
                 hidden = model(input_ids=ids, attention_mask=mask).last_hidden_state
                 hidden = hidden.float()

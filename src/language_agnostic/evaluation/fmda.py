@@ -8,7 +8,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import torch
 
 from language_agnostic.encoders.extraction import EmbeddingSet
 from language_agnostic.evaluation.retrieval import retrieval_accuracy_at_1
@@ -21,17 +20,18 @@ from language_agnostic.training.fmda_data import encode_with_fmda
 
 logger = logging.getLogger(__name__)
 
-def evaluate_control(manifest: Mapping[str, Any], control: Mapping[str, Any], identity: Mapping[str, Any]) -> pd.DataFrame:
-    """A control's meaning embedding on the pair's test retrieval and template sets, as ``<method>/meaning`` rows."""
-    _, model = load_trained(control)
+def evaluate_head(manifest: Mapping[str, Any], head: Mapping[str, Any], identity: Mapping[str, Any]) -> pd.DataFrame:
+    """A head over pooled vectors (``fmda.methods``: DREAM, a control) on the pair's test sets, as ``<method>/meaning`` rows."""
+    _, model = load_trained(head)
+    method = str(head["method"])
 
     def embed(entry: EmbeddingSet, locale: str) -> dict[tuple[str, str], np.ndarray]:
         del locale
-        vectors = np.asarray(entry.vectors(control["pooling"]))
-        return {(str(control["method"]), "meaning"): control_meaning(model, vectors, str(control["method"]))}
+        vectors = np.asarray(entry.vectors(head["pooling"]))
+        return {(method, "meaning"): control_meaning(model, vectors, method)}
 
     rows = _score(manifest, embed, str(identity.get("name")))
-    log_child_metrics(control.get("mlflow_run_id"), rows)
+    log_child_metrics(head.get("mlflow_run_id"), rows)
     return rows
 
 
@@ -73,25 +73,21 @@ def _score(manifest: Mapping[str, Any], embed: Embedder, encoder: str) -> pd.Dat
     return table
 
 
-def evaluate_baselines(manifest: Mapping[str, Any], dream: Mapping[str, Any], identity: Mapping[str, Any]) -> pd.DataFrame:
-    """The baselines on the pair's test retrieval and template sets.
+def evaluate_baselines(manifest: Mapping[str, Any], identity: Mapping[str, Any]) -> pd.DataFrame:
+    """The untrained baselines on the pair's test retrieval and template sets.
 
-    Embeddings: raw first-token (``raw/cls``), raw mean (``raw/mean``), per-language mean
-    centring of the mean vectors fitted on train (``centering/mean``), DREAM's meaning
-    (``dream/meaning``).
+    Embeddings: raw first-token (``raw/cls``), raw mean (``raw/mean``) and per-language mean
+    centring of the mean vectors fitted on train (``centering/mean``). The trained heads over
+    pooled vectors (DREAM, the controls) are scored by :func:`evaluate_head`.
     """
     sets = manifest["sets"]
     src, tgt = manifest["source_locale"], manifest["target_locale"]
-    dream_method, dream_model = load_trained(dream)
     train_mean = np.concatenate([np.asarray(sets["train.source.utt"].vectors("mean")), np.asarray(sets["train.target.utt"].vectors("mean"))])
     means = fit_language_means(train_mean, [src] * len(sets["train.source.utt"]) + [tgt] * len(sets["train.target.utt"]))
 
     def embed(entry: EmbeddingSet, locale: str) -> dict[tuple[str, str], np.ndarray]:
         out = {("raw", "cls"): np.asarray(entry.vectors("cls")), ("raw", "mean"): np.asarray(entry.vectors("mean"))}
         out[("centering", "mean")] = center(out[("raw", "mean")], [locale] * len(entry), means)
-        with torch.no_grad():
-            vectors = torch.from_numpy(np.array(entry.vectors(dream["pooling"])))
-            out[("dream", "meaning")] = dream_method.encode(dream_model, vectors)["meaning"].numpy()
         return out
 
     return _score(manifest, embed, str(identity.get("name")))

@@ -30,6 +30,7 @@ from torch import nn
 
 from language_agnostic.methods.contrastive import ContrastiveSettings
 from language_agnostic.methods.dream import Dream, dream_losses
+from language_agnostic.methods.emu import EMU_OPTIONS, build_emu, emu_losses, encode_emu
 from language_agnostic.methods.fmda import Fmda, FmdaConfig, fmda_losses
 from language_agnostic.methods.linear import LinearHead, linear_infonce_losses
 from language_agnostic.methods.meat import Meat, meat_losses
@@ -44,7 +45,7 @@ class Method:
     """How to build, train and use one method (see the module docstring)."""
 
     name: str
-    inputs: str  # "vectors" (pooled sentence vectors) | "tokens" (token states and mask)
+    inputs: str  # "vectors" (pooled sentence vectors) | "tokens" (token states and mask) | "ids" (input ids and mask: fine-tunes the encoder)
     build: Callable[[int, int, Options], nn.Module]
     losses: Callable[[nn.Module, Batch, Mapping[str, float], Options], dict[str, torch.Tensor]]
     encode: Callable[[nn.Module, Any], dict[str, torch.Tensor]]
@@ -121,6 +122,12 @@ METHODS: dict[str, Method] = {
         encode=_fmda_encode,
         options=("ffn_layers", "mlp_layers", "activation", "attention_scale", "utterance_target", "init", "loss"),
         description="Wu et al. 2022: template / residual / language embeddings over token states"),
+    "emu": Method(
+        "emu", "ids",
+        build=build_emu,
+        losses=lambda m, b, w, o: emu_losses(m, b, w, o),
+        encode=encode_emu, options=EMU_OPTIONS,
+        description="Hirota et al. 2020: the encoder fine-tuned with an L2-constrained softmax, center loss and a WGAN language critic"),
 }
 
 

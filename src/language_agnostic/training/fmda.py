@@ -22,9 +22,10 @@ from language_agnostic.methods.contrastive import ContrastiveSettings
 from language_agnostic.methods.fmda import (
     ABLATIONS, TEMPLATE_LOSSES, Fmda, FmdaConfig, fmda_losses, freeze_template_encoder, two_stage_weights,
 )
-from language_agnostic.methods.registry import build, build_spec, get_method
+from language_agnostic.methods.registry import build_spec, get_method
 from language_agnostic.reporting.tracking import log_child_run
 from language_agnostic.training.data import InterleavedBatches, QuadrupletBatches
+from language_agnostic.training.heads import HeadSpec, fit_head, head_spec
 from language_agnostic.training.fmda_data import FmdaBatches, encode_with_fmda
 from language_agnostic.training.loop import TrainSettings, history_metrics, train
 
@@ -265,36 +266,9 @@ def train_fmda_unified(pools: pd.DataFrame, model_params: Mapping[str, Any], spe
     return trained, _history(result.history, "fmda.unified", trained)
 
 
-def train_dream_baseline(manifest: Mapping[str, Any], dream: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """DREAM (Tiyajamorn et al. 2021) on the same pairs, over pooled sentence vectors.
-
-    Args:
-        manifest: From :func:`embed_fmda_inputs`.
-        dream: ``pooling`` (``cls`` as in the paper), ``activation``, ``loss_weights`` and
-            ``training`` (``TrainSettings`` fields and ``batch_size``).
-    """
-    settings, batch_size, _ = _training_settings(dream["training"], "fmda.dream.training")
-    if dream["training"].get("select_on", "dev_loss") != "dev_loss":
-        raise ValueError("fmda.dream.training.select_on: DREAM selects on its dev loss only ('dev_loss')")
-    pooling = str(dream.get("pooling", "cls"))
-    sets = manifest["sets"]
-
-    def batches(split: str, shuffle: bool) -> QuadrupletBatches:
-        s = np.asarray(sets[f"{split}.source.utt"].vectors(pooling))
-        t = np.asarray(sets[f"{split}.target.utt"].vectors(pooling))
-        return QuadrupletBatches(s, t, np.zeros(len(s)), np.ones(len(t)), batch_size, shuffle=shuffle)
-
-    torch.manual_seed(settings.seed)
-    options, weights = {"activation": str(dream.get("activation", "none"))}, dict(dream.get("loss_weights") or {})
-    model = build("dream", sets["train.source.utt"].dim, 2, options, "fmda.dream")
-    result = train(model, lambda m, b: get_method("dream").losses(m, b, weights, options),
-                   batches("train", True), batches("dev", False), settings)
-    trained = {"state_dict": result.state_dict, "build": build_spec("dream", sets["train.source.utt"].dim, 2, options),
-               "pooling": pooling, "activation": options["activation"],
-               "best_epoch": result.best_epoch, "epochs_run": result.epochs_run}
-    return trained, history_metrics(result.history, f"dream.{manifest['source_locale']}-{manifest['target_locale']}")
-
-
+# the methods over pooled sentence vectors that `fmda.methods` may name: the DREAM baseline and the
+# two controls of fmda-infonce (same InfoNCE, data, selection and budget, without FMDA's architecture)
+POOLED_METHODS = ("dream", "linear-infonce", "dream-infonce")
 CONTROLS = ("linear-infonce", "dream-infonce")
 
 
@@ -307,30 +281,48 @@ def control_meaning(model: torch.nn.Module, vectors: np.ndarray, method: str) ->
         return get_method(method).encode(model, inputs)["meaning"].cpu().numpy()
 
 
-def train_control(manifest: Mapping[str, Any], spec: Mapping[str, Any], training: Mapping[str, Any],
-                  loss: Mapping[str, Any], name: str = "linear_infonce") -> tuple[dict[str, Any], dict[str, Any]]:
-    """A control for ``fmda-infonce``: the same InfoNCE, data, selection and budget, without FMDA's architecture.
 
-    ``linear-infonce`` is one linear map over pooled vectors trained with InfoNCE alone;
-    ``dream-infonce`` is DREAM (Tiyajamorn et al. 2021) with its meaning loss (eq. 5-7) replaced
-    by InfoNCE. Both read the pair's train/dev pooled vectors in random batches of
-    ``fmda.training.batch_size`` and stop on the dev loss (or on dev retrieval of their meaning
-    embedding when ``select_on: dev_retrieval``), with ``fmda.training``'s lr, patience and cap.
+def pooled_head_spec(spec: Mapping[str, Any] | None, name: str) -> HeadSpec:
+    """``fmda.methods.<name>`` parsed (the schema of ``qe.methods``, plus ``pairs``), method checked.
+
+    Raises:
+        ValueError: An unknown key, or a method that is not one of :data:`POOLED_METHODS` (naming the parameter).
+    """
+    given = {k: v for k, v in dict(spec or {}).items() if k != "pairs"}
+    parsed = head_spec(given, f"fmda.methods.{name}")
+    method = parsed.method or name
+    if method not in POOLED_METHODS:
+        raise ValueError(f"fmda.methods.{name}.method must be one of {list(POOLED_METHODS)}, got {method!r}")
+    return parsed
+
+
+def train_pooled_head(manifest: Mapping[str, Any], spec: Mapping[str, Any], training: Mapping[str, Any],
+                      loss: Mapping[str, Any], name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A head over the pair's pooled sentence vectors: the DREAM baseline or a control of ``fmda-infonce``.
+
+    ``dream`` is DREAM (Tiyajamorn et al. 2021, eq. 1-9); ``linear-infonce`` one linear map
+    trained with InfoNCE alone; ``dream-infonce`` DREAM with its meaning loss (eq. 5-7) replaced by
+    InfoNCE. Each reads the pair's train/dev pooled vectors in random batches and is trained by
+    :func:`~language_agnostic.training.heads.fit_head`, the path the QE/STS heads take, with
+    ``fmda.training`` under the method's ``training`` overrides: it stops on the dev loss, or on
+    the dev accuracy@1 of its meaning embedding when ``select_on: dev_retrieval``.
 
     Args:
         manifest: From :func:`embed_fmda_inputs`.
-        spec: ``fmda.controls.<name>``: ``method`` (``linear-infonce`` | ``dream-infonce``),
-            ``pooling`` (``mean`` | ``cls``), ``pairs``.
+        spec: ``fmda.methods.<name>``: ``method`` (default: the name), ``pooling`` (``mean`` |
+            ``cls``; default ``mean``), ``activation`` (DREAM), ``loss_weights``, ``training``, ``pairs``.
         training: ``fmda.training`` (``length_buckets`` does not apply: pooled vectors have no length).
         loss: ``fmda.loss``; its ``temperature`` is the InfoNCE temperature.
-        name: The control's key in ``fmda.controls``.
+        name: The key in ``fmda.methods`` (runs and metric keys are named after the method).
     """
-    method, pooling = str(spec.get("method", "")), str(spec.get("pooling", "mean"))
-    if method not in CONTROLS:
-        raise ValueError(f"fmda.controls: method must be one of {list(CONTROLS)}, got {method!r}")
-    params = {k: v for k, v in dict(training).items() if k != "length_buckets"}
-    settings, batch_size, _ = _training_settings(params, "fmda.training")
-    temperature = contrastive_settings(loss, {}).temperature
+    parsed = pooled_head_spec(spec, name)
+    method, pooling = parsed.method or name, parsed.pooling or "mean"
+    params = {k: v for k, v in {**dict(training), **dict(parsed.training)}.items() if k != "length_buckets"}
+    settings, batch_size, _ = _training_settings(params, f"fmda.methods.{name}.training")
+    accepted = get_method(method).options
+    options = {k: v for k, v in (("activation", str(parsed.activation)),
+                                 ("temperature", contrastive_settings(loss, {}).temperature)) if k in accepted}
+    weights = dict(parsed.loss_weights)
     sets = manifest["sets"]
     vectors = {f"{split}.{side}": np.asarray(sets[f"{split}.{side}.utt"].vectors(pooling), dtype=np.float32)
                for split in ("train", "dev") for side in ("source", "target")}
@@ -339,28 +331,23 @@ def train_control(manifest: Mapping[str, Any], spec: Mapping[str, Any], training
         s, t = vectors[f"{split}.source"], vectors[f"{split}.target"]
         return QuadrupletBatches(s, t, np.zeros(len(s)), np.ones(len(t)), batch_size, shuffle=shuffle)
 
-    options = {"temperature": temperature}
-
-    def loss_fn(m: torch.nn.Module, b: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        return get_method(method).losses(m, b, {}, options)
-
     def dev_score(m: torch.nn.Module) -> float:
         a, b = control_meaning(m, vectors["dev.source"], method), control_meaning(m, vectors["dev.target"], method)
         return float(np.mean([retrieval_accuracy_at_1(a, b), retrieval_accuracy_at_1(b, a)]))
 
-    torch.manual_seed(settings.seed)
-    model = build(method, sets["train.source.utt"].dim, 2, options, f"fmda.controls.{name}.method")
-    selecting = training.get("select_on", "dev_loss") == "dev_retrieval"
-    result = train(model, loss_fn, batches("train", True), batches("dev", False), settings, dev_score if selecting else None)
+    selecting = params.get("select_on", "dev_loss") == "dev_retrieval"
+    dim = sets["train.source.utt"].dim
+    model, result = fit_head(method, dim, 2, options, weights, batches("train", True), batches("dev", False), settings,
+                             dev_score if selecting else None, where=f"fmda.methods.{name}")
     dev = dev_score(model)
     pair = f"{manifest['source_locale']}-{manifest['target_locale']}"
     logger.info("%s %s: best dev epoch %d of %d; dev accuracy@1 of its meaning embedding %.4f",
                 method, pair, result.best_epoch, result.epochs_run, dev)
-    trained = {"state_dict": result.state_dict, "build": build_spec(method, sets["train.source.utt"].dim, 2, options),
-               "method": method, "pooling": pooling, "temperature": temperature,
+    trained = {"state_dict": result.state_dict, "build": build_spec(method, dim, 2, options),
+               "method": method, "name": name, "pooling": pooling, **options, "loss_weights": weights,
                "best_epoch": result.best_epoch, "epochs_run": result.epochs_run, "dev_m_accuracy": dev}
-    trained["mlflow_run_id"] = log_child_run(f"{method}/{pair}", {"method": method, "pooling": pooling, "temperature": temperature,
-                                                                  **params}, result.history)
+    trained["mlflow_run_id"] = log_child_run(f"{method}/{pair}", {"method": method, "name": name, "pooling": pooling,
+                                                                  **options, **params}, result.history)
     metrics = history_metrics(result.history, f"{method}.{pair}")
     metrics[f"{method}.{pair}.dev_m_accuracy"] = [{"value": dev, "step": 0}]
     return trained, metrics

@@ -8,7 +8,7 @@ keeps the weights of its best validation epoch.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +21,7 @@ from language_agnostic.methods.centering import fit_language_means
 from language_agnostic.methods.registry import build, build_spec, get_method
 from language_agnostic.reporting.tracking import log_child_run
 from language_agnostic.training.data import InterleavedBatches, QuadrupletBatches
-from language_agnostic.training.loop import TrainSettings, history_metrics, train
+from language_agnostic.training.loop import TrainResult, TrainSettings, history_metrics, train
 
 logger = logging.getLogger(__name__)
 
@@ -96,6 +96,26 @@ def head_options(method: str, activation: str) -> dict[str, Any]:
     return {"activation": activation} if "activation" in get_method(method).options else {}
 
 
+def fit_head(method: str, dim: int, n_languages: int, options: Mapping[str, Any], weights: Mapping[str, float],
+             train_data: Any, dev_data: Any, settings: TrainSettings,
+             dev_score: Callable[[torch.nn.Module], float] | None = None, where: str = "method"
+             ) -> tuple[torch.nn.Module, TrainResult]:
+    """Build a registered method over pooled sentence vectors and train it with its own losses.
+
+    The one training path of every head over frozen vectors, in every pipeline (QE, STS, and
+    FMDA's DREAM baseline and controls): seeded build, :func:`train` with the method's losses,
+    early stopping on the dev/validation data (its loss, or ``dev_score`` when given).
+
+    Returns:
+        ``(model, result)``: the model holding the kept epoch's weights, and the training result.
+    """
+    torch.manual_seed(settings.seed)
+    model = build(method, dim, n_languages, dict(options), where)
+    result = train(model, lambda m, b: get_method(method).losses(m, b, weights, options), train_data, dev_data,
+                   settings, dev_score)
+    return model, result
+
+
 def train_head(manifest: Mapping[str, Any], corpus: pd.DataFrame, spec: Mapping[str, Any], training: Mapping[str, Any],
                pooling: str, method: str = "seed", pipeline: str = "qe", name: str | None = None
                ) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -126,13 +146,12 @@ def train_head(manifest: Mapping[str, Any], corpus: pd.DataFrame, spec: Mapping[
     settings = settings_from_params(TrainSettings, params, f"{pipeline}.training")
     languages = corpus_languages(corpus)
     activation = str(parsed.activation)
-    torch.manual_seed(settings.seed)
     options, weights = head_options(method, activation), dict(parsed.loss_weights)
     dim = manifest["sets"]["train.source"].dim
-    model = build(method, dim, len(languages), options)
-    result = train(model, lambda m, b: get_method(method).losses(m, b, weights, options),
-                   pair_batches(manifest, corpus, "train", pooling, languages, batch_size, True),
-                   pair_batches(manifest, corpus, "validation", pooling, languages, batch_size, False), settings)
+    _, result = fit_head(method, dim, len(languages), options, weights,
+                         pair_batches(manifest, corpus, "train", pooling, languages, batch_size, True),
+                         pair_batches(manifest, corpus, "validation", pooling, languages, batch_size, False), settings,
+                         where=f"{pipeline}.methods.{name}")
     logger.info("%s %s: best validation epoch %d of %d", pipeline, name, result.best_epoch, result.epochs_run)
     run_id = log_child_run(f"{pipeline}/{name}", {"method": method, "pooling": pooling, **dict(spec), **params,
                                                   "batch_size": batch_size}, result.history)

@@ -41,7 +41,15 @@ LossFn = Callable[[nn.Module, Batch], Mapping[str, torch.Tensor]]
 
 @runtime_checkable
 class HasAdversary(Protocol):
-    """A model trained against an adversary (MEAT's discriminator, a WGAN critic): its own optimiser."""
+    """A model trained against an adversary (MEAT's discriminator, a WGAN critic): its own optimiser.
+
+    Optional attributes, read with defaults: ``adversary_steps`` (updates of the adversary per
+    main step, 1), ``adversary_lr`` (its Adam's learning rate; ``TrainSettings.lr``) and
+    ``after_adversary_step()`` (called after each adversary update, e.g. WGAN weight clipping).
+    When the training data also has ``adversary_batches(epoch, generator)``, each adversary
+    update reads the next of those batches (Algorithm 1 of EMU samples fresh sentences for
+    every critic step); otherwise it reads the main batch (MEAT).
+    """
 
     def adversary_parameters(self) -> Iterable[nn.Parameter]: ...
 
@@ -196,7 +204,8 @@ def _optimisers(model: nn.Module, settings: TrainSettings) -> tuple[torch.optim.
     # plain Adam without decay: the same update as the earlier loop, bit for bit
     optimiser_class = torch.optim.AdamW if settings.weight_decay else torch.optim.Adam
     optimiser = optimiser_class(groups, lr=settings.lr, weight_decay=settings.weight_decay)
-    return optimiser, (torch.optim.Adam(adversary, lr=settings.lr) if adversary else None)
+    adversary_lr = getattr(model, "adversary_lr", None) or settings.lr
+    return optimiser, (torch.optim.Adam(adversary, lr=adversary_lr) if adversary else None)
 
 
 def _lookahead(batches: Iterable[Batch]) -> Iterator[tuple[Batch, bool]]:
@@ -247,6 +256,8 @@ def train(model: nn.Module, loss_fn: LossFn, train_data: BatchSource, dev_data: 
     device = accelerator.device
     model.to(device)
     optimiser, adversary_optimiser = _optimisers(model, settings)
+    adversary_steps = int(getattr(model, "adversary_steps", 1))
+    after_adversary_step = getattr(model, "after_adversary_step", None)
     scheduler = None
     if settings.schedule != "constant" or settings.warmup_ratio > 0:
         total = _planned_steps(train_data, settings)
@@ -306,6 +317,10 @@ def train(model: nn.Module, loss_fn: LossFn, train_data: BatchSource, dev_data: 
         model.train()
         generator = torch.Generator().manual_seed(settings.seed * 1_000_003 + epoch)
         seen = 0
+        # the adversary's own batches, if the data has them: drawn from a generator of their own,
+        # so the main batches do not depend on how many adversary steps are taken
+        adversary_stream = (iter(train_data.adversary_batches(epoch, torch.Generator().manual_seed(settings.seed * 1_000_003 + epoch + 500_009)))
+                            if adversary_optimiser is not None and hasattr(train_data, "adversary_batches") else None)
         for index, (batch, last) in enumerate(_lookahead(train_data.batches(epoch, generator))):
             # several processes (accelerate launch): each takes its share of the batches
             if index % accelerator.num_processes != accelerator.process_index:
@@ -313,14 +328,18 @@ def train(model: nn.Module, loss_fn: LossFn, train_data: BatchSource, dev_data: 
             batch = {k: v.to(device) for k, v in batch.items()}
             if adversary_optimiser is not None:
                 # MEAT's released code: the discriminator steps first, then the heads step
-                # against the updated discriminator (a fresh forward)
-                with accelerator.autocast():
-                    adversarial = loss_fn(model, batch)
-                if "adversary" not in adversarial:
-                    raise ValueError("the model has adversary parameters but the loss has no 'adversary' term")
-                adversary_optimiser.zero_grad()
-                accelerator.backward(adversarial["adversary"])
-                adversary_optimiser.step()
+                # against the updated discriminator (a fresh forward); EMU: k critic steps
+                for _ in range(adversary_steps):
+                    sub = batch if adversary_stream is None else {k: v.to(device) for k, v in next(adversary_stream).items()}
+                    with accelerator.autocast():
+                        adversarial = loss_fn(model, sub)
+                    if "adversary" not in adversarial:
+                        raise ValueError("the model has adversary parameters but the loss has no 'adversary' term")
+                    adversary_optimiser.zero_grad()
+                    accelerator.backward(adversarial["adversary"])
+                    adversary_optimiser.step()
+                    if after_adversary_step is not None:
+                        after_adversary_step()
             closes = (seen + 1) % accumulate == 0 or last
             with accelerator.autocast():
                 losses = loss_fn(model, batch)

@@ -2,7 +2,7 @@
 
 Per language pair: embed the pair's utterances (token states) and masked texts (first-token
 states) and the template-retrieval sets; train FMDA and the DREAM baseline on train with early
-stopping on dev; evaluate raw, mean-centred, DREAM and FMDA embeddings on cross-lingual
+stopping on dev; evaluate raw, mean-centred, DREAM (and the other ``fmda.methods``) and FMDA embeddings on cross-lingual
 semantic retrieval (test pairs) and monolingual template retrieval (accuracy@1 and MAP).
 """
 
@@ -21,16 +21,16 @@ from language_agnostic.reporting.fmda import fmda_tables
 from language_agnostic.reporting.tracking import metric_key
 
 # the training, scoring and figure nodes are the core functions themselves
-from language_agnostic.evaluation.fmda import evaluate_baselines, evaluate_control, evaluate_fmda
+from language_agnostic.evaluation.fmda import evaluate_baselines, evaluate_fmda, evaluate_head
 from language_agnostic.reporting.figures import plot_embeddings
 from language_agnostic.training.fmda import (
-    ALL_TOGETHER, CONTROLS, SELECTION, method_name, pool_rows, train_control, train_dream_baseline, train_fmda,
-    train_fmda_two_stage, train_fmda_unified,
+    ALL_TOGETHER, POOLED_METHODS, SELECTION, method_name, pool_rows, pooled_head_spec, train_fmda, train_fmda_two_stage,
+    train_fmda_unified, train_pooled_head,
 )
 
-__all__ = ["ALL_TOGETHER", "CONTROLS", "SELECTION", "embed_fmda_inputs", "embed_template_pairs", "evaluate_baselines",
-           "evaluate_control", "evaluate_fmda", "method_name", "plot_embeddings", "pool_rows", "report_fmda",
-           "train_control", "train_dream_baseline", "train_fmda", "train_fmda_two_stage", "train_fmda_unified"]
+__all__ = ["ALL_TOGETHER", "POOLED_METHODS", "SELECTION", "embed_fmda_inputs", "embed_template_pairs", "evaluate_baselines",
+           "evaluate_fmda", "evaluate_head", "method_name", "plot_embeddings", "pool_rows", "pooled_head_spec", "report_fmda",
+           "train_fmda", "train_fmda_two_stage", "train_fmda_unified", "train_pooled_head"]
 
 logger = logging.getLogger(__name__)
 

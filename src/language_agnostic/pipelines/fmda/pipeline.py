@@ -1,4 +1,4 @@
-"""``fmda``: per language pair, embed → train DREAM and the FMDA variants → evaluate; one unified model; report.
+"""``fmda``: per language pair, embed → train the FMDA variants and the heads over pooled vectors (DREAM, controls) → evaluate; one unified model; report.
 
 The variants (``fmda.variants``: all-together, two-stage, the Table 4 ablations) and the
 pairs each is trained on are read from ``conf/`` when the pipeline is built, like the pairs
@@ -20,10 +20,11 @@ from language_agnostic.pipelines.project_config import bind, configuration_error
 SHARED_INPUTS = {"massive_masked_texts", "massive_template_retrieval_single", "massive_template_retrieval_multi",
                  "massive_negative_pools", "massive_template_train_pairs", "encoder", "embedding_store",
                  "encoder_identity"}
-SHARED_PARAMS = {"params:embeddings.extraction", "params:fmda.model", "params:fmda.training", "params:fmda.dream",
+SHARED_PARAMS = {"params:embeddings.extraction", "params:fmda.model", "params:fmda.training",
                  "params:fmda.template_pairs_holdout", "params:fmda.loss"}
 VARIANT_KEYS = {"pairs", "ablation", "two_stage", "loss_weights", "loss", "training"}
-CONTROL_KEYS = {"pairs", "method", "pooling"}
+# fmda.methods.<name>: the qe/sts method schema (training/heads.py:HeadSpec) plus the pairs it is trained on
+METHOD_KEYS = {"pairs", "method", "pooling", "activation", "loss_weights", "training"}
 DEFAULT_VARIANTS: dict[str, Any] = {nodes.ALL_TOGETHER: {"pairs": "all"}}
 
 
@@ -40,8 +41,8 @@ def variant_pairs(variants: Mapping[str, Any], pairs: list[str], where: str = "f
         unknown = sorted(set(spec) - keys)
         if unknown:
             raise ValueError(f"{where}.{name}: unknown key(s) {unknown}; known: {sorted(keys)}")
-        if where == "fmda.controls" and spec.get("method") not in nodes.CONTROLS:
-            raise ValueError(f"fmda.controls.{name}.method must be one of {list(nodes.CONTROLS)}, got {spec.get('method')!r}")
+        if where == "fmda.methods":
+            nodes.pooled_head_spec(spec, str(name))  # the method is known, its keys typed
         chosen = spec.get("pairs", "all")
         chosen = list(pairs) if chosen == "all" else [str(p) for p in chosen]
         missing = sorted(set(chosen) - set(pairs))
@@ -51,9 +52,9 @@ def variant_pairs(variants: Mapping[str, Any], pairs: list[str], where: str = "f
     return out
 
 
-def create_pair_pipeline(variants: Mapping[str, Any], controls: Mapping[str, Any] | None = None,
+def create_pair_pipeline(variants: Mapping[str, Any], methods: Mapping[str, Any] | None = None,
                          sources: Mapping[str, str] | None = None) -> Pipeline:
-    """One language pair (instantiated per namespace) with the given variants and controls.
+    """One language pair (instantiated per namespace) with the given FMDA variants and heads over pooled vectors.
 
     ``sources`` names the parameter section each variant is read from (``fmda``, or
     ``fmda_paper`` for the paper-only experiment set); default ``fmda``.
@@ -64,9 +65,7 @@ def create_pair_pipeline(variants: Mapping[str, Any], controls: Mapping[str, Any
              inputs=["massive_masked_texts", "massive_template_retrieval_single", "massive_template_retrieval_multi",
                      "params:pair", "encoder", "embedding_store", "params:embeddings.extraction"],
              outputs="fmda_inputs", name="embed_fmda_inputs_node"),
-        node(nodes.train_dream_baseline, inputs=["fmda_inputs", "params:fmda.dream"],
-             outputs=["dream_model", "dream_history"], name="train_dream_node"),
-        node(nodes.evaluate_baselines, inputs=["fmda_inputs", "dream_model", "encoder_identity"],
+        node(nodes.evaluate_baselines, inputs=["fmda_inputs", "encoder_identity"],
              outputs="baseline_rows", name="evaluate_baselines_node"),
     ]
     if any((spec or {}).get("two_stage") for spec in variants.values()):
@@ -87,19 +86,19 @@ def create_pair_pipeline(variants: Mapping[str, Any], controls: Mapping[str, Any
                          outputs=[f"fmda_model_{name}", f"fmda_history_{name}"], name=f"train_fmda_{name}_node")
         nodes_ += [train, node(nodes.evaluate_fmda, inputs=["fmda_inputs", f"fmda_model_{name}", "encoder_identity"],
                                outputs=f"fmda_rows_{name}", name=f"evaluate_fmda_{name}_node")]
-    for name in controls or {}:
-        nodes_ += [node(bind(nodes.train_control, name=name),
-                        inputs=["fmda_inputs", f"params:fmda.controls.{name}", "params:fmda.training", "params:fmda.loss"],
-                        outputs=[f"control_model_{name}", f"control_history_{name}"], name=f"train_control_{name}_node"),
-                   node(nodes.evaluate_control, inputs=["fmda_inputs", f"control_model_{name}", "encoder_identity"],
-                        outputs=f"control_rows_{name}", name=f"evaluate_control_{name}_node")]
+    for name in methods or {}:
+        nodes_ += [node(bind(nodes.train_pooled_head, name=name),
+                        inputs=["fmda_inputs", f"params:fmda.methods.{name}", "params:fmda.training", "params:fmda.loss"],
+                        outputs=[f"head_model_{name}", f"head_history_{name}"], name=f"train_{name}_node"),
+                   node(nodes.evaluate_head, inputs=["fmda_inputs", f"head_model_{name}", "encoder_identity"],
+                        outputs=f"head_rows_{name}", name=f"evaluate_{name}_node")]
     return Pipeline(nodes_)
 
 
 def create_pipeline(pairs: list[str] | None = None, variants: Mapping[str, Any] | None = None,
                     unified: list[str] | None = None, figure_pair: str | None = None,
-                    controls: Mapping[str, Any] | None = None) -> Pipeline:
-    """Build ``fmda`` from ``massive.pairs``, ``fmda.variants`` (+ ``fmda_paper.variants``), ``fmda.controls``,
+                    methods: Mapping[str, Any] | None = None) -> Pipeline:
+    """Build ``fmda`` from ``massive.pairs``, ``fmda.variants`` (+ ``fmda_paper.variants``), ``fmda.methods``,
     ``fmda_paper.unified.pairs`` and ``fmda.figure.pair``.
 
     Arguments given here replace the configuration (tests build small pipelines this way).
@@ -107,18 +106,18 @@ def create_pipeline(pairs: list[str] | None = None, variants: Mapping[str, Any] 
     that ``massive.pairs`` does not list) gives :func:`configuration_error_pipeline`, so the
     other pipelines still build and ``kedro run --pipeline=fmda`` stops naming the parameter.
     """
-    if (pairs, variants, unified, figure_pair, controls) == (None,) * 5:
+    if (pairs, variants, unified, figure_pair, methods) == (None,) * 5:
         try:
             return _create_pipeline()
         except ValueError as exc:
             return configuration_error_pipeline("fmda", exc)
-    return _create_pipeline(pairs, variants, unified, figure_pair, controls)
+    return _create_pipeline(pairs, variants, unified, figure_pair, methods)
 
 
 def _create_pipeline(pairs: list[str] | None = None, variants: Mapping[str, Any] | None = None,
                      unified: list[str] | None = None, figure_pair: str | None = None,
-                     controls: Mapping[str, Any] | None = None) -> Pipeline:
-    params = load_parameters() if None in (pairs, variants, unified, figure_pair, controls) else {}
+                     methods: Mapping[str, Any] | None = None) -> Pipeline:
+    params = load_parameters() if None in (pairs, variants, unified, figure_pair, methods) else {}
     fmda = params.get("fmda", {})
     # the paper-only experiment set (Tables 4 and 9): empty in base, filled by `--env paper`
     paper = params.get("fmda_paper") or {}
@@ -139,26 +138,26 @@ def _create_pipeline(pairs: list[str] | None = None, variants: Mapping[str, Any]
         figure_pair = str((fmda.get("figure") or {}).get("pair") or "")
     if figure_pair == "first":
         figure_pair = pairs[0] if pairs else ""
-    if controls is None:
-        controls = fmda.get("controls") or {}
+    if methods is None:
+        methods = fmda.get("methods") or {}
     trained_on = {**variant_pairs({k: v for k, v in variants.items() if k not in sources}, pairs),
                   **variant_pairs({k: v for k, v in variants.items() if k in sources}, pairs, "fmda_paper.variants")}
-    controlled_on = variant_pairs(controls, pairs, "fmda.controls", CONTROL_KEYS)
+    heads_on = variant_pairs(methods, pairs, "fmda.methods", METHOD_KEYS)
     missing = sorted(set(unified) - set(pairs))
     if missing:
         raise ValueError(f"fmda_paper.unified.pairs: {missing} not in massive.pairs ({pairs})")
     per_pair, rows = [], []
     for name in pairs:
         mine = {v: spec for v, spec in variants.items() if name in trained_on[v]}
-        my_controls = {c: spec for c, spec in controls.items() if name in controlled_on[c]}
-        pipe = create_pair_pipeline(mine, my_controls, sources)
+        my_heads = {h: spec for h, spec in methods.items() if name in heads_on[h]}
+        pipe = create_pair_pipeline(mine, my_heads, sources)
         used = pipe.inputs()  # a pair without a two-stage variant reads no template pairs
         variant_params = [f"params:{sources.get(v, 'fmda')}.variants.{v}" for v in mine]
         parameters = {**{p: p for p in SHARED_PARAMS & used}, **{p: p for p in variant_params},
-                      **{f"params:fmda.controls.{c}": f"params:fmda.controls.{c}" for c in my_controls},
+                      **{f"params:fmda.methods.{h}": f"params:fmda.methods.{h}" for h in my_heads},
                       "params:pair": f"params:massive.pairs.{name}"}
         per_pair.append(Pipeline(pipe, namespace=name, inputs=SHARED_INPUTS & used, parameters=parameters))
-        rows += [f"{name}.baseline_rows"] + [f"{name}.fmda_rows_{v}" for v in mine] + [f"{name}.control_rows_{c}" for c in my_controls]
+        rows += [f"{name}.baseline_rows"] + [f"{name}.fmda_rows_{v}" for v in mine] + [f"{name}.head_rows_{h}" for h in my_heads]
     extra = []
     if unified:
         extra.append(node(nodes.train_fmda_unified,

@@ -1,0 +1,102 @@
+"""Nodes of the ``emu`` pipeline: thin adapters over ``training/emu.py``, ``evaluation/emu.py`` and ``reporting/emu.py``."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from language_agnostic.encoders.loading import LoadedEncoder
+from language_agnostic.evaluation.emu import LocaleSet, classifier_predictions, classifier_rows, intent_nn_correct, intent_nn_rows
+from language_agnostic.methods.emu import PooledEncoder
+from language_agnostic.methods.registry import build_spec
+from language_agnostic.reporting.emu import emu_tables
+from language_agnostic.reporting.tracking import log_child_metrics, log_child_run, metric_key
+from language_agnostic.training.emu import EmuData, encode_tokenised, method_settings, rebuild_emu, train_emu, trained_state
+from language_agnostic.training.emu_data import tokenise
+from language_agnostic.training.loop import history_metrics
+
+logger = logging.getLogger(__name__)
+
+def train_emu_variant(utterances: pd.DataFrame, encoder: LoadedEncoder, spec: Mapping[str, Any], data: Mapping[str, Any],
+                      training: Mapping[str, Any], extraction: Mapping[str, Any], name: str
+                      ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Fine-tune the encoder with one ``emu.methods`` entry; the artifact holds what changed."""
+    config, training_overrides, data_overrides = method_settings(name, spec)
+    model, result, info = train_emu(utterances, encoder, config, {**dict(data), **data_overrides},
+                                    {**dict(training), **training_overrides}, extraction, name)
+    options = {**{k: v for k, v in model.config.__dict__.items()}, "encoder_config": model.encoder.config.to_dict()}
+    options["training_languages"] = list(options["training_languages"])
+    run_id = log_child_run(f"emu/{name}", {"name": name, **config, **training, **training_overrides, **data, **data_overrides},
+                           result.history)
+    artifact = {"build": build_spec("emu", int(encoder.hidden_size), 1, options), "state_dict": trained_state(model),
+                "method": name, "base_encoder": dict(encoder.identity), "mlflow_run_id": run_id, **info}
+    logger.info("emu %s: kept epoch %d of %d, en-US dev NN accuracy %.4f", name, info["best_epoch"], info["epochs_run"],
+                info["dev_accuracy"])
+    return artifact, history_metrics(result.history, f"emu.{name}")
+
+
+def _test_sets(utterances: pd.DataFrame, locales: list[str]) -> dict[str, pd.DataFrame]:
+    out = {}
+    for locale in locales:
+        rows = utterances[(utterances["locale"] == locale) & (utterances["partition"] == "test")]
+        out[locale] = rows.sort_values("id", key=lambda c: c.astype(int)).reset_index(drop=True)
+    return out
+
+
+def evaluation_locales(utterances: pd.DataFrame, data: Mapping[str, Any]) -> list[str]:
+    """The training locale first, then every other locale of the data (the configured ``massive.locales``)."""
+    training = str(data.get("training_locale", EmuData.training_locale))
+    return [training] + sorted(set(utterances["locale"]) - {training})
+
+
+def _embed(model: torch.nn.Module, encoder: LoadedEncoder, tests: Mapping[str, pd.DataFrame],
+           extraction: Mapping[str, Any]) -> dict[str, LocaleSet]:
+    pad_id = int(encoder.tokenizer.pad_token_id)
+    return {loc: LocaleSet(encode_tokenised(model, tokenise(encoder, rows["utt"].tolist(), extraction), pad_id),
+                           rows["id"].tolist(), rows["intent"].tolist()) for loc, rows in tests.items()}
+
+
+def evaluate_raw(utterances: pd.DataFrame, encoder: LoadedEncoder, data: Mapping[str, Any], extraction: Mapping[str, Any],
+                 identity: Mapping[str, Any], pooling: str = "mean") -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
+    """The raw encoder's nearest-neighbour intent accuracy, and its per-query results for the paired tests."""
+    locales = evaluation_locales(utterances, data)
+    sets = _embed(PooledEncoder(encoder.model, pooling), encoder, _test_sets(utterances, locales), extraction)
+    correct = intent_nn_correct(sets, locales[0])
+    return intent_nn_rows(correct, "raw", str(identity.get("name")), pooling), {k: v.astype(bool) for k, v in correct.items()}
+
+
+def evaluate_emu_variant(utterances: pd.DataFrame, encoder: LoadedEncoder, artifact: Mapping[str, Any],
+                         data: Mapping[str, Any], extraction: Mapping[str, Any], raw: Mapping[str, np.ndarray],
+                         identity: Mapping[str, Any]) -> pd.DataFrame:
+    """A fine-tuned encoder on every direction (with McNemar against raw), and its classifier's own accuracy."""
+    model = rebuild_emu(encoder, artifact)
+    locales = evaluation_locales(utterances, data)
+    tests = _test_sets(utterances, locales)
+    sets = _embed(model, encoder, tests, extraction)
+    name, encoder_name = str(artifact["method"]), str(identity.get("name"))
+    rows = [intent_nn_rows(intent_nn_correct(sets, locales[0]), name, encoder_name, model.config.pooling, raw)]
+    if model.config.loss in ("emu", "softmax"):  # the baselines with a trained classifier
+        predicted = classifier_predictions(model, {loc: s.vectors for loc, s in sets.items()}, list(artifact["intents"]))
+        rows.append(classifier_rows(predicted, {loc: t["intent"].tolist() for loc, t in tests.items()}, name, encoder_name))
+    table = pd.concat(rows, ignore_index=True)
+    log_child_metrics(artifact.get("mlflow_run_id"), table[table["metric"] == "accuracy@1"])
+    return table
+
+
+def report_emu(data: Mapping[str, Any], *tables: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any], str]:
+    """All rows: the metrics table, MLflow metrics and the markdown tables."""
+    rows = pd.concat(tables, ignore_index=True)
+    metrics = {metric_key(r): {"value": float(r.value), "step": 0} for r in rows.itertuples() if r.metric == "accuracy@1"}
+    return rows, metrics, emu_tables(rows, str(data.get("training_locale", EmuData.training_locale)))
+
+
+def tuned_encoder(encoder: LoadedEncoder, artifact: Mapping[str, Any]) -> LoadedEncoder:
+    """The fine-tuned encoder with the base tokenizer, for a ``save_pretrained`` directory."""
+    model = rebuild_emu(encoder, artifact)
+    identity = {"name": f"emu/{artifact['method']}", "base": dict(encoder.identity), "dev_accuracy": artifact.get("dev_accuracy")}
+    return LoadedEncoder(name=identity["name"], model=model.encoder, tokenizer=encoder.tokenizer, identity=identity)

@@ -1,0 +1,69 @@
+"""``emu``: fine-tune the encoder with EMU, its ablations and the baseline losses → evaluate every locale → report.
+
+The methods trained (``emu.methods``) are read from ``conf/`` when the pipeline is built, so a
+variant is a YAML edit and kedro-viz shows each. Every method reads the ``massive`` stage's
+utterances: labelled sentences of the training locale's train split, the other locales' train
+utterances unlabelled for EMU's critic, the training locale's dev split for selection, and the
+test split of every locale for the evaluation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kedro.pipeline import Pipeline, node
+
+from language_agnostic.pipelines.emu import nodes
+from language_agnostic.pipelines.embeddings.pipeline import load_encoder_pipeline
+from language_agnostic.pipelines.project_config import bind, configuration_error_pipeline, load_parameters
+
+DEFAULT_METHODS: dict[str, Any] = {"emu": {"method": "emu", "loss": "emu"}}
+
+
+def create_pipeline(methods: Mapping[str, Any] | None = None, save_encoders: list[str] | None = None) -> Pipeline:
+    """Build ``emu`` from ``emu.methods`` and ``emu.save_encoders`` (arguments given here replace the configuration).
+
+    A configuration error gives :func:`configuration_error_pipeline`, so the other pipelines
+    still build and ``kedro run --pipeline=emu`` stops naming the parameter.
+    """
+    if methods is None and save_encoders is None:
+        try:
+            return _create_pipeline()
+        except ValueError as exc:
+            return configuration_error_pipeline("emu", exc)
+    return _create_pipeline(methods, save_encoders)
+
+
+def _create_pipeline(methods: Mapping[str, Any] | None = None, save_encoders: list[str] | None = None) -> Pipeline:
+    params = load_parameters().get("emu") or {} if methods is None or save_encoders is None else {}
+    if methods is None:
+        methods = dict(params.get("methods") or DEFAULT_METHODS)
+    if save_encoders is None:
+        save_encoders = [str(n) for n in params.get("save_encoders") or []]
+    for name, spec in methods.items():
+        nodes.method_settings(str(name), spec)  # unknown keys named now, not an hour into the run
+    missing = sorted(set(save_encoders) - set(methods))
+    if missing:
+        raise ValueError(f"emu.save_encoders: {missing} not in emu.methods ({sorted(methods)})")
+    shared = ["massive_utterances", "encoder", "params:emu.data"]
+    parts = [node(nodes.evaluate_raw, inputs=[*shared, "params:embeddings.extraction", "encoder_identity"],
+                  outputs=["emu_rows_raw", "emu_raw_correct"], name="evaluate_emu_raw_node")]
+    for name in methods:
+        key = name.replace("-", "_")  # dataset names: emu-no_ld -> emu_no_ld
+        parts += [
+            node(bind(nodes.train_emu_variant, name=name),
+                 inputs=[*shared[:2], f"params:emu.methods.{name}", "params:emu.data", "params:emu.training",
+                         "params:embeddings.extraction"],
+                 outputs=[f"emu_model_{key}", f"emu_history_{key}"], name=f"train_{key}_node"),
+            node(nodes.evaluate_emu_variant,
+                 inputs=[*shared[:2], f"emu_model_{key}", "params:emu.data", "params:embeddings.extraction",
+                         "emu_raw_correct", "encoder_identity"],
+                 outputs=f"emu_rows_{key}", name=f"evaluate_{key}_node"),
+        ]
+        if name in save_encoders:
+            parts.append(node(nodes.tuned_encoder, inputs=["encoder", f"emu_model_{key}"], outputs=f"emu_encoder_{key}",
+                              name=f"save_{key}_encoder_node"))
+    parts.append(node(nodes.report_emu, inputs=["params:emu.data", "emu_rows_raw", *[f"emu_rows_{n.replace('-', '_')}" for n in methods]],
+                      outputs=["emu_metrics_table", "emu_metrics", "emu_tables_markdown"], name="report_emu_node"))
+    return Pipeline([load_encoder_pipeline(), *parts], tags="emu")

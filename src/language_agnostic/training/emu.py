@@ -1,0 +1,227 @@
+"""Fine-tuning the encoder with EMU (Hirota et al. 2020) or a baseline loss, on English MASSIVE intents.
+
+Labelled data: a seeded sample of the training locale's train split (intents only). The
+critic's adversarial sentences: train utterances of the other configured locales, never their
+labels. Model selection: leave-one-out nearest-neighbour intent accuracy on the training
+locale's **dev** split (no other locale's dev, no test).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from language_agnostic.config import settings_from_params
+from language_agnostic.encoders.extraction import Tokenised, padded_batch
+from language_agnostic.encoders.loading import LoadedEncoder
+from language_agnostic.evaluation.intent_nn import nearest_neighbour_correct
+from language_agnostic.methods.emu import Emu, EmuConfig, emu_losses
+from language_agnostic.training.emu_data import EmuBatches, sample_per_intent, tokenise
+from language_agnostic.training.loop import TrainResult, TrainSettings, train
+
+logger = logging.getLogger(__name__)
+
+TRAINABLE = ("all", "no_embeddings")
+DEV_LOSS_SENTENCES = 256
+EXTRAS = {"emu": ("adversarial",), "softmax": (), "contrastive": ("pair",), "npair": ("positive",)}
+
+
+@dataclass(frozen=True)
+class EmuData:
+    """``emu.data``: what EMU trains on.
+
+    Attributes:
+        training_locale: The labelled locale (English in the paper).
+        per_intent: Labelled sentences per intent (``None``: the whole train split).
+        adversarial_locales: Locales whose train utterances (unlabelled) feed the critic;
+            empty: every other locale present in the data.
+        seed: Seeds the labelled sample.
+        encoder_trainable: ``all`` encoder parameters, or ``no_embeddings`` (the token
+            embedding matrix frozen: 96M of e5-small's 118M parameters, touched sparsely).
+        batch_size: Sentences per step (16 in the paper).
+        adversarial: ``unlabelled`` (the critic sees random train utterances of the other
+            locales) or ``parallel`` (EMU-PARALLEL: the translations of the training sentences).
+    """
+
+    training_locale: str = "en-US"
+    per_intent: int | None = 20
+    adversarial_locales: tuple[str, ...] = ()
+    seed: int = 2020
+    encoder_trainable: str = "no_embeddings"
+    batch_size: int = 16
+    adversarial: str = "unlabelled"
+
+
+def _rows(utterances: pd.DataFrame, locale: str, partition: str) -> pd.DataFrame:
+    rows = utterances[(utterances["locale"] == locale) & (utterances["partition"] == partition)]
+    return rows.sort_values("id", key=lambda c: c.astype(int)).reset_index(drop=True)
+
+
+def encode_tokenised(model: torch.nn.Module, tok: Tokenised, pad_id: int, batch_size: int = 64) -> np.ndarray:
+    """``u = E(x)`` of every tokenised text (eval mode, no gradients, on the model's device), in input order.
+
+    Texts are batched in order of length, so a batch pads to about its own length.
+    """
+    device = next(model.parameters()).device
+    model.eval()
+    order = np.argsort(tok.lengths, kind="stable")
+    out = np.empty((len(order), 0), dtype=np.float32)
+    with torch.no_grad():
+        for start in range(0, len(order), batch_size):
+            index = order[start:start + batch_size]
+            ids, mask = padded_batch(tok, index, pad_id)
+            u = model(ids.to(device), mask.to(device)).float().cpu().numpy()
+            if out.shape[1] == 0:
+                out = np.empty((len(order), u.shape[1]), dtype=np.float32)
+            out[index] = u
+    return out
+
+
+def train_emu(utterances: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[str, Any], data: Mapping[str, Any],
+              training: Mapping[str, Any], extraction: Mapping[str, Any] | None = None, name: str = "emu"
+              ) -> tuple[Emu, TrainResult, dict[str, Any]]:
+    """Fine-tune a copy of ``encoder`` with EMU or a baseline loss.
+
+    Args:
+        utterances: MASSIVE utterances (``locale, id, partition, utt, intent``).
+        encoder: The encoder to start from (not modified: a copy is trained).
+        method: :class:`~language_agnostic.methods.emu.EmuConfig` fields but ``n_intents``
+            (``loss``, ``alpha``, ``center_weight``, ``adversarial_weight``, ...).
+        data: :class:`EmuData` fields.
+        training: ``TrainSettings`` fields (``encoder_lr`` is the encoder's learning rate).
+        extraction: ``embeddings.extraction`` (the prefix and length policy of tokenisation).
+        name: The variant's name (messages and parameters).
+
+    Returns:
+        ``(model, result, info)``: the trained model (best dev epoch), the training result and
+        what was trained on (sizes, intents, locales, the kept dev accuracy).
+    """
+    settings_data = settings_from_params(EmuData, {**dict(data), "adversarial_locales": tuple(data.get("adversarial_locales") or ())},
+                                         "emu.data")
+    if settings_data.encoder_trainable not in TRAINABLE:
+        raise ValueError(f"emu.data.encoder_trainable must be one of {list(TRAINABLE)}, got {settings_data.encoder_trainable!r}")
+    settings = settings_from_params(TrainSettings, training, "emu.training")
+    train_rows = sample_per_intent(_rows(utterances, settings_data.training_locale, "train"), settings_data.per_intent,
+                                   settings_data.seed)
+    dev_rows = _rows(utterances, settings_data.training_locale, "dev")
+    if train_rows.empty or dev_rows.empty:
+        raise ValueError(f"emu.data.training_locale {settings_data.training_locale!r}: no train or dev utterances")
+    intents = sorted(set(train_rows["intent"]))
+    index = {intent: i for i, intent in enumerate(intents)}
+    config = settings_from_params(EmuConfig, {**dict(method), "n_intents": len(intents),
+                                              "training_languages": (settings_data.training_locale,)}, f"emu.methods.{name}")
+    adversarial_locales = settings_data.adversarial_locales or tuple(
+        sorted(set(utterances["locale"]) - {settings_data.training_locale}))
+    pad_id = int(encoder.tokenizer.pad_token_id)
+    labelled = tokenise(encoder, train_rows["utt"].tolist(), extraction)
+    needs_critic = config.loss == "emu" and config.adversarial_weight > 0
+    adversarial: list[Tokenised] = []
+    if settings_data.adversarial not in ("unlabelled", "parallel"):
+        raise ValueError(f"emu.data.adversarial must be 'unlabelled' or 'parallel', got {settings_data.adversarial!r}")
+    parallel = settings_data.adversarial == "parallel"
+    if needs_critic:
+        for locale in adversarial_locales:
+            rows = _rows(utterances, locale, "train")
+            if parallel:  # the translations of the labelled sample, row for row (same MASSIVE id)
+                rows = rows.set_index("id").reindex(train_rows["id"])
+                if rows["utt"].isna().any():
+                    raise ValueError(f"emu-parallel: {int(rows['utt'].isna().sum())} labelled sentences have no {locale} translation")
+            if len(rows):
+                adversarial.append(tokenise(encoder, rows["utt"].tolist(), extraction))
+    extras = EXTRAS[config.loss] if needs_critic or config.loss != "emu" else ()
+    train_data = EmuBatches(labelled, train_rows["intent"].map(index).to_numpy(), adversarial, pad_id,
+                            settings_data.batch_size, shuffle=True, extras=extras, parallel=parallel)
+    # the dev loss (a curve in the history) on the first DEV_LOSS_SENTENCES dev sentences of known
+    # intents; selection is on the dev NN accuracy of the whole dev split (below)
+    known = dev_rows[dev_rows["intent"].isin(index)].reset_index(drop=True).iloc[:DEV_LOSS_SENTENCES]
+    dev_tok = tokenise(encoder, known["utt"].tolist(), extraction)
+    dev_data = EmuBatches(dev_tok, known["intent"].map(index).to_numpy(), adversarial, pad_id, 64, shuffle=False,
+                          extras=tuple(e for e in extras if e != "adversarial"))
+    dev_all = tokenise(encoder, dev_rows["utt"].tolist(), extraction)
+    dev_ids, dev_labels = dev_rows["id"].tolist(), dev_rows["intent"].tolist()
+
+    def dev_score(model: torch.nn.Module) -> float:
+        u = encode_tokenised(model, dev_all, pad_id)
+        return float(nearest_neighbour_correct(u, dev_ids, dev_labels, u, dev_ids, dev_labels).mean())
+
+    torch.manual_seed(settings.seed)
+    model = Emu(copy.deepcopy(encoder.model), int(encoder.model.config.hidden_size), config)
+    if settings_data.encoder_trainable == "no_embeddings":
+        model.encoder.get_input_embeddings().weight.requires_grad_(False)
+    logger.info("emu %s: %d labelled %s sentences (%d intents), adversarial locales %s, encoder lr %s",
+                name, len(train_rows), settings_data.training_locale, len(intents), list(adversarial_locales) if needs_critic else [],
+                settings.encoder_lr)
+    result = train(model, lambda m, b: emu_losses(m, b), train_data, dev_data, settings, dev_score)
+    info = {"name": name, "loss": config.loss, "intents": intents, "n_train": len(train_rows),
+            "training_locale": settings_data.training_locale,
+            "adversarial_locales": list(adversarial_locales) if needs_critic else [], "adversarial": settings_data.adversarial,
+            "best_epoch": result.best_epoch, "epochs_run": result.epochs_run,
+            "dev_accuracy": max(float(r["dev_score"]) for r in result.history)}
+    return model, result, info
+
+
+SPEC_KEYS = {"method", "loss", "loss_weights", "training", "data", "options"}
+# loss_weights of EMU map onto its config: λ (eq. 2) and γ (eq. 4)
+WEIGHT_FIELDS = {"center": "center_weight", "adversarial": "adversarial_weight"}
+
+
+def method_settings(name: str, spec: Mapping[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """``emu.methods.<name>``: ``{method: emu, loss, loss_weights, options, training, data}`` as
+    ``(EmuConfig fields, training overrides, data overrides)``.
+
+    Raises:
+        ValueError: An unknown key, method or loss weight (naming the parameter).
+    """
+    spec, where = dict(spec or {}), f"emu.methods.{name}"
+    unknown = sorted(set(spec) - SPEC_KEYS)
+    if unknown:
+        raise ValueError(f"{where}: unknown key(s) {unknown}; known: {sorted(SPEC_KEYS)}")
+    if spec.get("method", "emu") != "emu":
+        raise ValueError(f"{where}.method must be 'emu' (the loss picks a baseline), got {spec.get('method')!r}")
+    weights = dict(spec.get("loss_weights") or {})
+    bad = sorted(set(weights) - set(WEIGHT_FIELDS))
+    if bad:
+        raise ValueError(f"{where}.loss_weights: unknown {bad}; known: {sorted(WEIGHT_FIELDS)}")
+    config = {**dict(spec.get("options") or {}), **{WEIGHT_FIELDS[k]: float(v) for k, v in weights.items()}}
+    if "loss" in spec:
+        config["loss"] = str(spec["loss"])
+    return config, dict(spec.get("training") or {}), dict(spec.get("data") or {})
+
+
+
+def trained_state(model: Emu) -> dict[str, torch.Tensor]:
+    """Every tensor the fine-tuning can have changed (frozen encoder weights are left out: the base has them)."""
+    frozen = {f"encoder.{n}" for n, p in model.encoder.named_parameters() if not p.requires_grad}
+    return {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items() if k not in frozen}
+
+
+def rebuild_emu(encoder: LoadedEncoder, artifact: Mapping[str, Any]) -> Emu:
+    """The fine-tuned model: a copy of the base encoder with the artifact's tensors loaded over it."""
+    options = {k: v for k, v in dict(artifact["build"]["options"]).items() if k != "encoder_config"}
+    options["training_languages"] = tuple(options.get("training_languages") or ("en-US",))
+    model = Emu(copy.deepcopy(encoder.model), int(encoder.hidden_size), EmuConfig(**options))
+    missing, unexpected = model.load_state_dict(artifact["state_dict"], strict=False)
+    changed = set(artifact["state_dict"])
+    if unexpected or any(not k.startswith("encoder.") for k in missing):
+        raise ValueError(f"this EMU artifact does not fit the encoder: unexpected {unexpected[:3]}, missing {missing[:3]}")
+    if not changed:
+        raise ValueError("this EMU artifact holds no weights")
+    model.eval()
+    return model
+
+
+def adversarial_locales_of(pairs: Sequence[Mapping[str, str]], training_locale: str) -> list[str]:
+    """The configured locales other than the training one, in order (the critic's languages)."""
+    out: list[str] = []
+    for pair in pairs:
+        for locale in (pair["source"], pair["target"]):
+            if locale != training_locale and locale not in out:
+                out.append(locale)
+    return out

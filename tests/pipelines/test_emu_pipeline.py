@@ -1,0 +1,110 @@
+"""The ``emu`` pipeline end to end on tiny data with a tiny local encoder; its tables from hand-made rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from kedro.io import DataCatalog, MemoryDataset
+from kedro.runner import SequentialRunner
+
+from language_agnostic.datasets.encoder_dir import EncoderDirectoryDataset
+from language_agnostic.encoders.loading import load_encoder
+from language_agnostic.pipelines.emu.pipeline import create_pipeline
+
+EN = ["wake me up at nine", "set an alarm for six", "play some jazz music", "play music", "what is the weather today",
+      "weather today", "wake me up at six", "play jazz", "what is the weather", "set an alarm", "alarm at seven",
+      "play some music", "weather tomorrow"]
+DE = ["weck mich um neun", "stelle einen wecker", "spiel etwas musik", "spiel musik", "wie ist das wetter",
+      "wetter heute", "weck mich um sechs", "spiel jazz", "wie ist das wetter heute", "wecker", "wecker um sieben",
+      "spiel etwas jazz", "wetter morgen"]
+INTENTS = ["alarm", "alarm", "music", "music", "weather", "weather", "alarm", "music", "weather", "alarm", "alarm",
+           "music", "weather"]
+PARTITIONS = ["train"] * 6 + ["dev"] * 3 + ["test"] * 4
+METHODS = {"emu": {"method": "emu", "loss": "emu", "options": {"critic_steps": 2, "critic_hidden": 8}},
+           "emu-no_ld": {"loss": "emu", "loss_weights": {"adversarial": 0}},
+           "emu-no_ld_cl": {"loss": "emu", "loss_weights": {"adversarial": 0, "center": 0}},
+           "emu-parallel": {"loss": "emu", "data": {"adversarial": "parallel"}, "options": {"critic_hidden": 8}},
+           "softmax": {"loss": "softmax"}, "contrastive": {"loss": "contrastive", "options": {"margin": 2.0}},
+           "npair": {"loss": "npair"}}
+
+
+def _utterances() -> pd.DataFrame:
+    return pd.DataFrame([{"locale": loc, "id": str(i), "partition": p, "utt": t, "intent": intent}
+                         for loc, texts in (("en-US", EN), ("de-DE", DE))
+                         for i, (t, p, intent) in enumerate(zip(texts, PARTITIONS, INTENTS))])
+
+
+def _catalog(model_dir: Path, tmp: Path) -> DataCatalog:
+    params: dict[str, Any] = {
+        "params:embeddings.encoder": {"name": str(model_dir)},
+        "params:embeddings.extraction": {"prefix": ""},
+        "params:emu.data": {"training_locale": "en-US", "per_intent": 2, "batch_size": 4, "seed": 0},
+        "params:emu.training": {"lr": 1e-3, "encoder_lr": 1e-4, "max_epochs": 1, "patience": 1, "seed": 0, "progress": False},
+        **{f"params:emu.methods.{name}": spec for name, spec in METHODS.items()},
+    }
+    return DataCatalog({"massive_utterances": MemoryDataset(_utterances()), "encoder": MemoryDataset(copy_mode="assign"),
+                        "emu_encoder_emu": EncoderDirectoryDataset(str(tmp / "emu_encoder")),
+                        **{k: MemoryDataset(v) for k, v in params.items()}})
+
+
+def test_emu_pipeline_end_to_end_on_tiny_data(tiny_hub_model: Path, tmp_path: Path):
+    catalog = _catalog(tiny_hub_model, tmp_path)
+    SequentialRunner().run(create_pipeline(methods=METHODS, save_encoders=["emu"]), catalog)
+    table = catalog["emu_metrics_table"].load()
+    accuracy = table[(table["task"] == "intent_nn") & (table["metric"] == "accuracy@1")]
+    directions = {("en-US", "en-US"), ("en-US", "de-DE"), ("de-DE", "en-US")}
+    for method in ["raw", *METHODS]:
+        assert set(zip(*[accuracy[accuracy["method"] == method][c] for c in ("source", "target")])) == directions, method
+    # every fine-tuned method is tested against raw on the same queries; raw is not tested against itself
+    p = table[table["metric"] == "mcnemar_p_vs_raw"]
+    assert set(p["method"]) == set(METHODS) and p["value"].between(0, 1).all()
+    assert (table[table["metric"] == "accuracy@1_ci_low"]["value"].to_numpy()
+            <= accuracy["value"].to_numpy() + 1e-9).all()
+    # the classifier's own accuracy: EMU's methods and softmax have one, the metric-learning baselines not
+    assert set(table[table["task"] == "intent_classification"]["method"]) == {"emu", "emu-no_ld", "emu-no_ld_cl",
+                                                                              "emu-parallel", "softmax"}
+    markdown = catalog["emu_tables_markdown"].load()
+    assert "| method | en-en | EN → * | * → EN |" in markdown and "| emu-parallel |" in markdown
+    # the saved encoder loads by path like any other encoder, and differs from the base
+    tuned = load_encoder(str(tmp_path / "emu_encoder"))
+    base = load_encoder(str(tiny_hub_model))
+    key = "encoder.layer.0.attention.self.query.weight"
+    assert not np.allclose(tuned.model.state_dict()[key].numpy(), base.model.state_dict()[key].numpy())
+
+
+def test_raw_rows_equal_an_independent_computation(tiny_hub_model: Path, tmp_path: Path):
+    import torch
+
+    from language_agnostic.evaluation.intent_nn import nearest_neighbour_correct
+
+    catalog = _catalog(tiny_hub_model, tmp_path)
+    SequentialRunner().run(create_pipeline(methods={}, save_encoders=[]), catalog)
+    table = catalog["emu_metrics_table"].load()
+    encoder = load_encoder(str(tiny_hub_model))
+    test = _utterances().query("partition == 'test'")
+
+    def vectors(locale: str) -> np.ndarray:
+        out = []
+        for text in test[test["locale"] == locale]["utt"]:
+            with torch.inference_mode():
+                out.append(encoder.model.eval()(**encoder.tokenizer([text], return_tensors="pt")).last_hidden_state[0].mean(0).numpy())
+        return np.stack(out)
+
+    en, de = vectors("en-US"), vectors("de-DE")
+    ids, labels = test[test["locale"] == "en-US"]["id"].tolist(), test[test["locale"] == "en-US"]["intent"].tolist()
+    expected = nearest_neighbour_correct(de, ids, labels, en, ids, labels).mean()
+    got = table[(table["metric"] == "accuracy@1") & (table["source"] == "de-DE")]["value"].item()
+    assert got == pytest.approx(expected, abs=1e-6)
+
+
+def test_configuration_mistakes_are_named():
+    with pytest.raises(ValueError, match=r"emu.methods.x: unknown key\(s\) \['lr'\]"):
+        create_pipeline(methods={"x": {"lr": 1}}, save_encoders=[])
+    with pytest.raises(ValueError, match=r"emu.methods.x.loss_weights: unknown \['lambda'\]"):
+        create_pipeline(methods={"x": {"loss_weights": {"lambda": 1}}}, save_encoders=[])
+    with pytest.raises(ValueError, match=r"emu.save_encoders: \['npair'\] not in emu.methods"):
+        create_pipeline(methods={"emu": {}}, save_encoders=["npair"])
