@@ -108,3 +108,18 @@ def test_configuration_mistakes_are_named():
         create_pipeline(methods={"x": {"loss_weights": {"lambda": 1}}}, save_encoders=[])
     with pytest.raises(ValueError, match=r"emu.save_encoders: \['npair'\] not in emu.methods"):
         create_pipeline(methods={"emu": {}}, save_encoders=["npair"])
+
+
+def test_only_builds_the_named_methods(monkeypatch: pytest.MonkeyPatch):
+    from language_agnostic.pipelines.emu import pipeline as emu_pipeline
+
+    params = {"emu": {"methods": METHODS, "save_encoders": ["emu", "npair"], "only": "emu"}}
+    monkeypatch.setattr(emu_pipeline, "load_parameters", lambda: params)
+    names = {n.name for n in emu_pipeline.create_pipeline().nodes}
+    assert {"train_emu_node", "evaluate_emu_node", "save_emu_encoder_node", "evaluate_emu_raw_node"} <= names
+    assert not any("npair" in n or "softmax" in n for n in names)
+    params["emu"]["only"] = ["emu", "lasers"]
+    failing = emu_pipeline.create_pipeline()  # a configuration error becomes one raising node
+    assert [n.name for n in failing.nodes] == ["emu_configuration_error_node"]
+    with pytest.raises(ValueError, match=r"emu.only: \['lasers'\] not in emu.methods"):
+        failing.nodes[0].run({name: None for name in failing.nodes[0].inputs})

@@ -39,8 +39,16 @@ def _create_pipeline(methods: Mapping[str, Any] | None = None, save_encoders: li
     params = load_parameters().get("emu") or {} if methods is None or save_encoders is None else {}
     if methods is None:
         methods = dict(params.get("methods") or DEFAULT_METHODS)
+        # `--params=emu.only=emu`: train and report only these methods (and raw); null = all
+        only = params.get("only")
+        if only:
+            only = [only] if isinstance(only, str) else [str(n) for n in only]
+            unknown = sorted(set(only) - set(methods))
+            if unknown:
+                raise ValueError(f"emu.only: {unknown} not in emu.methods ({sorted(methods)})")
+            methods = {n: spec for n, spec in methods.items() if n in only}
     if save_encoders is None:
-        save_encoders = [str(n) for n in params.get("save_encoders") or []]
+        save_encoders = [str(n) for n in params.get("save_encoders") or [] if n in methods]
     for name, spec in methods.items():
         nodes.method_settings(str(name), spec)  # unknown keys named now, not an hour into the run
     missing = sorted(set(save_encoders) - set(methods))
