@@ -138,6 +138,12 @@ def pool(states: torch.Tensor, mask: torch.Tensor, pooling: str) -> torch.Tensor
     return (states * m).sum(1) / m.sum(1).clamp(min=1)
 
 
+def encode_pooled(encoder: nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor, pooling: str) -> torch.Tensor:
+    """``u``: the encoder's last hidden states pooled (:func:`pool`), the one way EMU reads a sentence."""
+    states = encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+    return pool(states, attention_mask, pooling)
+
+
 class PooledEncoder(nn.Module):
     """An encoder read the way EMU reads it (``pool`` over its last hidden states): the raw baseline."""
 
@@ -146,8 +152,7 @@ class PooledEncoder(nn.Module):
         self.encoder, self.pooling = encoder, pooling
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        states = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-        return pool(states, attention_mask, self.pooling)
+        return encode_pooled(self.encoder, input_ids, attention_mask, self.pooling)
 
 
 class Emu(nn.Module):
@@ -169,8 +174,7 @@ class Emu(nn.Module):
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """``u = E(x)``: the pooled sentence embedding."""
-        states = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-        return pool(states, attention_mask, self.config.pooling)
+        return encode_pooled(self.encoder, input_ids, attention_mask, self.config.pooling)
 
     # --- what the training loop reads (training.loop.FineTunesEncoder / HasAdversary) ---
     def encoder_parameters(self) -> Iterator[nn.Parameter]:

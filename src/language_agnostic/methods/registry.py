@@ -125,7 +125,7 @@ METHODS: dict[str, Method] = {
     "emu": Method(
         "emu", "ids",
         build=build_emu,
-        losses=lambda m, b, w, o: emu_losses(m, b, w, o),
+        losses=emu_losses,
         encode=encode_emu, options=EMU_OPTIONS,
         description="Hirota et al. 2020: the encoder fine-tuned with an L2-constrained softmax, center loss and a WGAN language critic"),
 }
