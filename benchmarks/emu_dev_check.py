@@ -36,6 +36,7 @@ def main() -> None:
     parser.add_argument("--method", default="emu", help="an emu.methods entry")
     parser.add_argument("--encoder-lrs", type=float, nargs="*", default=[])
     parser.add_argument("--raw", action="store_true", help="the raw encoder's en-US dev accuracy")
+    parser.add_argument("--mixed-precision", default=None, help="override emu.training.mixed_precision (no | bf16 | auto)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     params = yaml.safe_load(open("conf/base/parameters_emu.yml"))["emu"]
@@ -54,6 +55,8 @@ def main() -> None:
     print("|---|---:|---|---:|---:|")
     for lr in args.encoder_lrs:
         training = {**params["training"], **training_overrides, "encoder_lr": lr, "progress": False}
+        if args.mixed_precision is not None:
+            training["mixed_precision"] = args.mixed_precision
         start = time.perf_counter()
         _, result, info = train_emu(utterances, encoder, config, {**params["data"], **data_overrides}, training,
                                     extraction, args.method)

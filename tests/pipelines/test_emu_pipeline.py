@@ -30,6 +30,8 @@ METHODS = {"emu": {"method": "emu", "loss": "emu", "options": {"critic_steps": 2
            "emu-parallel": {"loss": "emu", "data": {"adversarial": "parallel"}, "options": {"critic_hidden": 8}},
            "softmax": {"loss": "softmax"}, "contrastive": {"loss": "contrastive", "options": {"margin": 2.0}},
            "npair": {"loss": "npair"}}
+FIGURE = {"methods": ["raw", "softmax", "emu", "lasers"], "locales": ["en-US", "de-DE"], "n_intents": 2, "per_intent": 1,
+          "seed": 0}
 
 
 def _utterances() -> pd.DataFrame:
@@ -45,6 +47,7 @@ def _catalog(model_dir: Path, tmp: Path) -> DataCatalog:
         "params:emu.data": {"training_locale": "en-US", "per_intent": 2, "batch_size": 4, "seed": 0},
         "params:emu.training": {"lr": 1e-3, "encoder_lr": 1e-4, "max_epochs": 1, "patience": 1, "seed": 0, "progress": False},
         **{f"params:emu.methods.{name}": spec for name, spec in METHODS.items()},
+        "params:emu.figure": FIGURE,
     }
     return DataCatalog({"massive_utterances": MemoryDataset(_utterances()), "encoder": MemoryDataset(copy_mode="assign"),
                         "emu_encoder_emu": EncoderDirectoryDataset(str(tmp / "emu_encoder")),
@@ -53,8 +56,12 @@ def _catalog(model_dir: Path, tmp: Path) -> DataCatalog:
 
 def test_emu_pipeline_end_to_end_on_tiny_data(tiny_hub_model: Path, tmp_path: Path):
     catalog = _catalog(tiny_hub_model, tmp_path)
-    SequentialRunner().run(create_pipeline(methods=METHODS, save_encoders=["emu"]), catalog)
+    SequentialRunner().run(create_pipeline(methods=METHODS, save_encoders=["emu"], figure=FIGURE), catalog)
     table = catalog["emu_metrics_table"].load()
+    # Figure 2: one panel per figure method that was trained ("lasers" is not), in the configured order
+    figure = catalog["emu_figure"].load()
+    assert [ax.get_title() for ax in figure.axes] == [f"{m}: en-US ○ / × de-DE" for m in ("raw", "softmax", "emu")]
+    assert [len(c.get_offsets()) for c in figure.axes[0].collections] == [1, 1, 1, 1]  # 2 intents × 2 locales
     accuracy = table[(table["task"] == "intent_nn") & (table["metric"] == "accuracy@1")]
     directions = {("en-US", "en-US"), ("en-US", "de-DE"), ("de-DE", "en-US")}
     for method in ["raw", *METHODS]:

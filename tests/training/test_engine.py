@@ -10,7 +10,8 @@ import torch
 from torch import nn
 from transformers import get_scheduler
 
-from language_agnostic.training.loop import TrainSettings, train
+from language_agnostic.training import loop
+from language_agnostic.training.loop import TrainSettings, resolve_precision, train
 
 
 class Batches:
@@ -183,8 +184,26 @@ def test_bf16_autocast_on_the_cpu():
     assert seen[-1] == torch.float32  # the next model trains in fp32 again
 
 
+@pytest.mark.parametrize(("native", "expected"), [(True, "bf16"), (False, "no")])
+def test_auto_precision_is_bf16_only_on_a_cpu_that_computes_it(monkeypatch: pytest.MonkeyPatch, native: bool, expected: str):
+    monkeypatch.setattr(loop, "_cpu_has_bf16", lambda: native)
+    cpu = torch.device("cpu")
+    assert resolve_precision("auto", cpu) == expected
+    assert resolve_precision("no", cpu) == "no" and resolve_precision("bf16", cpu) == "bf16"  # explicit settings stand
+    seen = []
+
+    def loss(model, batch):
+        seen.append((batch["x"] @ model.weight.T).dtype)
+        return _mse(model, batch)
+
+    x, y = _data()
+    train(_model(), loss, Batches(x, y, 12), Batches(x, y, 12),
+          TrainSettings(lr=0.05, max_epochs=1, mixed_precision="auto", progress=False))
+    assert set(seen) == {torch.bfloat16 if native else torch.float32}
+
+
 @pytest.mark.parametrize(("kwargs", "message"), [
-    ({"mixed_precision": "fp8"}, r"mixed_precision must be one of \['no', 'bf16', 'fp16'\], got 'fp8'"),
+    ({"mixed_precision": "fp8"}, r"mixed_precision must be one of \['no', 'bf16', 'fp16', 'auto'\], got 'fp8'"),
     ({"schedule": "step"}, r"schedule must be one of \['constant', 'linear', 'cosine'\], got 'step'"),
     ({"warmup_ratio": 1.0}, r"warmup_ratio must be in \[0, 1\), got 1.0"),
     ({"gradient_accumulation_steps": 0}, "gradient_accumulation_steps must be >= 1, got 0"),

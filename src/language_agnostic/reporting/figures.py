@@ -1,9 +1,9 @@
-"""Figures: FMDA's Figure 4 (t-SNE) and the PCA of a head's meaning and language embeddings (SEED Fig. 1, DREAM Fig. 5)."""
+"""Figures: FMDA's Figure 4 and EMU's Figure 2 (t-SNE), and the PCA of a head's meaning and language embeddings (SEED Fig. 1, DREAM Fig. 5)."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -123,4 +123,72 @@ def plot_meaning_language(manifest: Mapping[str, Any], test: pd.DataFrame, head:
         ax.set_title(f"{head['method']} {title} embeddings, {len(index)} {pair} pairs (PCA)")
         ax.legend()
     fig.tight_layout()
+    return fig
+
+
+def figure_sample(intents: Mapping[str, Sequence[str]], ids: Mapping[str, Sequence[str]], n_intents: int, per_intent: int,
+                  seed: int) -> dict[str, np.ndarray]:
+    """Rows of each locale's test set for EMU's Figure 2: the same MASSIVE ids in every locale.
+
+    The ``n_intents`` intents most frequent among the ids every locale has (ties by name), and
+    up to ``per_intent`` ids of each, seeded; every locale's rows are those ids' positions.
+    """
+    locales = list(ids)
+    common = set(ids[locales[0]]).intersection(*(set(ids[loc]) for loc in locales[1:]))
+    intent_of = {i: str(t) for i, t in zip(ids[locales[0]], intents[locales[0]]) if i in common}
+    counts = pd.Series(intent_of).value_counts()
+    chosen = sorted(counts.index, key=lambda t: (-counts[t], t))[:n_intents]
+    rng = np.random.default_rng(seed)
+    picked: list[str] = []
+    for intent in chosen:
+        members = sorted(i for i, t in intent_of.items() if t == intent)
+        picked += list(rng.choice(members, size=min(per_intent, len(members)), replace=False))
+    return {loc: np.array([list(ids[loc]).index(i) for i in picked], dtype=np.int64) for loc in locales}
+
+
+def plot_intent_tsne(panels: Mapping[str, Mapping[str, Any]], params: Mapping[str, Any]) -> Any:
+    """EMU's Figure 2: t-SNE of the test sentences of two (or more) locales, one panel per method, colour = intent.
+
+    Args:
+        panels: ``{method: {locale: LocaleSet}}`` (vectors, ids, intents of each locale's test
+            split), in panel order; every method has the same locales.
+        params: ``emu.figure``: ``n_intents``, ``per_intent``, ``seed``.
+
+    Returns:
+        A matplotlib figure; markers distinguish the locales (○ the first, × the second, as the paper).
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from sklearn.manifold import TSNE
+
+    if not panels:
+        raise ValueError("emu.figure: no method to plot")
+    seed = int(params.get("seed", 0))
+    first = next(iter(panels.values()))
+    locales = list(first)
+    rows = figure_sample({loc: first[loc].intents for loc in locales}, {loc: first[loc].ids for loc in locales},
+                         int(params.get("n_intents", 10)), int(params.get("per_intent", 20)), seed)
+    labels = np.asarray(first[locales[0]].intents, dtype=object)[rows[locales[0]]]
+    intents = sorted(set(labels), key=list(labels).index)
+    colours = plt.get_cmap("tab10" if len(intents) <= 10 else "tab20")
+    markers = ["o", "x", "^", "s", "+"]
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 5.5), squeeze=False)
+    n = len(labels)
+    for ax, (name, sets) in zip(axes[0], panels.items()):
+        both = np.concatenate([np.asarray(sets[loc].vectors)[rows[loc]] for loc in locales])
+        points = TSNE(random_state=seed, init="pca", perplexity=min(30.0, len(both) - 1.0)).fit_transform(both)
+        for k, loc in enumerate(locales):
+            part = points[k * n:(k + 1) * n]
+            for c, intent in enumerate(intents):
+                where = labels == intent
+                marker, colour = markers[k % len(markers)], colours(c % colours.N)
+                style = {"facecolors": "none", "edgecolors": [colour]} if marker == "o" else {"c": [colour]}
+                ax.scatter(*part[where].T, s=14, marker=marker, label=intent if k == 0 else None, **style)
+        ax.set_title(f"{name}: {' ○ / × '.join(locales)}")
+        ax.set_xticks([]), ax.set_yticks([])
+    axes[0][-1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    fig.tight_layout()
+    logger.info("EMU figure 2: %d methods, %d sentences per locale, %d intents", len(panels), n, len(intents))
     return fig

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,25 +84,21 @@ def encode_tokenised(model: torch.nn.Module, tok: Tokenised, pad_id: int, batch_
     return out
 
 
-def train_emu(utterances: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[str, Any], data: Mapping[str, Any],
-              training: Mapping[str, Any], extraction: Mapping[str, Any] | None = None, name: str = "emu"
-              ) -> tuple[Emu, TrainResult, dict[str, Any]]:
-    """Fine-tune a copy of ``encoder`` with EMU or a baseline loss.
+@dataclass
+class EmuRun:
+    """Everything :func:`train_emu` hands to the training loop (also what ``benchmarks/emu_speed.py`` times)."""
 
-    Args:
-        utterances: MASSIVE utterances (``locale, id, partition, utt, intent``).
-        encoder: The encoder to start from (not modified: a copy is trained).
-        method: :class:`~language_agnostic.methods.emu.EmuConfig` fields but ``n_intents``
-            (``loss``, ``alpha``, ``center_weight``, ``adversarial_weight``, ...).
-        data: :class:`EmuData` fields.
-        training: ``TrainSettings`` fields (``encoder_lr`` is the encoder's learning rate).
-        extraction: ``embeddings.extraction`` (the prefix and length policy of tokenisation).
-        name: The variant's name (messages and parameters).
+    model: Emu
+    train_data: EmuBatches
+    dev_data: EmuBatches
+    settings: TrainSettings
+    dev_score: Callable[[torch.nn.Module], float]
+    info: dict[str, Any]
 
-    Returns:
-        ``(model, result, info)``: the trained model (best dev epoch), the training result and
-        what was trained on (sizes, intents, locales, the kept dev accuracy).
-    """
+
+def prepare_emu(utterances: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[str, Any], data: Mapping[str, Any],
+                training: Mapping[str, Any], extraction: Mapping[str, Any] | None = None, name: str = "emu") -> EmuRun:
+    """The model, batches, settings and dev scorer of one EMU fine-tuning (arguments of :func:`train_emu`)."""
     settings_data = settings_from_params(EmuData, {**dict(data), "adversarial_locales": tuple(data.get("adversarial_locales") or ())},
                                          "emu.data")
     if settings_data.encoder_trainable not in TRAINABLE:
@@ -155,16 +151,40 @@ def train_emu(utterances: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[
     model = Emu(copy.deepcopy(encoder.model), int(encoder.model.config.hidden_size), config)
     if settings_data.encoder_trainable == "no_embeddings":
         model.encoder.get_input_embeddings().weight.requires_grad_(False)
-    logger.info("emu %s: %d labelled %s sentences (%d intents), adversarial locales %s, encoder lr %s",
-                name, len(train_rows), settings_data.training_locale, len(intents), list(adversarial_locales) if needs_critic else [],
-                settings.encoder_lr)
-    result = train(model, lambda m, b: emu_losses(m, b), train_data, dev_data, settings, dev_score)
     info = {"name": name, "loss": config.loss, "intents": intents, "n_train": len(train_rows),
             "training_locale": settings_data.training_locale,
-            "adversarial_locales": list(adversarial_locales) if needs_critic else [], "adversarial": settings_data.adversarial,
-            "best_epoch": result.best_epoch, "epochs_run": result.epochs_run,
+            "adversarial_locales": list(adversarial_locales) if needs_critic else [], "adversarial": settings_data.adversarial}
+    return EmuRun(model, train_data, dev_data, settings, dev_score, info)
+
+
+def train_emu(utterances: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[str, Any], data: Mapping[str, Any],
+              training: Mapping[str, Any], extraction: Mapping[str, Any] | None = None, name: str = "emu"
+              ) -> tuple[Emu, TrainResult, dict[str, Any]]:
+    """Fine-tune a copy of ``encoder`` with EMU or a baseline loss.
+
+    Args:
+        utterances: MASSIVE utterances (``locale, id, partition, utt, intent``).
+        encoder: The encoder to start from (not modified: a copy is trained).
+        method: :class:`~language_agnostic.methods.emu.EmuConfig` fields but ``n_intents``
+            (``loss``, ``alpha``, ``center_weight``, ``adversarial_weight``, ...).
+        data: :class:`EmuData` fields.
+        training: ``TrainSettings`` fields (``encoder_lr`` is the encoder's learning rate).
+        extraction: ``embeddings.extraction`` (the prefix and length policy of tokenisation).
+        name: The variant's name (messages and parameters).
+
+    Returns:
+        ``(model, result, info)``: the trained model (best dev epoch), the training result and
+        what was trained on (sizes, intents, locales, the kept dev accuracy).
+    """
+    run = prepare_emu(utterances, encoder, method, data, training, extraction, name)
+    info = run.info
+    logger.info("emu %s: %d labelled %s sentences (%d intents), adversarial locales %s, encoder lr %s",
+                name, info["n_train"], info["training_locale"], len(info["intents"]), info["adversarial_locales"],
+                run.settings.encoder_lr)
+    result = train(run.model, lambda m, b: emu_losses(m, b), run.train_data, run.dev_data, run.settings, run.dev_score)
+    info = {**info, "best_epoch": result.best_epoch, "epochs_run": result.epochs_run,
             "dev_accuracy": max(float(r["dev_score"]) for r in result.history)}
-    return model, result, info
+    return run.model, result, info
 
 
 SPEC_KEYS = {"method", "loss", "loss_weights", "training", "data", "options"}

@@ -67,7 +67,7 @@ class BatchSource(Protocol):
     def batches(self, epoch: int, generator: torch.Generator) -> Iterable[Batch]: ...
 
 
-PRECISIONS = ("no", "bf16", "fp16")
+PRECISIONS = ("no", "bf16", "fp16", "auto")
 SCHEDULES = ("constant", "linear", "cosine")
 
 
@@ -89,7 +89,9 @@ class TrainSettings:
         schedule: ``constant``, ``linear`` or ``cosine`` decay after warmup (``transformers.get_scheduler``).
         warmup_ratio: Fraction of the planned optimiser steps spent warming up linearly.
         max_grad_norm: Clip the gradient norm of each step to this; ``None``: no clipping.
-        mixed_precision: ``no``, ``bf16`` or ``fp16`` autocast (Accelerate).
+        mixed_precision: ``no``, ``bf16`` or ``fp16`` autocast (Accelerate); ``auto``: bf16 where
+            the device computes it natively (a CUDA GPU with bf16, a CPU with AVX512-BF16/AMX),
+            otherwise ``no`` (:func:`resolve_precision`).
         gradient_accumulation_steps: Batches whose gradients are summed per optimiser step.
         eval_every_steps: Evaluate on dev (and consider stopping) every N optimiser steps;
             ``None``: at the end of every epoch.
@@ -172,6 +174,26 @@ def _mean_losses(model: nn.Module, loss_fn: LossFn, batches: Iterable[Batch], de
     return {name: value / count for name, value in totals.items()}
 
 
+def _cpu_has_bf16() -> bool:
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())  # noqa: SLF001
+    except (AttributeError, RuntimeError):  # a build without oneDNN
+        return False
+
+
+def resolve_precision(mixed_precision: str, device: torch.device) -> str:
+    """``mixed_precision`` with ``auto`` resolved for ``device``.
+
+    ``auto`` is bf16 only where the hardware computes it natively: elsewhere (an older CPU)
+    bf16 autocast is emulated and slower than float32, so ``auto`` means ``no`` there.
+    """
+    if mixed_precision != "auto":
+        return mixed_precision
+    if device.type == "cuda":
+        return "bf16" if torch.cuda.is_bf16_supported() else "no"
+    return "bf16" if device.type == "cpu" and _cpu_has_bf16() else "no"
+
+
 def make_accelerator(settings: TrainSettings) -> Accelerator:
     """An ``Accelerator`` for ``settings.device`` and ``settings.mixed_precision``.
 
@@ -186,7 +208,9 @@ def make_accelerator(settings: TrainSettings) -> Accelerator:
     # models with their own settings: reset that part (a launched process group is kept)
     AcceleratorState._reset_state(reset_partial_state=False)  # noqa: SLF001
     # accumulation is done here (see train), so Accelerate's own is left at 1
-    return Accelerator(cpu=settings.device == "cpu", mixed_precision=settings.mixed_precision)
+    on_cpu = settings.device == "cpu" or not torch.cuda.is_available()
+    device = torch.device("cpu") if on_cpu else torch.device("cuda")
+    return Accelerator(cpu=settings.device == "cpu", mixed_precision=resolve_precision(settings.mixed_precision, device))
 
 
 def _optimisers(model: nn.Module, settings: TrainSettings) -> tuple[torch.optim.Optimizer, torch.optim.Optimizer | None]:
@@ -254,6 +278,7 @@ def train(model: nn.Module, loss_fn: LossFn, train_data: BatchSource, dev_data: 
     seed_everything(settings.seed)
     accelerator = make_accelerator(settings)
     device = accelerator.device
+    logger.info("training on %s, mixed precision %s", device, accelerator.mixed_precision)
     model.to(device)
     optimiser, adversary_optimiser = _optimisers(model, settings)
     adversary_steps = int(getattr(model, "adversary_steps", 1))

@@ -15,6 +15,7 @@ from language_agnostic.evaluation.emu import LocaleSet, classifier_predictions, 
 from language_agnostic.methods.emu import PooledEncoder
 from language_agnostic.methods.registry import build_spec
 from language_agnostic.reporting.emu import emu_tables
+from language_agnostic.reporting.figures import plot_intent_tsne
 from language_agnostic.reporting.tracking import log_child_metrics, log_child_run, metric_key
 from language_agnostic.training.emu import EmuData, encode_tokenised, method_settings, rebuild_emu, train_emu, trained_state
 from language_agnostic.training.emu_data import tokenise
@@ -61,19 +62,32 @@ def _embed(model: torch.nn.Module, encoder: LoadedEncoder, tests: Mapping[str, p
                            rows["id"].tolist(), rows["intent"].tolist()) for loc, rows in tests.items()}
 
 
+def _figure_sets(sets: Mapping[str, LocaleSet], name: str, figure: Mapping[str, Any]) -> dict[str, LocaleSet]:
+    """The test sets Figure 2 needs of this method (its locales), or nothing when it is not in ``emu.figure.methods``."""
+    if name not in list(figure.get("methods") or []):
+        return {}
+    missing = [loc for loc in figure.get("locales") or [] if loc not in sets]
+    if missing:
+        raise ValueError(f"emu.figure.locales: {missing} not among the evaluated locales {sorted(sets)}")
+    return {loc: sets[loc] for loc in figure.get("locales") or []}
+
+
 def evaluate_raw(utterances: pd.DataFrame, encoder: LoadedEncoder, data: Mapping[str, Any], extraction: Mapping[str, Any],
-                 identity: Mapping[str, Any], pooling: str = "mean") -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
-    """The raw encoder's nearest-neighbour intent accuracy, and its per-query results for the paired tests."""
+                 identity: Mapping[str, Any], figure: Mapping[str, Any] | None = None, pooling: str = "mean"
+                 ) -> tuple[pd.DataFrame, dict[str, np.ndarray], dict[str, LocaleSet]]:
+    """The raw encoder's nearest-neighbour intent accuracy, its per-query results for the paired tests, and Figure 2's sets."""
     locales = evaluation_locales(utterances, data)
     sets = _embed(PooledEncoder(encoder.model, pooling), encoder, _test_sets(utterances, locales), extraction)
     correct = intent_nn_correct(sets, locales[0])
-    return intent_nn_rows(correct, "raw", str(identity.get("name")), pooling), {k: v.astype(bool) for k, v in correct.items()}
+    return (intent_nn_rows(correct, "raw", str(identity.get("name")), pooling), {k: v.astype(bool) for k, v in correct.items()},
+            _figure_sets(sets, "raw", figure or {}))
 
 
 def evaluate_emu_variant(utterances: pd.DataFrame, encoder: LoadedEncoder, artifact: Mapping[str, Any],
                          data: Mapping[str, Any], extraction: Mapping[str, Any], raw: Mapping[str, np.ndarray],
-                         identity: Mapping[str, Any]) -> pd.DataFrame:
-    """A fine-tuned encoder on every direction (with McNemar against raw), and its classifier's own accuracy."""
+                         identity: Mapping[str, Any], figure: Mapping[str, Any] | None = None
+                         ) -> tuple[pd.DataFrame, dict[str, LocaleSet]]:
+    """A fine-tuned encoder on every direction (with McNemar against raw), its classifier's own accuracy, and Figure 2's sets."""
     model = rebuild_emu(encoder, artifact)
     locales = evaluation_locales(utterances, data)
     tests = _test_sets(utterances, locales)
@@ -85,7 +99,12 @@ def evaluate_emu_variant(utterances: pd.DataFrame, encoder: LoadedEncoder, artif
         rows.append(classifier_rows(predicted, {loc: t["intent"].tolist() for loc, t in tests.items()}, name, encoder_name))
     table = pd.concat(rows, ignore_index=True)
     log_child_metrics(artifact.get("mlflow_run_id"), table[table["metric"] == "accuracy@1"])
-    return table
+    return table, _figure_sets(sets, name, figure or {})
+
+
+def plot_emu_figure(figure: Mapping[str, Any], *sets: Mapping[str, LocaleSet], names: list[str]) -> Any:
+    """Figure 2: one panel per method of ``names`` (those of ``emu.figure.methods`` that were trained), in that order."""
+    return plot_intent_tsne(dict(zip(names, sets, strict=True)), figure)
 
 
 def report_emu(data: Mapping[str, Any], *tables: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any], str]:

@@ -21,8 +21,10 @@ from language_agnostic.pipelines.project_config import bind, configuration_error
 DEFAULT_METHODS: dict[str, Any] = {"emu": {"method": "emu", "loss": "emu"}}
 
 
-def create_pipeline(methods: Mapping[str, Any] | None = None, save_encoders: list[str] | None = None) -> Pipeline:
-    """Build ``emu`` from ``emu.methods`` and ``emu.save_encoders`` (arguments given here replace the configuration).
+def create_pipeline(methods: Mapping[str, Any] | None = None, save_encoders: list[str] | None = None,
+                    figure: Mapping[str, Any] | None = None) -> Pipeline:
+    """Build ``emu`` from ``emu.methods``, ``emu.save_encoders`` and ``emu.figure`` (arguments given here replace the configuration;
+    with ``methods`` given and no ``figure``, no figure is drawn).
 
     A configuration error gives :func:`configuration_error_pipeline`, so the other pipelines
     still build and ``kedro run --pipeline=emu`` stops naming the parameter.
@@ -32,10 +34,11 @@ def create_pipeline(methods: Mapping[str, Any] | None = None, save_encoders: lis
             return _create_pipeline()
         except ValueError as exc:
             return configuration_error_pipeline("emu", exc)
-    return _create_pipeline(methods, save_encoders)
+    return _create_pipeline(methods, save_encoders, figure)
 
 
-def _create_pipeline(methods: Mapping[str, Any] | None = None, save_encoders: list[str] | None = None) -> Pipeline:
+def _create_pipeline(methods: Mapping[str, Any] | None = None, save_encoders: list[str] | None = None,
+                     figure: Mapping[str, Any] | None = None) -> Pipeline:
     params = load_parameters().get("emu") or {} if methods is None or save_encoders is None else {}
     if methods is None:
         methods = dict(params.get("methods") or DEFAULT_METHODS)
@@ -55,8 +58,11 @@ def _create_pipeline(methods: Mapping[str, Any] | None = None, save_encoders: li
     if missing:
         raise ValueError(f"emu.save_encoders: {missing} not in emu.methods ({sorted(methods)})")
     shared = ["massive_utterances", "encoder", "params:emu.data"]
-    parts = [node(nodes.evaluate_raw, inputs=[*shared, "params:embeddings.extraction", "encoder_identity"],
-                  outputs=["emu_rows_raw", "emu_raw_correct"], name="evaluate_emu_raw_node")]
+    if figure is None:
+        figure = dict(params.get("figure") or {})
+    figure_methods = [str(n) for n in figure.get("methods") or [] if n == "raw" or n in methods]
+    parts = [node(nodes.evaluate_raw, inputs=[*shared, "params:embeddings.extraction", "encoder_identity", "params:emu.figure"],
+                  outputs=["emu_rows_raw", "emu_raw_correct", "emu_figure_sets_raw"], name="evaluate_emu_raw_node")]
     for name in methods:
         key = name.replace("-", "_")  # dataset names: emu-no_ld -> emu_no_ld
         parts += [
@@ -66,12 +72,16 @@ def _create_pipeline(methods: Mapping[str, Any] | None = None, save_encoders: li
                  outputs=[f"emu_model_{key}", f"emu_history_{key}"], name=f"train_{key}_node"),
             node(nodes.evaluate_emu_variant,
                  inputs=[*shared[:2], f"emu_model_{key}", "params:emu.data", "params:embeddings.extraction",
-                         "emu_raw_correct", "encoder_identity"],
-                 outputs=f"emu_rows_{key}", name=f"evaluate_{key}_node"),
+                         "emu_raw_correct", "encoder_identity", "params:emu.figure"],
+                 outputs=[f"emu_rows_{key}", f"emu_figure_sets_{key}"], name=f"evaluate_{key}_node"),
         ]
         if name in save_encoders:
             parts.append(node(nodes.tuned_encoder, inputs=["encoder", f"emu_model_{key}"], outputs=f"emu_encoder_{key}",
                               name=f"save_{key}_encoder_node"))
     parts.append(node(nodes.report_emu, inputs=["params:emu.data", "emu_rows_raw", *[f"emu_rows_{n.replace('-', '_')}" for n in methods]],
                       outputs=["emu_metrics_table", "emu_metrics", "emu_tables_markdown"], name="report_emu_node"))
+    if figure_methods and figure.get("locales"):  # Figure 2; emu.figure.methods: [] = no figure
+        parts.append(node(bind(nodes.plot_emu_figure, names=figure_methods),
+                          inputs=["params:emu.figure", *[f"emu_figure_sets_{n.replace('-', '_')}" for n in figure_methods]],
+                          outputs="emu_figure", name="plot_emu_figure_node"))
     return Pipeline([load_encoder_pipeline(), *parts], tags="emu")
