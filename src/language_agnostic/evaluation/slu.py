@@ -1,0 +1,94 @@
+"""Joint intent / slot-filling (SLU) metrics, as MASSIVE reports them.
+
+Slot F1 is seqeval's span-level micro F1 in its default (conlleval-like, non-strict) mode,
+which is what MASSIVE's official evaluation calls: a span may start with ``I-x``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from seqeval.metrics import f1_score
+
+
+def _check_aligned(gold: Sequence[object], pred: Sequence[object], what: str) -> None:
+    """Raise, naming ``what``, when two per-utterance lists differ in length or are empty."""
+    if len(gold) != len(pred):
+        raise ValueError(f"{what}: {len(gold)} gold but {len(pred)} predicted utterances; they must align")
+    if len(gold) == 0:
+        raise ValueError(f"{what}: no utterances")
+
+
+def _label_lists(
+    gold_labels: Sequence[Sequence[str]], pred_labels: Sequence[Sequence[str]]
+) -> tuple[list[list[str]], list[list[str]]]:
+    """Plain lists of lists (parquet gives arrays), after checking every utterance's length."""
+    _check_aligned(gold_labels, pred_labels, "labels")
+    gold = [list(labels) for labels in gold_labels]
+    pred = [list(labels) for labels in pred_labels]
+    for i, (g, p) in enumerate(zip(gold, pred)):
+        if len(g) != len(p):
+            raise ValueError(f"labels: utterance {i} has {len(g)} gold but {len(p)} predicted labels")
+    return gold, pred
+
+
+def intent_accuracy(gold: Sequence[str], pred: Sequence[str]) -> float:
+    """Fraction of utterances whose predicted intent is the gold one.
+
+    Raises:
+        ValueError: the lists differ in length or are empty.
+    """
+    _check_aligned(gold, pred, "intents")
+    return sum(g == p for g, p in zip(gold, pred)) / len(gold)
+
+
+def slot_f1(gold_labels: Sequence[Sequence[str]], pred_labels: Sequence[Sequence[str]]) -> float:
+    """Span-level micro F1 of BIO slot labels (``seqeval.metrics.f1_score``, default mode).
+
+    A span is counted right only with the same type, start and end. With no span in either
+    gold or predictions seqeval returns 0.0 (and warns).
+
+    Args:
+        gold_labels: One list of BIO labels per utterance.
+        pred_labels: The predicted labels, one per gold label.
+
+    Raises:
+        ValueError: utterance counts differ, an utterance's label counts differ, or no utterances.
+    """
+    gold, pred = _label_lists(gold_labels, pred_labels)
+    return float(f1_score(gold, pred))
+
+
+def exact_match(
+    gold_intents: Sequence[str],
+    pred_intents: Sequence[str],
+    gold_labels: Sequence[Sequence[str]],
+    pred_labels: Sequence[Sequence[str]],
+) -> float:
+    """Fraction of utterances with the right intent and every slot label right.
+
+    Raises:
+        ValueError: any of the four lists misaligned (see :func:`slot_f1`).
+    """
+    _check_aligned(gold_intents, pred_intents, "intents")
+    gold, pred = _label_lists(gold_labels, pred_labels)
+    if len(gold) != len(gold_intents):
+        raise ValueError(f"{len(gold_intents)} intents but {len(gold)} label lists; they must align")
+    hits = sum(
+        gi == pi and g == p for gi, pi, g, p in zip(gold_intents, pred_intents, gold, pred)
+    )
+    return hits / len(gold)
+
+
+def slu_scores(
+    gold_intents: Sequence[str],
+    pred_intents: Sequence[str],
+    gold_labels: Sequence[Sequence[str]],
+    pred_labels: Sequence[Sequence[str]],
+) -> dict[str, float]:
+    """``intent_accuracy``, ``slot_f1`` and ``exact_match`` of one set of predictions."""
+    return {
+        "intent_accuracy": intent_accuracy(gold_intents, pred_intents),
+        "slot_f1": slot_f1(gold_labels, pred_labels),
+        "exact_match": exact_match(gold_intents, pred_intents, gold_labels, pred_labels),
+    }
