@@ -179,10 +179,10 @@ def _mean_losses(model: nn.Module, loss_fn: LossFn, batches: Iterable[Batch], de
 
 
 def _cpu_has_bf16() -> bool:
-    try:
-        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())  # noqa: SLF001
-    except (AttributeError, RuntimeError):  # a build without oneDNN
-        return False
+    # the embedding stage's test (dtype: auto), so both stages agree on what "native" means
+    from language_agnostic.encoders.extraction import cpu_has_native_bf16
+
+    return cpu_has_native_bf16()
 
 
 def resolve_precision(mixed_precision: str, device: torch.device) -> str:
