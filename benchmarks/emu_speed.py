@@ -87,7 +87,7 @@ def main() -> None:
             run = prepare_emu(utterances, encoder, config, data, training, extraction, name)
             start = time.perf_counter()
             train(run.model, lambda m, b: emu_losses(m, b), run.train_data, run.dev_data, run.settings, None)
-            rates.append(len(run.train_data) / (time.perf_counter() - start))
+            rates.append(len(run.train_data.labels) / (time.perf_counter() - start))
         precision = training.get("mixed_precision", "no")
         print(f"| {name} (mixed_precision {precision}): one epoch, labelled sentences | {statistics.median(rates):.1f} | {[round(r, 1) for r in rates]} |",
               flush=True)

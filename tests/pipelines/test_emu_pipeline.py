@@ -48,6 +48,7 @@ def _catalog(model_dir: Path, tmp: Path) -> DataCatalog:
         "params:emu.training": {"lr": 1e-3, "encoder_lr": 1e-4, "max_epochs": 1, "patience": 1, "seed": 0, "progress": False},
         **{f"params:emu.methods.{name}": spec for name, spec in METHODS.items()},
         "params:emu.figure": FIGURE,
+        "params:emu.evaluation": {"locales": [], "directions": "training"},
     }
     return DataCatalog({"massive_utterances": MemoryDataset(_utterances()), "encoder": MemoryDataset(copy_mode="assign"),
                         "emu_encoder_emu": EncoderDirectoryDataset(str(tmp / "emu_encoder")),
@@ -130,3 +131,28 @@ def test_only_builds_the_named_methods(monkeypatch: pytest.MonkeyPatch):
     assert [n.name for n in failing.nodes] == ["emu_configuration_error_node"]
     with pytest.raises(ValueError, match=r"emu.only: \['lasers'\] not in emu.methods"):
         failing.nodes[0].run({name: None for name in failing.nodes[0].inputs})
+
+
+def test_every_direction_and_table3_for_a_labelled_locale_study(tiny_hub_model: Path, tmp_path: Path):
+    methods = {"emu-no_ld-de": {"loss": "emu", "loss_weights": {"adversarial": 0}, "data": {"labelled_locales": ["de-DE"]}}}
+    catalog = _catalog(tiny_hub_model, tmp_path)
+    catalog["params:emu.methods.emu-no_ld-de"] = methods["emu-no_ld-de"]
+    catalog["params:emu.evaluation"] = {"locales": ["en-US", "de-DE"], "directions": "all"}
+    SequentialRunner().run(create_pipeline(methods=methods, save_encoders=[]), catalog)
+    table = catalog["emu_metrics_table"].load()
+    accuracy = table[table["metric"] == "accuracy@1"]
+    every = {("en-US", "en-US"), ("en-US", "de-DE"), ("de-DE", "en-US"), ("de-DE", "de-DE")}
+    for method in ("raw", "emu-no_ld-de"):
+        mine = accuracy[(accuracy["method"] == method) & (accuracy["task"] == "intent_nn")]
+        assert set(zip(mine["source"], mine["target"])) == every
+    table3 = catalog["emu_tables_markdown"].load().split("## Table 3")[1]
+    assert "| method | en-en | en-de | de-en | de-de |" in table3 and "| emu-no_ld-de |" in table3
+
+
+def test_table3_is_relative_to_raw():
+    from language_agnostic.reporting.emu import table3_relative
+
+    rows = pd.DataFrame([{"method": m, "task": "intent_nn", "metric": "accuracy@1", "source": s, "target": t, "value": v}
+                         for m, s, t, v in [("raw", "en-US", "en-US", 0.5), ("raw", "de-DE", "en-US", 0.4),
+                                            ("x", "en-US", "en-US", 0.6), ("x", "de-DE", "en-US", 0.3)]])
+    assert table3_relative(rows)[2] == "| x | +20.0% | -25.0% |"

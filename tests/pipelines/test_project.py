@@ -181,3 +181,24 @@ def yaml_base(name: str) -> dict:
     import yaml
 
     return yaml.safe_load((PROJECT_ROOT / "conf" / "base" / name).read_text())
+
+
+def test_the_emu_languages_env_restates_base_but_for_the_study(project: Path, forget_env):
+    """The env restates two top-level keys (Kedro replaces them wholesale): they must not drift from conf/base."""
+    import yaml
+
+    from language_agnostic.pipeline_registry import register_pipelines
+
+    def load(env: str, name: str) -> dict:
+        return yaml.safe_load((PROJECT_ROOT / "conf" / env / f"parameters_{name}.yml").read_text())
+
+    base, study = load("base", "massive")["massive"], load("emu_languages", "massive")["massive"]
+    assert study["locales"] == [*base["locales"], "fr-FR"]
+    assert {k: v for k, v in study.items() if k != "locales"} == {k: v for k, v in base.items() if k != "locales"}
+    base_emu, study_emu = load("base", "emu")["emu"], load("emu_languages", "emu")["emu"]
+    assert study_emu["data"] == base_emu["data"] and study_emu["training"] == base_emu["training"]
+    with KedroSession.create(PROJECT_ROOT, env="emu_languages") as session:
+        session.load_context()
+        names = {n.name for n in register_pipelines()["emu"].nodes}
+    assert {f"train_emu_no_ld_{x}_node" for x in ("en", "de", "fr", "en_de", "en_fr", "de_fr", "en_de_fr")} <= names
+    assert "train_emu_node" not in names and "plot_emu_figure_node" not in names

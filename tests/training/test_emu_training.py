@@ -92,3 +92,31 @@ def test_train_emu_names_bad_parameters(tiny_hub_model: Path):
 def test_adversarial_locales_of_configured_pairs():
     pairs = [{"source": "en-US", "target": "de-DE"}, {"source": "en-US", "target": "ja-JP"}, {"source": "de-DE", "target": "es-ES"}]
     assert adversarial_locales_of(pairs, "en-US") == ["de-DE", "ja-JP", "es-ES"]
+
+
+def test_several_labelled_locales_train_on_the_same_ids_in_each(tiny_hub_model: Path):
+    encoder = load_encoder(str(tiny_hub_model))
+    method = {"loss": "emu", "adversarial_weight": 0.0}
+    data = {"per_intent": 2, "batch_size": 4, "seed": 0, "labelled_locales": ["en-US", "de-DE"]}
+    _, _, info = train_emu(_utterances(), encoder, method, data, TRAINING, EXTRACTION, name="emu-no_ld-en_de")
+    assert info["n_train"] == 12 and info["labelled_locales"] == ["en-US", "de-DE"] and info["adversarial_locales"] == []
+    _, _, info = train_emu(_utterances(), encoder, method, {**data, "labelled_locales": ["de-DE"]}, TRAINING, EXTRACTION)
+    assert info["n_train"] == 6 and info["labelled_locales"] == ["de-DE"]
+    # EMU's critic has one D_t per labelled language; with several it is not built, and says so
+    with pytest.raises(ValueError, match=r"emu.methods.emu: EMU's critic with several labelled locales"):
+        train_emu(_utterances(), encoder, {"loss": "emu"}, data, TRAINING, EXTRACTION)
+    with pytest.raises(ValueError, match=r"emu.data.labelled_locales: 6 labelled sentences have no fr-FR translation"):
+        train_emu(_utterances(), encoder, method, {**data, "labelled_locales": ["en-US", "fr-FR"]}, TRAINING, EXTRACTION)
+
+
+def test_batch_sources_count_batches_for_the_schedule(tiny_hub_model: Path):
+    """``len()`` counts examples; ``n_batches()`` what the loop plans warmup and decay on."""
+    from language_agnostic.training.data import InterleavedBatches, QuadrupletBatches
+
+    encoder = load_encoder(str(tiny_hub_model))
+    tok = tokenise(encoder, EN, EXTRACTION)
+    labelled = EmuBatches(tok, np.array([0, 0, 1, 1, 2, 2, 0, 1, 2, 0]), [], 0, batch_size=4, extras=())
+    assert len(labelled) == 10 and labelled.n_batches() == 3 == len(list(labelled.batches(1, torch.Generator())))
+    quads = QuadrupletBatches(np.zeros((5, 2)), np.zeros((5, 2)), np.zeros(5), np.ones(5), batch_size=2)
+    both = InterleavedBatches([quads, QuadrupletBatches(np.zeros((4, 2)), np.zeros((4, 2)), np.zeros(4), np.ones(4), batch_size=3)])
+    assert (len(quads), quads.n_batches(), len(both), both.n_batches()) == (5, 3, 9, 5)

@@ -15,12 +15,15 @@ from language_agnostic.training.loop import TrainSettings, resolve_precision, tr
 
 
 class Batches:
-    """Fixed batches of ``(x, y)``, shuffled by the epoch's generator, with a length."""
+    """Fixed batches of ``(x, y)``, shuffled by the epoch's generator; ``len()`` counts examples, as the project's sources do."""
 
     def __init__(self, x: torch.Tensor, y: torch.Tensor, size: int, shuffle: bool = True) -> None:
         self.x, self.y, self.size, self.shuffle = x, y, size, shuffle
 
     def __len__(self) -> int:
+        return len(self.x)
+
+    def n_batches(self) -> int:
         return -(-len(self.x) // self.size)
 
     def batches(self, epoch, generator):
@@ -134,7 +137,7 @@ def test_warmup_and_decay_follow_transformers_schedule():
             schedule.step()
         expected.append(probe.param_groups[0]["lr"])
     assert [h["lr"] for h in result.history] == pytest.approx(expected) == [0.1, 0.0]
-    with pytest.raises(ValueError, match="need the number of training batches per epoch; Unsized has no len"):
+    with pytest.raises(ValueError, match="need the number of training batches per epoch; Unsized has no n_batches"):
         class Unsized:
             def batches(self, epoch, generator):
                 yield {"x": x, "y": y}

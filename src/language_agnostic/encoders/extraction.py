@@ -71,6 +71,11 @@ class ExtractionSettings:
     progress: bool = True
 
 
+
+def cpu_has_native_bf16() -> bool:
+    """Whether this CPU computes bf16 natively (AVX512-BF16 or AMX); elsewhere bf16 is emulated and slower than fp32."""
+    return bool(torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported())  # noqa: SLF001
+
 def resolve_device_and_dtype(device: str = "auto", dtype: str = "auto") -> tuple[torch.device, torch.dtype]:
     """Pick where and in what precision to run.
 
@@ -85,8 +90,7 @@ def resolve_device_and_dtype(device: str = "auto", dtype: str = "auto") -> tuple
     if dtype == "auto":
         if dev.type == "cuda":
             return dev, torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-        native_bf16 = torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()  # noqa: SLF001
-        return dev, torch.bfloat16 if native_bf16 else torch.float32
+        return dev, torch.bfloat16 if cpu_has_native_bf16() else torch.float32
     try:
         resolved = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
     except KeyError:

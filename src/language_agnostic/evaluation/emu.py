@@ -29,16 +29,27 @@ class LocaleSet:
     intents: Sequence[str]
 
 
-def directions(training_locale: str, locales: Sequence[str]) -> list[tuple[str, str]]:
-    """``(query, candidate)`` locales: the training locale to itself, then to and from every other."""
+DIRECTIONS = ("training", "all")
+
+
+def directions(training_locale: str, locales: Sequence[str], which: str = "training") -> list[tuple[str, str]]:
+    """``(query, candidate)`` locales.
+
+    ``training`` (EMU Table 2): the training locale to itself, then to and from every other.
+    ``all`` (EMU Table 3): every ordered pair of ``locales``, the monolingual ones included.
+    """
+    if which not in DIRECTIONS:
+        raise ValueError(f"emu.evaluation.directions must be one of {list(DIRECTIONS)}, got {which!r}")
+    if which == "all":
+        return [(q, c) for q in locales for c in locales]
     others = [loc for loc in locales if loc != training_locale]
     return [(training_locale, training_locale)] + [(training_locale, o) for o in others] + [(o, training_locale) for o in others]
 
 
-def intent_nn_correct(sets: Mapping[str, LocaleSet], training_locale: str) -> dict[str, np.ndarray]:
-    """Per direction ``"<query>><candidate>"``, the per-query correctness of nearest-neighbour intent."""
+def intent_nn_correct(sets: Mapping[str, LocaleSet], training_locale: str, which: str = "training") -> dict[str, np.ndarray]:
+    """Per direction ``"<query>><candidate>"`` (:func:`directions`), the per-query correctness of nearest-neighbour intent."""
     out = {}
-    for q, c in directions(training_locale, list(sets)):
+    for q, c in directions(training_locale, list(sets), which):
         a, b = sets[q], sets[c]
         out[f"{q}>{c}"] = nearest_neighbour_correct(a.vectors, a.ids, a.intents, b.vectors, b.ids, b.intents)
     return out

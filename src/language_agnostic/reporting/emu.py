@@ -91,6 +91,21 @@ def classifier_table(rows: pd.DataFrame) -> list[str]:
     return table(["method", *(_lang(loc) for loc in locales)], body) if body else ["(no classifier trained)"]
 
 
+def table3_relative(rows: pd.DataFrame) -> list[str]:
+    """EMU Table 3's layout: each method's accuracy@1 relative to the raw encoder's, per direction, ``(acc / raw − 1)`` in %."""
+    acc = _accuracy(rows)
+    cells = {(r.method, r.source, r.target): r.value for r in acc.itertuples()}
+    directions = list(dict.fromkeys(zip(acc["source"], acc["target"])))
+    body = []
+    for method in [m for m in dict.fromkeys(acc["method"]) if m != "raw"]:
+        line = [method]
+        for q, c in directions:
+            mine, raw = cells.get((method, q, c)), cells.get(("raw", q, c))
+            line.append("—" if mine is None or not raw else f"{100 * (mine / raw - 1):+.1f}%")
+        body.append(line)
+    return table(["method", *(f"{_lang(q).lower()}-{_lang(c).lower()}" for q, c in directions)], body)
+
+
 def emu_tables(rows: pd.DataFrame, training_locale: str, title_locales: Sequence[str] = ()) -> str:
     """The markdown report: Table 2 (summary and per direction), Table 5, the classifier's accuracy."""
     del title_locales
@@ -102,4 +117,7 @@ def emu_tables(rows: pd.DataFrame, training_locale: str, title_locales: Sequence
            *per_direction_table(rows, training_locale), "",
            "## Table 5: ablation, average drop in points", "", *table5_ablation(values), "",
            "## The semantic classifier's own accuracy", "", *classifier_table(rows), ""]
+    acc = _accuracy(rows)
+    if ((acc["source"] != training_locale) & (acc["target"] != training_locale)).any():  # emu.evaluation.directions: all
+        out += ["## Table 3: relative to the raw encoder, every direction (query-candidates)", "", *table3_relative(rows), ""]
     return "\n".join(out)

@@ -49,6 +49,10 @@ class QuadrupletBatches:
     def __len__(self) -> int:
         return len(self.source)
 
+    def n_batches(self) -> int:
+        """Batches per epoch."""
+        return -(-len(self.source) // self.batch_size)
+
     def _partners(self, index: torch.Tensor, pool: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         draw = torch.randint(len(pool), (len(index),), generator=generator)
         partner = pool[draw]
@@ -90,6 +94,10 @@ class InterleavedBatches:
 
     def __len__(self) -> int:
         return sum(len(s) for s in self.sources)
+
+    def n_batches(self) -> int:
+        """Batches per epoch: every source's."""
+        return sum(s.n_batches() for s in self.sources)
 
     def batches(self, epoch: int, generator: torch.Generator) -> Iterator[dict[str, torch.Tensor]]:
         """All sources' batches for ``epoch``, interleaved by ``generator``."""

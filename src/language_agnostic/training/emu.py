@@ -48,6 +48,9 @@ class EmuData:
         batch_size: Sentences per step (16 in the paper).
         adversarial: ``unlabelled`` (the critic sees random train utterances of the other
             locales) or ``parallel`` (EMU-PARALLEL: the translations of the training sentences).
+        labelled_locales: The locales whose labelled sentences train (EMU Table 3: En, De, Fr
+            and their combinations): the same sampled MASSIVE ids in each. Empty: the
+            training locale only. Selection is then on the mean of their dev accuracies.
     """
 
     training_locale: str = "en-US"
@@ -57,6 +60,15 @@ class EmuData:
     encoder_trainable: str = "no_embeddings"
     batch_size: int = 16
     adversarial: str = "unlabelled"
+    labelled_locales: tuple[str, ...] = ()
+
+
+def _translations(utterances: pd.DataFrame, locale: str, ids: pd.Series, what: str) -> pd.DataFrame:
+    """``locale``'s train utterances of the MASSIVE ``ids``, in their order (an error names ``what`` when one is missing)."""
+    rows = _rows(utterances, locale, "train").set_index("id").reindex(ids)
+    if rows["utt"].isna().any():
+        raise ValueError(f"{what}: {int(rows['utt'].isna().sum())} labelled sentences have no {locale} translation")
+    return rows.reset_index()
 
 
 def _rows(utterances: pd.DataFrame, locale: str, partition: str) -> pd.DataFrame:
@@ -99,60 +111,74 @@ class EmuRun:
 def prepare_emu(utterances: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[str, Any], data: Mapping[str, Any],
                 training: Mapping[str, Any], extraction: Mapping[str, Any] | None = None, name: str = "emu") -> EmuRun:
     """The model, batches, settings and dev scorer of one EMU fine-tuning (arguments of :func:`train_emu`)."""
-    settings_data = settings_from_params(EmuData, {**dict(data), "adversarial_locales": tuple(data.get("adversarial_locales") or ())},
-                                         "emu.data")
+    settings_data = settings_from_params(EmuData, {**dict(data),
+                                                   "adversarial_locales": tuple(data.get("adversarial_locales") or ()),
+                                                   "labelled_locales": tuple(data.get("labelled_locales") or ())}, "emu.data")
     if settings_data.encoder_trainable not in TRAINABLE:
         raise ValueError(f"emu.data.encoder_trainable must be one of {list(TRAINABLE)}, got {settings_data.encoder_trainable!r}")
     settings = settings_from_params(TrainSettings, training, "emu.training")
-    train_rows = sample_per_intent(_rows(utterances, settings_data.training_locale, "train"), settings_data.per_intent,
-                                   settings_data.seed)
-    dev_rows = _rows(utterances, settings_data.training_locale, "dev")
-    if train_rows.empty or dev_rows.empty:
+    locales = settings_data.labelled_locales or (settings_data.training_locale,)
+    # the sample is drawn in the training locale; other labelled locales take the same ids
+    # (MASSIVE is parallel), as the paper's translated training sets are the same sentences
+    sample = sample_per_intent(_rows(utterances, settings_data.training_locale, "train"), settings_data.per_intent,
+                               settings_data.seed)
+    if sample.empty or _rows(utterances, settings_data.training_locale, "dev").empty:
         raise ValueError(f"emu.data.training_locale {settings_data.training_locale!r}: no train or dev utterances")
+    train_rows = (sample if locales == (settings_data.training_locale,) else
+                  pd.concat([_translations(utterances, loc, sample["id"], "emu.data.labelled_locales") for loc in locales],
+                            ignore_index=True))
+    dev_sets = {loc: _rows(utterances, loc, "dev") for loc in locales}
+    empty = [loc for loc, d in dev_sets.items() if d.empty]
+    if empty:
+        raise ValueError(f"emu.data.labelled_locales: no dev utterances in {empty}")
     intents = sorted(set(train_rows["intent"]))
     index = {intent: i for i, intent in enumerate(intents)}
-    config = settings_from_params(EmuConfig, {**dict(method), "n_intents": len(intents),
-                                              "training_languages": (settings_data.training_locale,)}, f"emu.methods.{name}")
-    adversarial_locales = settings_data.adversarial_locales or tuple(
-        sorted(set(utterances["locale"]) - {settings_data.training_locale}))
+    config = settings_from_params(EmuConfig, {**dict(method), "n_intents": len(intents), "training_languages": locales[:1]},
+                                  f"emu.methods.{name}")
+    adversarial_locales = settings_data.adversarial_locales or tuple(sorted(set(utterances["locale"]) - set(locales)))
     pad_id = int(encoder.tokenizer.pad_token_id)
     labelled = tokenise(encoder, train_rows["utt"].tolist(), extraction)
     needs_critic = config.loss == "emu" and config.adversarial_weight > 0
+    if needs_critic and len(locales) > 1:
+        raise ValueError(f"emu.methods.{name}: EMU's critic with several labelled locales (one D_t each, Algorithm 1) is not "
+                         f"built; train the labelled-locale study (Table 3) without it, as the paper does (emu-no_ld)")
     adversarial: list[Tokenised] = []
     if settings_data.adversarial not in ("unlabelled", "parallel"):
         raise ValueError(f"emu.data.adversarial must be 'unlabelled' or 'parallel', got {settings_data.adversarial!r}")
     parallel = settings_data.adversarial == "parallel"
     if needs_critic:
         for locale in adversarial_locales:
-            rows = _rows(utterances, locale, "train")
-            if parallel:  # the translations of the labelled sample, row for row (same MASSIVE id)
-                rows = rows.set_index("id").reindex(train_rows["id"])
-                if rows["utt"].isna().any():
-                    raise ValueError(f"emu-parallel: {int(rows['utt'].isna().sum())} labelled sentences have no {locale} translation")
+            # parallel: the translations of the labelled sample, row for row (same MASSIVE id)
+            rows = _translations(utterances, locale, train_rows["id"], "emu-parallel") if parallel else _rows(utterances, locale, "train")
             if len(rows):
                 adversarial.append(tokenise(encoder, rows["utt"].tolist(), extraction))
     extras = EXTRAS[config.loss] if needs_critic or config.loss != "emu" else ()
     train_data = EmuBatches(labelled, train_rows["intent"].map(index).to_numpy(), adversarial, pad_id,
                             settings_data.batch_size, shuffle=True, extras=extras, parallel=parallel)
     # the dev loss (a curve in the history) on the first DEV_LOSS_SENTENCES dev sentences of known
-    # intents; selection is on the dev NN accuracy of the whole dev split (below)
+    # intents (first labelled locale); selection is on the dev NN accuracy of whole dev splits (below)
+    dev_rows = dev_sets[locales[0]]
     known = dev_rows[dev_rows["intent"].isin(index)].reset_index(drop=True).iloc[:DEV_LOSS_SENTENCES]
     dev_tok = tokenise(encoder, known["utt"].tolist(), extraction)
     dev_data = EmuBatches(dev_tok, known["intent"].map(index).to_numpy(), adversarial, pad_id, 64, shuffle=False,
                           extras=tuple(e for e in extras if e != "adversarial"))
-    dev_all = tokenise(encoder, dev_rows["utt"].tolist(), extraction)
-    dev_ids, dev_labels = dev_rows["id"].tolist(), dev_rows["intent"].tolist()
+    dev_all = {loc: (tokenise(encoder, d["utt"].tolist(), extraction), d["id"].tolist(), d["intent"].tolist())
+               for loc, d in dev_sets.items()}
 
     def dev_score(model: torch.nn.Module) -> float:
-        u = encode_tokenised(model, dev_all, pad_id)
-        return float(nearest_neighbour_correct(u, dev_ids, dev_labels, u, dev_ids, dev_labels).mean())
+        """Leave-one-out NN intent accuracy on each labelled locale's dev split, averaged over them."""
+        scores = []
+        for tok, ids, labels in dev_all.values():
+            u = encode_tokenised(model, tok, pad_id)
+            scores.append(float(nearest_neighbour_correct(u, ids, labels, u, ids, labels).mean()))
+        return float(np.mean(scores))
 
     torch.manual_seed(settings.seed)
     model = Emu(copy.deepcopy(encoder.model), int(encoder.model.config.hidden_size), config)
     if settings_data.encoder_trainable == "no_embeddings":
         model.encoder.get_input_embeddings().weight.requires_grad_(False)
     info = {"name": name, "loss": config.loss, "intents": intents, "n_train": len(train_rows),
-            "training_locale": settings_data.training_locale,
+            "training_locale": settings_data.training_locale, "labelled_locales": list(locales),
             "adversarial_locales": list(adversarial_locales) if needs_critic else [], "adversarial": settings_data.adversarial}
     return EmuRun(model, train_data, dev_data, settings, dev_score, info)
 

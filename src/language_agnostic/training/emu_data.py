@@ -76,6 +76,10 @@ class EmuBatches:
     def __len__(self) -> int:
         return len(self.labels)
 
+    def n_batches(self) -> int:
+        """Labelled batches per epoch."""
+        return -(-len(self.labels) // self.batch_size)
+
     def _pad(self, tok: Tokenised, index: np.ndarray, prefix: str = "") -> dict[str, torch.Tensor]:
         ids, mask = padded_batch(tok, np.asarray(index), self.pad_id)
         return {f"{prefix}input_ids": ids, f"{prefix}attention_mask": mask}

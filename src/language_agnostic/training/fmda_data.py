@@ -62,6 +62,10 @@ class FmdaBatches:
     def __len__(self) -> int:
         return len(self.source)
 
+    def n_batches(self) -> int:
+        """Batches per epoch (bucketing reorders the same ``batch_size`` chunks)."""
+        return -(-len(self.source) // self.batch_size)
+
     @staticmethod
     def _states(entry: EmbeddingSet, index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         states, mask = entry.token_states(index.numpy())

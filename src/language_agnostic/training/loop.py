@@ -62,7 +62,11 @@ class FineTunesEncoder(Protocol):
 
 
 class BatchSource(Protocol):
-    """Yields the batches of one epoch; the same (epoch, seed) gives the same batches."""
+    """Yields the batches of one epoch; the same (epoch, seed) gives the same batches.
+
+    A source used with a learning-rate schedule also has ``n_batches()``, the number of
+    batches of one epoch (its ``len()`` is, by the sources' convention, a number of examples).
+    """
 
     def batches(self, epoch: int, generator: torch.Generator) -> Iterable[Batch]: ...
 
@@ -175,10 +179,10 @@ def _mean_losses(model: nn.Module, loss_fn: LossFn, batches: Iterable[Batch], de
 
 
 def _cpu_has_bf16() -> bool:
-    try:
-        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())  # noqa: SLF001
-    except (AttributeError, RuntimeError):  # a build without oneDNN
-        return False
+    # the embedding stage's test (dtype: auto), so both stages agree on what "native" means
+    from language_agnostic.encoders.extraction import cpu_has_native_bf16
+
+    return cpu_has_native_bf16()
 
 
 def resolve_precision(mixed_precision: str, device: torch.device) -> str:
@@ -246,10 +250,12 @@ def _lookahead(batches: Iterable[Batch]) -> Iterator[tuple[Batch, bool]]:
 
 
 def _planned_steps(train_data: BatchSource, settings: TrainSettings) -> int:
-    if not hasattr(train_data, "__len__"):
+    # n_batches, not len(): the sources' len() counts examples, and planning warmup and decay
+    # on examples would stretch the schedule by the batch size
+    if not hasattr(train_data, "n_batches"):
         raise ValueError("training.schedule / warmup_ratio need the number of training batches per epoch; "
-                         f"{type(train_data).__name__} has no len()")
-    return math.ceil(len(train_data) / settings.gradient_accumulation_steps) * settings.max_epochs  # type: ignore[arg-type]
+                         f"{type(train_data).__name__} has no n_batches()")
+    return math.ceil(train_data.n_batches() / settings.gradient_accumulation_steps) * settings.max_epochs  # type: ignore[attr-defined]
 
 
 def train(model: nn.Module, loss_fn: LossFn, train_data: BatchSource, dev_data: BatchSource,

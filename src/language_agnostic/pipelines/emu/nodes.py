@@ -49,10 +49,19 @@ def _test_sets(utterances: pd.DataFrame, locales: list[str]) -> dict[str, pd.Dat
     return out
 
 
-def evaluation_locales(utterances: pd.DataFrame, data: Mapping[str, Any]) -> list[str]:
-    """The training locale first, then every other locale of the data (the configured ``massive.locales``)."""
+def evaluation_locales(utterances: pd.DataFrame, data: Mapping[str, Any], evaluation: Mapping[str, Any] | None = None) -> list[str]:
+    """The training locale first, then ``emu.evaluation.locales`` ([]: every locale of the data, ``massive.locales``)."""
     training = str(data.get("training_locale", EmuData.training_locale))
-    return [training] + sorted(set(utterances["locale"]) - {training})
+    present = set(utterances["locale"])
+    wanted = list((evaluation or {}).get("locales") or sorted(present))
+    missing = sorted(set(wanted) - present)
+    if missing:
+        raise ValueError(f"emu.evaluation.locales: {missing} are not in the MASSIVE data read (massive.locales: {sorted(present)})")
+    return [training] + [loc for loc in wanted if loc != training]
+
+
+def _which(evaluation: Mapping[str, Any] | None) -> str:
+    return str((evaluation or {}).get("directions", "training"))
 
 
 def _embed(model: torch.nn.Module, encoder: LoadedEncoder, tests: Mapping[str, pd.DataFrame],
@@ -73,27 +82,28 @@ def _figure_sets(sets: Mapping[str, LocaleSet], name: str, figure: Mapping[str, 
 
 
 def evaluate_raw(utterances: pd.DataFrame, encoder: LoadedEncoder, data: Mapping[str, Any], extraction: Mapping[str, Any],
-                 identity: Mapping[str, Any], figure: Mapping[str, Any] | None = None, pooling: str = "mean"
+                 identity: Mapping[str, Any], evaluation: Mapping[str, Any] | None = None,
+                 figure: Mapping[str, Any] | None = None, pooling: str = "mean"
                  ) -> tuple[pd.DataFrame, dict[str, np.ndarray], dict[str, LocaleSet]]:
     """The raw encoder's nearest-neighbour intent accuracy, its per-query results for the paired tests, and Figure 2's sets."""
-    locales = evaluation_locales(utterances, data)
+    locales = evaluation_locales(utterances, data, evaluation)
     sets = _embed(PooledEncoder(encoder.model, pooling), encoder, _test_sets(utterances, locales), extraction)
-    correct = intent_nn_correct(sets, locales[0])
+    correct = intent_nn_correct(sets, locales[0], _which(evaluation))
     return (intent_nn_rows(correct, "raw", str(identity.get("name")), pooling), {k: v.astype(bool) for k, v in correct.items()},
             _figure_sets(sets, "raw", figure or {}))
 
 
 def evaluate_emu_variant(utterances: pd.DataFrame, encoder: LoadedEncoder, artifact: Mapping[str, Any],
                          data: Mapping[str, Any], extraction: Mapping[str, Any], raw: Mapping[str, np.ndarray],
-                         identity: Mapping[str, Any], figure: Mapping[str, Any] | None = None
-                         ) -> tuple[pd.DataFrame, dict[str, LocaleSet]]:
+                         identity: Mapping[str, Any], evaluation: Mapping[str, Any] | None = None,
+                         figure: Mapping[str, Any] | None = None) -> tuple[pd.DataFrame, dict[str, LocaleSet]]:
     """A fine-tuned encoder on every direction (with McNemar against raw), its classifier's own accuracy, and Figure 2's sets."""
     model = rebuild_emu(encoder, artifact)
-    locales = evaluation_locales(utterances, data)
+    locales = evaluation_locales(utterances, data, evaluation)
     tests = _test_sets(utterances, locales)
     sets = _embed(model, encoder, tests, extraction)
     name, encoder_name = str(artifact["method"]), str(identity.get("name"))
-    rows = [intent_nn_rows(intent_nn_correct(sets, locales[0]), name, encoder_name, model.config.pooling, raw)]
+    rows = [intent_nn_rows(intent_nn_correct(sets, locales[0], _which(evaluation)), name, encoder_name, model.config.pooling, raw)]
     if model.config.loss in ("emu", "softmax"):  # the baselines with a trained classifier
         predicted = classifier_predictions(model, {loc: s.vectors for loc, s in sets.items()}, list(artifact["intents"]))
         rows.append(classifier_rows(predicted, {loc: t["intent"].tolist() for loc, t in tests.items()}, name, encoder_name))

@@ -61,7 +61,8 @@ def _create_pipeline(methods: Mapping[str, Any] | None = None, save_encoders: li
     if figure is None:
         figure = dict(params.get("figure") or {})
     figure_methods = [str(n) for n in figure.get("methods") or [] if n == "raw" or n in methods]
-    parts = [node(nodes.evaluate_raw, inputs=[*shared, "params:embeddings.extraction", "encoder_identity", "params:emu.figure"],
+    parts = [node(nodes.evaluate_raw, inputs=[*shared, "params:embeddings.extraction", "encoder_identity", "params:emu.evaluation",
+                          "params:emu.figure"],
                   outputs=["emu_rows_raw", "emu_raw_correct", "emu_figure_sets_raw"], name="evaluate_emu_raw_node")]
     for name in methods:
         key = name.replace("-", "_")  # dataset names: emu-no_ld -> emu_no_ld
@@ -72,7 +73,7 @@ def _create_pipeline(methods: Mapping[str, Any] | None = None, save_encoders: li
                  outputs=[f"emu_model_{key}", f"emu_history_{key}"], name=f"train_{key}_node"),
             node(nodes.evaluate_emu_variant,
                  inputs=[*shared[:2], f"emu_model_{key}", "params:emu.data", "params:embeddings.extraction",
-                         "emu_raw_correct", "encoder_identity", "params:emu.figure"],
+                         "emu_raw_correct", "encoder_identity", "params:emu.evaluation", "params:emu.figure"],
                  outputs=[f"emu_rows_{key}", f"emu_figure_sets_{key}"], name=f"evaluate_{key}_node"),
         ]
         if name in save_encoders:
