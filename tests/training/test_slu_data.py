@@ -49,7 +49,7 @@ def test_labels_sit_on_first_sub_tokens_and_the_prefix_and_specials_get_none(enc
 def test_without_a_prefix_the_first_word_follows_the_start_token(encoder):
     data = SluBatches(encoder, WORDS[2:], TAGS[2:], [0], LABELS, {"prefix": ""}, shuffle=False)
     batch = next(iter(data.batches(0, torch.Generator())))
-    assert batch["slot_labels"][0].tolist() == [IGN, 0, 5, IGN] and len(data) == 1
+    assert batch["slot_labels"][0].tolist() == [IGN, 0, 5, IGN] and len(data) == 1 == data.n_batches()
 
 
 def test_truncation_is_counted_and_error_refuses(encoder):
@@ -113,7 +113,7 @@ def test_switched_words_carry_their_labels_into_the_batch(encoder):
 def test_shuffling_follows_the_generator(encoder):
     data = SluBatches(encoder, WORDS, TAGS, [0, 1, 2], LABELS, {"prefix": ""}, batch_size=1, shuffle=True)
     order = lambda seed: [int(b["intents"][0]) for b in data.batches(0, torch.Generator().manual_seed(seed))]  # noqa: E731
-    assert order(0) == order(0) and sorted(order(0)) == [0, 1, 2] and len(data) == 3
+    assert order(0) == order(0) and sorted(order(0)) == [0, 1, 2] and len(data) == 3 == data.n_batches()
 
 
 def test_bad_inputs_are_named(encoder):

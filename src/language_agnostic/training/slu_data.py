@@ -220,6 +220,10 @@ class SluBatches:
         self.truncated_by_epoch: dict[int, int] = {}
 
     def __len__(self) -> int:
+        """Utterances (the batch sources' convention: ``len()`` counts examples)."""
+        return len(self.words)
+
+    def n_batches(self) -> int:
         """Batches per epoch (what the loop plans its schedule on)."""
         return math.ceil(len(self.words) / self.batch_size)
 
