@@ -181,3 +181,15 @@ def yaml_base(name: str) -> dict:
     import yaml
 
     return yaml.safe_load((PROJECT_ROOT / "conf" / "base" / name).read_text())
+
+
+def test_the_paper_env_trains_slu_at_paper_scale_and_nothing_else_differs():
+    import yaml
+
+    def load(env: str) -> dict:
+        return yaml.safe_load((PROJECT_ROOT / "conf" / env / "parameters_slu.yml").read_text())["slu"]
+
+    base, paper = load("base"), load("paper")
+    assert (paper["training"]["max_epochs"], base["training"]["max_epochs"]) == (20, 3)
+    strip = lambda c: {**c, "training": {k: v for k, v in c["training"].items() if k not in ("max_epochs", "patience")}}  # noqa: E731
+    assert strip(paper) == strip(base)
