@@ -39,6 +39,12 @@ def _id_batch(g: torch.Generator) -> dict[str, torch.Tensor]:
         mask[0, 3:] = 0
         batch[f"{prefix}input_ids"], batch[f"{prefix}attention_mask"] = ids, mask
     batch["labels"] = torch.arange(BATCH) % 2
+    # the joint SLU model's targets (build_slu's test defaults: 2 intents, 3 labels): an intent per
+    # sentence, a slot label per sub-token, -100 (ignored) on the first token and on padding
+    batch["intents"] = torch.arange(BATCH) % 2
+    slots = torch.randint(0, 3, (BATCH, LENGTH), generator=g)
+    slots[:, 0] = -100
+    batch["slot_labels"] = slots.masked_fill(batch["attention_mask"] == 0, -100)
     return batch
 
 

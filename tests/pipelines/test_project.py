@@ -202,3 +202,14 @@ def test_the_emu_languages_env_restates_base_but_for_the_study(project: Path, fo
         names = {n.name for n in register_pipelines()["emu"].nodes}
     assert {f"train_emu_no_ld_{x}_node" for x in ("en", "de", "fr", "en_de", "en_fr", "de_fr", "en_de_fr")} <= names
     assert "train_emu_node" not in names and "plot_emu_figure_node" not in names
+
+def test_the_paper_env_trains_slu_at_paper_scale_and_nothing_else_differs():
+    import yaml
+
+    def load(env: str) -> dict:
+        return yaml.safe_load((PROJECT_ROOT / "conf" / env / "parameters_slu.yml").read_text())["slu"]
+
+    base, paper = load("base"), load("paper")
+    assert (paper["training"]["max_epochs"], base["training"]["max_epochs"]) == (20, 3)
+    strip = lambda c: {**c, "training": {k: v for k, v in c["training"].items() if k not in ("max_epochs", "patience")}}  # noqa: E731
+    assert strip(paper) == strip(base)

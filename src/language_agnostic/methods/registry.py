@@ -35,6 +35,7 @@ from language_agnostic.methods.fmda import Fmda, FmdaConfig, fmda_losses
 from language_agnostic.methods.linear import LinearHead, linear_infonce_losses
 from language_agnostic.methods.meat import Meat, meat_losses
 from language_agnostic.methods.seed import Seed, seed_losses
+from language_agnostic.methods.slu import SLU_OPTIONS, build_slu, encode_slu, slu_losses
 
 Batch = Mapping[str, torch.Tensor]
 Options = Mapping[str, Any]
@@ -128,6 +129,13 @@ METHODS: dict[str, Method] = {
         losses=emu_losses,
         encode=encode_emu, options=EMU_OPTIONS,
         description="Hirota et al. 2020: the encoder fine-tuned with an L2-constrained softmax, center loss and a WGAN language critic"),
+    "slu": Method(
+        "slu", "ids",
+        build=build_slu,
+        losses=slu_losses,
+        encode=encode_slu, options=SLU_OPTIONS,
+        description="joint intent (first token) and BIO slot (first sub-token) heads over the fine-tuned encoder, "
+                    "L_I + L_S (zsjoint; cosda with code-switched training data)"),
 }
 
 

@@ -1,0 +1,139 @@
+"""Joint intent detection and slot filling over a fine-tuned encoder (the zero-shot SLU baselines).
+
+One model serves both baselines of the SLU experiment; they differ only in their training data:
+
+- ``zsjoint``: the encoder fine-tuned on English MASSIVE with an intent head over the first
+  token's final state and a slot head over every token's state, a BIO label read off each
+  word's first sub-token; the loss is ``L = L_I + L_S`` (both cross-entropy, the slot loss
+  averaged over the labelled sub-tokens only);
+- ``cosda``: the same model trained on dynamically code-switched English (CoSDA-ML,
+  :mod:`language_agnostic.text.code_switch`); see ``training/slu_data.py``.
+
+A batch has ``input_ids`` and ``attention_mask`` ``(B, L)``, ``intents`` ``(B,)`` and
+``slot_labels`` ``(B, L)``, the latter ``ignore_index`` on every sub-token that carries no label
+(special tokens, a prefix, a word's later sub-tokens, padding).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+WEIGHTS = ("intent", "slot")  # loss_weights keys; both default to 1 (L = L_I + L_S)
+SLU_OPTIONS = ("encoder_config", "n_intents", "n_labels", "dropout", "ignore_index")
+
+
+@dataclass(frozen=True)
+class SluConfig:
+    """The joint model's hyper-parameters.
+
+    Attributes:
+        n_intents: Classes of the intent head.
+        n_labels: BIO labels of the slot head (``O`` and ``B-x`` / ``I-x`` per slot type).
+        encoder_config: The encoder's ``transformers`` config as a dict (``config.to_dict()``),
+            so that a saved model can be rebuilt without a download; ``None``: the encoder is
+            given (or, in :func:`build_slu`, a one-layer test BERT).
+        dropout: Dropout on the encoder's final states before both heads.
+        ignore_index: The slot label id the loss skips.
+    """
+
+    n_intents: int
+    n_labels: int
+    encoder_config: Mapping[str, Any] | None = None
+    dropout: float = 0.1
+    ignore_index: int = -100
+
+    def __post_init__(self) -> None:
+        if self.n_intents < 2:
+            raise ValueError(f"n_intents must be >= 2, got {self.n_intents}")
+        if self.n_labels < 1:
+            raise ValueError(f"n_labels must be >= 1, got {self.n_labels}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        if 0 <= self.ignore_index < self.n_labels:
+            raise ValueError(f"ignore_index {self.ignore_index} is a label id (0..{self.n_labels - 1}); use a negative one")
+
+
+class JointSlu(nn.Module):
+    """An encoder, dropout, an intent head over the first token and a slot head over every token."""
+
+    def __init__(self, encoder: nn.Module, dim: int, config: SluConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.encoder = encoder
+        self.dropout = nn.Dropout(config.dropout)
+        self.intent_head = nn.Linear(dim, config.n_intents)
+        self.slot_head = nn.Linear(dim, config.n_labels)
+
+    def states(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """The encoder's final token states ``(B, L, D)``."""
+        return self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(intent_logits (B, n_intents), slot_logits (B, L, n_labels))``."""
+        h = self.dropout(self.states(input_ids, attention_mask))
+        return self.intent_head(h[:, 0]), self.slot_head(h)
+
+    # --- what the training loop reads (training.loop.FineTunesEncoder) ---
+    def encoder_parameters(self) -> Iterator[nn.Parameter]:
+        """Trained at ``TrainSettings.encoder_lr``; both heads at ``lr``."""
+        return self.encoder.parameters()
+
+
+def slu_losses(model: JointSlu, batch: Mapping[str, torch.Tensor], weights: Mapping[str, float] | None = None,
+               options: Mapping[str, Any] | None = None) -> dict[str, torch.Tensor]:
+    """``L = w_I L_I + w_S L_S`` on one batch (weights 1 by default).
+
+    ``L_I`` is the mean cross-entropy of the intents; ``L_S`` the mean cross-entropy over the
+    sub-tokens whose slot label is not ``ignore_index`` (0 when a batch has none).
+
+    Raises:
+        ValueError: an unknown loss weight (naming it and the known ones).
+    """
+    del options
+    unknown = sorted(set(weights or {}) - set(WEIGHTS))
+    if unknown:
+        raise ValueError(f"unknown SLU loss weight(s) {unknown}; known: {list(WEIGHTS)}")
+    w = {"intent": 1.0, "slot": 1.0, **{k: float(v) for k, v in dict(weights or {}).items()}}
+    intent_logits, slot_logits = model(batch["input_ids"], batch["attention_mask"])
+    intent = F.cross_entropy(intent_logits.float(), batch["intents"])
+    labels = batch["slot_labels"]
+    if bool((labels != model.config.ignore_index).any()):
+        slot = F.cross_entropy(slot_logits.float().flatten(0, 1), labels.flatten(), ignore_index=model.config.ignore_index)
+    else:  # no labelled sub-token: cross-entropy's mean would be 0/0
+        slot = slot_logits.float().sum() * 0.0
+    return {"intent": intent, "slot": slot, "total": w["intent"] * intent + w["slot"] * slot}
+
+
+def build_slu(dim: int, n_languages: int, options: Mapping[str, Any]) -> JointSlu:
+    """A joint model from its build spec (``methods.registry``): the encoder from its config, untrained.
+
+    ``encoder_config`` is the fine-tuned encoder's ``transformers`` config as a dict: the
+    artifact's state dict holds every encoder weight, so
+    :func:`~language_agnostic.methods.registry.load_trained` needs no download. Without it, a
+    one-layer BERT of width ``dim`` (the protocol's tests), with 2 intents and 3 labels unless
+    given. ``n_languages`` is unused.
+    """
+    del n_languages
+    from transformers import AutoConfig, AutoModel, BertConfig
+
+    options = dict(options)
+    encoder_config = options.get("encoder_config")
+    if encoder_config:
+        config = AutoConfig.for_model(**dict(encoder_config))
+    else:
+        config = BertConfig(vocab_size=64, hidden_size=dim, num_hidden_layers=1, num_attention_heads=2,
+                            intermediate_size=2 * dim, max_position_embeddings=32)
+    encoder = (AutoModel.from_config(config, add_pooling_layer=False) if config.model_type == "bert"
+               else AutoModel.from_config(config))
+    return JointSlu(encoder, int(config.hidden_size), SluConfig(**{"n_intents": 2, "n_labels": 3, **options}))
+
+
+def encode_slu(model: JointSlu, inputs: tuple[torch.Tensor, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """``{"utterance": the first token's final state}`` of ``(input_ids, attention_mask)``: what the intent head reads."""
+    return {"utterance": model.states(*inputs)[:, 0]}

@@ -1,0 +1,105 @@
+"""Nodes of the ``slu`` pipeline: thin adapters over ``corpora/massive_slu.py``, ``training/slu.py``,
+``evaluation/slu.py`` and ``reporting/slu.py``."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from language_agnostic.corpora.massive_slu import slu_table
+from language_agnostic.datasets.muse import MuseDirectory
+from language_agnostic.encoders.loading import LoadedEncoder
+from language_agnostic.evaluation.slu import slu_scores
+from language_agnostic.reporting.slu import slu_rows, slu_tables, summary
+from language_agnostic.reporting.tracking import log_child_metrics, log_child_run, metric_key
+from language_agnostic.training.loop import history_metrics
+from language_agnostic.training.slu import SluData, method_settings, predict_slu, rebuild_slu, slu_artifact, train_slu
+
+logger = logging.getLogger(__name__)
+
+
+def build_slu_rows(utterances: pd.DataFrame, ingest: Mapping[str, Any]) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
+    """Words and BIO labels of every MASSIVE utterance (ja/zh split into characters), rejects and counts."""
+    table, rejects, counts = slu_table(utterances, on_bad_row=str(ingest.get("on_bad_row", "error")))
+    logger.info("slu rows: %d in, %d out, %d rejected", counts["all"]["rows_in"], counts["all"]["rows_out"],
+                counts["all"]["rejected"])
+    metrics = {f"slu.rows.{locale}.{k}": {"value": float(v), "step": 0} for locale, c in counts.items() for k, v in c.items()}
+    return table.assign(words=table["words"].map(list), labels=table["labels"].map(list)), rejects, metrics
+
+
+def test_locales(rows: pd.DataFrame, locales: list[str] | None) -> list[str]:
+    """``slu.locales`` ([]: every locale of the data, ``massive.locales``), checked against the data."""
+    present = list(dict.fromkeys(rows["locale"]))
+    wanted = list(locales or present)
+    missing = sorted(set(wanted) - set(present))
+    if missing:
+        raise ValueError(f"slu.locales: {missing} are not in the MASSIVE data read (massive.locales: {present})")
+    return wanted
+
+
+def code_switch_languages(code_switch: Mapping[str, Any], rows: pd.DataFrame, muse: MuseDirectory) -> list[str]:
+    """``slu.code_switch.languages``, or ([]) the MUSE languages that are also configured locales (their language part)."""
+    configured = list(code_switch.get("languages") or [])
+    if configured:
+        return configured
+    locales = {loc.split("-")[0] for loc in rows["locale"]} - {"en"}
+    return [lang for lang in muse.languages() if lang in locales]
+
+
+def load_dictionaries(muse: MuseDirectory, code_switch: Mapping[str, Any], rows: pd.DataFrame
+                      ) -> tuple[dict[str, dict[str, list[str]]], dict[str, Any]]:
+    """The MUSE dictionaries of the code-switching languages, and their sizes for MLflow."""
+    languages = code_switch_languages(code_switch, rows, muse)
+    dictionaries, metrics = {}, {}
+    for lang in languages:
+        dictionaries[lang], counts = muse.read(lang)
+        metrics.update({f"slu.muse.{lang}.{k}": {"value": float(v), "step": 0} for k, v in counts.items()})
+    logger.info("code-switching dictionaries: %s", {lang: len(d) for lang, d in dictionaries.items()})
+    return dictionaries, metrics
+
+
+def train_slu_variant(rows: pd.DataFrame, encoder: LoadedEncoder, spec: Mapping[str, Any], data: Mapping[str, Any],
+                      code_switch: Mapping[str, Any], training: Mapping[str, Any], extraction: Mapping[str, Any],
+                      dictionaries: Mapping[str, Mapping[str, list[str]]] | None, name: str
+                      ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Fine-tune the joint model for one ``slu.methods`` entry (``code_switch: true`` = CoSDA-ML); the artifact."""
+    method, training_overrides, data_overrides = method_settings(name, {k: v for k, v in spec.items() if k != "code_switch"})
+    data = {**dict(data), **data_overrides}
+    if spec.get("code_switch"):
+        data["code_switch"] = {"languages": list(dictionaries or {}), **{k: v for k, v in code_switch.items() if k != "languages"}}
+    training = {**dict(training), **training_overrides}
+    model, result, info = train_slu(rows, encoder, method, data, training, extraction, dictionaries, name)
+    run_id = log_child_run(f"slu/{name}", {"name": name, **method, **training, **data}, result.history)
+    artifact = slu_artifact(model, encoder, method=name, base_encoder=dict(encoder.identity), mlflow_run_id=run_id,
+                            **{k: v for k, v in info.items() if k not in ("n_truncated",)},
+                            n_truncated={k: int(v) for k, v in info["n_truncated"].items()})
+    return artifact, history_metrics(result.history, f"slu.{name}")
+
+
+def evaluate_slu_variant(rows: pd.DataFrame, encoder: LoadedEncoder, artifact: Mapping[str, Any], locales: list[str] | None,
+                         extraction: Mapping[str, Any], identity: Mapping[str, Any]) -> pd.DataFrame:
+    """Intent accuracy, slot F1 and exact match on the test split of every test locale."""
+    model = rebuild_slu(encoder, artifact)
+    scores = {}
+    for locale in test_locales(rows, locales):
+        test = rows[(rows["locale"] == locale) & (rows["partition"] == "test")]
+        intents, labels = predict_slu(model, test, encoder, list(artifact["intents"]), list(artifact["labels"]), extraction)
+        scores[locale] = slu_scores(test["intent"].tolist(), intents, [list(x) for x in test["labels"]], labels)
+        logger.info("slu %s on %s: %s", artifact["method"], locale, {k: round(v, 4) for k, v in scores[locale].items()})
+    table = slu_rows(scores, str(artifact["method"]), str(identity.get("name")), str(artifact.get("training_locale", "en-US")))
+    log_child_metrics(artifact.get("mlflow_run_id"), table)
+    return table
+
+
+def report_slu(data: Mapping[str, Any], *tables: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any], str]:
+    """All rows: the metrics table, MLflow metrics (and the averages) and the markdown tables."""
+    rows = pd.concat(tables, ignore_index=True)
+    training_locale = str(data.get("training_locale", SluData.training_locale))
+    metrics = {metric_key(r): {"value": float(r.value), "step": 0} for r in rows.itertuples()}
+    for method, values in summary(rows, training_locale).items():
+        metrics.update({f"slu.{method}.avg_non_{training_locale.split('-')[0]}.{k}": {"value": v, "step": 0}
+                        for k, v in values.items() if v == v})
+    return rows, metrics, slu_tables(rows, training_locale)

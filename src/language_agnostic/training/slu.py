@@ -1,0 +1,366 @@
+"""Fine-tuning the joint intent / slot model on English MASSIVE (zsjoint), optionally code-switched (cosda).
+
+Protocol (strict zero-shot): train on the training locale's train split (en-US); the checkpoint
+kept is the one with the best semantic **exact match** (intent and every slot label right) on
+the same locale's **dev** split, and nothing of another locale is seen before the test. The
+encoder is a copy: the loaded one is never modified.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from language_agnostic.config import settings_from_params
+from language_agnostic.corpora.massive_slu import first_subtoken_predictions, label_vocabulary
+from language_agnostic.encoders.loading import LoadedEncoder
+from language_agnostic.evaluation.slu import exact_match, slu_scores
+from language_agnostic.methods.registry import build_spec
+from language_agnostic.methods.slu import WEIGHTS, JointSlu, SluConfig, slu_losses
+from language_agnostic.text.code_switch import CodeSwitcher
+from language_agnostic.training.loop import TrainResult, TrainSettings, train
+from language_agnostic.training.slu_data import SluBatches, WordTokens, id_batch, tokenise_words, word_tokenisation
+
+logger = logging.getLogger(__name__)
+
+DEV_LOSS_ROWS = 256  # the dev loss is only a curve in the history; selection is on the whole dev split's exact match
+REQUIRED_COLUMNS = ("locale", "id", "partition", "intent", "words", "labels")
+
+
+@dataclass(frozen=True)
+class SluData:
+    """``slu.data``: what the joint model trains and is selected on.
+
+    Attributes:
+        training_locale: The labelled locale (en-US): its train split is the training data.
+        dev_locale: Whose dev split selects the checkpoint; ``None``: the training locale
+            (strict zero-shot: never a target locale's dev).
+        batch_size: Utterances per step.
+        max_train: ``None``: the whole train split; an int: a seeded sample of that many.
+        seed: Seeds the ``max_train`` sample.
+        code_switch: ``None`` (zsjoint), or ``{ratio, languages, seed}`` (cosda): every word of
+            every training utterance is replaced, with probability ``ratio``, by a translation
+            into one of ``languages`` (their MUSE dictionaries), anew every epoch.
+    """
+
+    training_locale: str = "en-US"
+    dev_locale: str | None = None
+    batch_size: int = 32
+    max_train: int | None = None
+    seed: int = 0
+    code_switch: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class CodeSwitchSettings:
+    """``slu.data.code_switch``: CoSDA-ML's switching ratio, target languages and seed."""
+
+    ratio: float
+    languages: tuple[str, ...]
+    seed: int = 0
+
+
+def code_switch_settings(params: Mapping[str, Any], where: str = "slu.data.code_switch") -> CodeSwitchSettings:
+    """``{ratio, languages, seed}`` checked, naming ``where`` on a missing, unknown or bad key."""
+    params = dict(params)
+    missing = [k for k in ("ratio", "languages") if k not in params]
+    if missing:
+        raise ValueError(f"{where}: missing key(s) {missing}; needs ratio and languages (and optionally seed)")
+    languages = params["languages"]
+    if isinstance(languages, str) or not languages:
+        raise ValueError(f"{where}.languages must be a non-empty list of languages, got {languages!r}")
+    ratio = params["ratio"]
+    if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0.0 <= float(ratio) <= 1.0:
+        raise ValueError(f"{where}.ratio must be a number in [0, 1], got {ratio!r}")
+    return settings_from_params(CodeSwitchSettings, {**params, "languages": tuple(str(x) for x in languages),
+                                                     "ratio": float(ratio)}, where)
+
+
+def _rows(table: pd.DataFrame, locale: str, partition: str) -> pd.DataFrame:
+    rows = table[(table["locale"] == locale) & (table["partition"] == partition)]
+    ids = rows["id"].astype(str)
+    key = ids.astype(int) if ids.str.isdigit().all() else ids
+    return rows.iloc[np.argsort(key.to_numpy(), kind="stable")].reset_index(drop=True)
+
+
+def _words(rows: pd.DataFrame) -> list[list[str]]:
+    return [[str(w) for w in words] for words in rows["words"]]
+
+
+def _labels(rows: pd.DataFrame) -> list[list[str]]:
+    return [[str(x) for x in labels] for labels in rows["labels"]]
+
+
+def _predict_ids(model: JointSlu, tokens: WordTokens, pad_id: int, batch_size: int, fill: int) -> tuple[np.ndarray, list[list[int]]]:
+    """Intent ids and one label id per word of every tokenised utterance, in input order."""
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    intents = np.zeros(len(tokens), dtype=np.int64)
+    labels: list[list[int]] = [[] for _ in range(len(tokens))]
+    order = np.argsort(tokens.lengths, kind="stable")  # batches of similar length: little padding
+    try:
+        with torch.no_grad():
+            for start in range(0, len(order), batch_size):
+                index = order[start:start + batch_size].tolist()
+                ids, mask = id_batch(tokens, index, pad_id)
+                intent_logits, slot_logits = model(ids.to(device), mask.to(device))
+                intents[index] = intent_logits.argmax(-1).cpu().numpy()
+                slots = slot_logits.argmax(-1).cpu().numpy()
+                for row, i in enumerate(index):
+                    word_ids = tokens.word_ids[i]
+                    labels[i] = first_subtoken_predictions(word_ids, slots[row, : len(word_ids)].tolist(),
+                                                           n_words=tokens.n_words[i], fill=fill)
+    finally:
+        model.train(was_training)
+    return intents, labels
+
+
+def predict_slu(model: JointSlu, rows: pd.DataFrame | Sequence[Sequence[str]], encoder: LoadedEncoder,
+                intent_names: Sequence[str], label_names: Sequence[str], extraction: Mapping[str, Any] | None = None,
+                batch_size: int = 64) -> tuple[list[str], list[list[str]]]:
+    """Predicted intent and BIO labels of every utterance (no gradients, batches sorted by length, the model's device).
+
+    A word's label is the prediction at its first sub-token. A word cut off by truncation
+    (longer than the encoder's ``max_length``) is labelled ``O``; cut utterances are counted in
+    a warning.
+
+    Args:
+        model: The trained joint model.
+        rows: A table with a ``words`` column, or the words of every utterance.
+        encoder: Its tokenizer (the one the model was trained with).
+        intent_names: Intent id → name (the training run's ``info["intents"]``).
+        label_names: Label id → BIO label (``info["labels"]``).
+        extraction: ``embeddings.extraction`` (the same prefix as in training).
+        batch_size: Utterances per forward pass.
+
+    Returns:
+        ``(intents, labels)``: one intent per utterance and one label per word, in input order.
+    """
+    words = _words(rows) if isinstance(rows, pd.DataFrame) else [[str(w) for w in x] for x in rows]
+    if not words:
+        return [], []
+    tokens = tokenise_words(encoder.tokenizer, words, word_tokenisation(encoder, extraction), on_too_long="truncate",
+                            what="slu predictions")
+    fill = list(label_names).index("O") if "O" in label_names else 0
+    intents, labels = _predict_ids(model, tokens, int(encoder.tokenizer.pad_token_id), batch_size, fill)
+    return [intent_names[i] for i in intents], [[label_names[j] for j in row] for row in labels]
+
+
+@dataclass
+class SluRun:
+    """Everything :func:`train_slu` hands to the training loop."""
+
+    model: JointSlu
+    train_data: SluBatches
+    dev_data: SluBatches
+    settings: TrainSettings
+    dev_score: Callable[[torch.nn.Module], float]
+    loss_weights: dict[str, float]
+    info: dict[str, Any]
+
+
+def _method_config(method: Mapping[str, Any], name: str, n_intents: int, n_labels: int,
+                   encoder: LoadedEncoder) -> tuple[SluConfig, dict[str, float]]:
+    where = f"slu.methods.{name}"
+    fields = dict(method)
+    weights = dict(fields.pop("loss_weights", None) or {})
+    bad = sorted(set(weights) - set(WEIGHTS))
+    if bad:
+        raise ValueError(f"{where}.loss_weights: unknown {bad}; known: {list(WEIGHTS)}")
+    config = settings_from_params(SluConfig, fields, where, n_intents=n_intents, n_labels=n_labels,
+                                  encoder_config=encoder.model.config.to_dict())
+    return config, {k: float(v) for k, v in weights.items()}
+
+
+def _switcher(settings: SluData, dictionaries: Mapping[str, Mapping[str, Sequence[str]]] | None
+              ) -> tuple[CodeSwitcher | None, CodeSwitchSettings | None]:
+    if settings.code_switch is None:
+        return None, None
+    switch = code_switch_settings(settings.code_switch)
+    missing = [lang for lang in switch.languages if lang not in (dictionaries or {})]
+    if missing:
+        raise ValueError(f"slu.data.code_switch.languages: no dictionary for {missing} "
+                         f"(dictionaries given: {sorted(dictionaries or {})})")
+    assert dictionaries is not None
+    return CodeSwitcher({lang: dictionaries[lang] for lang in switch.languages}, switch.ratio, switch.seed), switch
+
+
+def prepare_slu(table: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[str, Any], data: Mapping[str, Any],
+                training: Mapping[str, Any], extraction: Mapping[str, Any] | None = None,
+                dictionaries: Mapping[str, Mapping[str, Sequence[str]]] | None = None, name: str = "zsjoint") -> SluRun:
+    """The model, batches, settings and dev scorer of one SLU fine-tuning (the arguments of :func:`train_slu`)."""
+    missing = [c for c in REQUIRED_COLUMNS if c not in table.columns]
+    if missing:
+        raise ValueError(f"slu table: missing column(s) {missing} (has {list(table.columns)})")
+    settings_data = settings_from_params(SluData, data, "slu.data")
+    if settings_data.batch_size < 1:
+        raise ValueError(f"slu.data.batch_size must be >= 1, got {settings_data.batch_size}")
+    if settings_data.max_train is not None and settings_data.max_train < 1:
+        raise ValueError(f"slu.data.max_train must be >= 1 or null, got {settings_data.max_train}")
+    settings = settings_from_params(TrainSettings, training, "slu.training")
+    dev_locale = settings_data.dev_locale or settings_data.training_locale
+    train_rows = _rows(table, settings_data.training_locale, "train")
+    if train_rows.empty:
+        raise ValueError(f"slu.data.training_locale {settings_data.training_locale!r}: no train utterances")
+    dev_rows = _rows(table, dev_locale, "dev")
+    if dev_rows.empty:
+        raise ValueError(f"slu.data.dev_locale {dev_locale!r}: no dev utterances")
+    if settings_data.max_train is not None and settings_data.max_train < len(train_rows):
+        keep = np.sort(np.random.default_rng(settings_data.seed).permutation(len(train_rows))[: settings_data.max_train])
+        train_rows = train_rows.iloc[keep].reset_index(drop=True)
+    intents = sorted(set(train_rows["intent"]))
+    if len(intents) < 2:
+        raise ValueError(f"slu.data: the training utterances have {len(intents)} intent(s); a classifier needs 2")
+    labels = label_vocabulary(train_rows)
+    intent_index = {intent: i for i, intent in enumerate(intents)}
+    label_to_id = {label: i for i, label in enumerate(labels)}
+    config, weights = _method_config(method, name, len(intents), len(labels), encoder)
+    switcher, switch = _switcher(settings_data, dictionaries)
+
+    train_data = SluBatches(encoder, _words(train_rows), _labels(train_rows), train_rows["intent"].map(intent_index).tolist(),
+                            label_to_id, extraction, settings_data.batch_size, shuffle=True, switcher=switcher,
+                            switch_seed=switch.seed if switch else 0, ignore_index=config.ignore_index,
+                            what=f"slu {name} train")
+    # the dev loss (a curve in the history): dev utterances whose intent and labels were all trained
+    known = dev_rows[[intent in intent_index and all(str(x) in label_to_id for x in row)
+                      for intent, row in zip(dev_rows["intent"], dev_rows["labels"])]].reset_index(drop=True)
+    known = known.iloc[:DEV_LOSS_ROWS]
+    if known.empty:
+        raise ValueError(f"slu.data.dev_locale {dev_locale!r}: no dev utterance has a trained intent and trained labels")
+    dev_data = SluBatches(encoder, _words(known), _labels(known), known["intent"].map(intent_index).tolist(), label_to_id,
+                          extraction, 64, shuffle=False, ignore_index=config.ignore_index, what=f"slu {name} dev")
+    # selection: exact match on the whole dev split (utterances of untrained intents or labels count as misses)
+    dev_tokens = tokenise_words(encoder.tokenizer, _words(dev_rows), word_tokenisation(encoder, extraction),
+                                on_too_long="truncate", what=f"slu {name} dev")
+    gold_intents, gold_labels = dev_rows["intent"].tolist(), _labels(dev_rows)
+    pad_id, fill = int(encoder.tokenizer.pad_token_id), label_to_id["O"]
+
+    def dev_score(model: torch.nn.Module) -> float:
+        """Exact match on the dev split (higher is better; the loop keeps its maximum)."""
+        predicted, predicted_labels = _predict_ids(model, dev_tokens, pad_id, 64, fill)
+        return exact_match(gold_intents, [intents[i] for i in predicted], gold_labels,
+                           [[labels[j] for j in row] for row in predicted_labels])
+
+    torch.manual_seed(settings.seed)
+    model = JointSlu(copy.deepcopy(encoder.model), int(encoder.model.config.hidden_size), config)
+    info: dict[str, Any] = {
+        "name": name, "intents": intents, "labels": labels, "training_locale": settings_data.training_locale,
+        "dev_locale": dev_locale, "n_train": len(train_rows), "n_dev": len(dev_rows), "n_dev_loss": len(known),
+        "loss_weights": {"intent": 1.0, "slot": 1.0, **weights},
+        "code_switch": None if switch is None else {"ratio": switch.ratio, "languages": list(switch.languages), "seed": switch.seed},
+        "n_truncated": {"train": train_data.n_truncated, "dev": int(dev_tokens.truncated.sum())},
+        "dev_words_cut": int(dev_tokens.words_cut.sum()),
+    }
+    if switcher is not None:
+        info["code_switch"]["coverage"] = switcher.coverage(train_data.words)
+    return SluRun(model, train_data, dev_data, settings, dev_score, weights, info)
+
+
+def train_slu(table: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[str, Any], data: Mapping[str, Any],
+              training: Mapping[str, Any], extraction: Mapping[str, Any] | None = None,
+              dictionaries: Mapping[str, Mapping[str, Sequence[str]]] | None = None, name: str = "zsjoint"
+              ) -> tuple[JointSlu, TrainResult, dict[str, Any]]:
+    """Fine-tune a copy of ``encoder`` as a joint intent / slot model, selected on dev exact match.
+
+    Args:
+        table: SLU rows (``locale, id, partition, intent, words, labels``: ``corpora.massive_slu.slu_table``).
+        encoder: The encoder to start from (not modified: a copy is trained).
+        method: ``slu.methods.<name>`` settings: :class:`~language_agnostic.methods.slu.SluConfig`
+            fields but the derived ``n_intents``, ``n_labels``, ``encoder_config`` (i.e.
+            ``dropout``, ``ignore_index``), and ``loss_weights`` (``intent``, ``slot``).
+        data: :class:`SluData` fields.
+        training: ``TrainSettings`` fields (``lr`` for the heads, ``encoder_lr``, ``weight_decay``,
+            ``schedule``, ``warmup_ratio``, ...).
+        extraction: ``embeddings.extraction`` (prefix, ``max_length``, ``on_too_long``).
+        dictionaries: Language → MUSE dictionary (``text.code_switch.load_muse``), for ``data.code_switch``.
+        name: The variant's name (messages and parameter paths).
+
+    Returns:
+        ``(model, result, info)``: the model at its best dev exact match, the loop's result, and
+        what was trained on (intents and labels in id order, sizes, truncation counts, the
+        code-switching) with the kept checkpoint's ``dev_intent_accuracy``, ``dev_slot_f1`` and
+        ``dev_exact_match``.
+    """
+    run = prepare_slu(table, encoder, method, data, training, extraction, dictionaries, name)
+    info = run.info
+    logger.info("slu %s: %d %s train utterances (%d intents, %d labels), dev %s (%d), code-switch %s, encoder lr %s",
+                name, info["n_train"], info["training_locale"], len(info["intents"]), len(info["labels"]),
+                info["dev_locale"], info["n_dev"], info["code_switch"], run.settings.encoder_lr)
+    weights = run.loss_weights
+    result = train(run.model, lambda m, b: slu_losses(m, b, weights), run.train_data, run.dev_data, run.settings,
+                   run.dev_score)
+    dev_rows = _rows(table, info["dev_locale"], "dev")
+    predicted, predicted_labels = predict_slu(run.model, dev_rows, encoder, info["intents"], info["labels"], extraction)
+    scores = slu_scores(dev_rows["intent"].tolist(), predicted, _labels(dev_rows), predicted_labels)
+    info = {**info, "best_epoch": result.best_epoch, "best_step": result.best_step, "epochs_run": result.epochs_run,
+            **{f"dev_{k}": v for k, v in scores.items()},
+            "n_truncated": {**info["n_truncated"], "train_switched": sum(run.train_data.truncated_by_epoch.values())}}
+    logger.info("slu %s: kept epoch %d (step %d) of %d: %s dev exact match %.4f, intent accuracy %.4f, slot F1 %.4f",
+                name, result.best_epoch, result.best_step, result.epochs_run, info["dev_locale"], scores["exact_match"],
+                scores["intent_accuracy"], scores["slot_f1"])
+    return run.model, result, info
+
+
+SPEC_KEYS = {"method", "loss_weights", "options", "training", "data"}
+
+
+def method_settings(name: str, spec: Mapping[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """``slu.methods.<name>``: ``{method: slu, loss_weights, options, training, data}`` as
+    ``(method settings for train_slu, training overrides, data overrides)``.
+
+    zsjoint is ``{method: slu}``; cosda is ``{method: slu, data: {code_switch: {...}}}``.
+
+    Raises:
+        ValueError: an unknown key or method (naming the parameter).
+    """
+    spec, where = dict(spec or {}), f"slu.methods.{name}"
+    unknown = sorted(set(spec) - SPEC_KEYS)
+    if unknown:
+        raise ValueError(f"{where}: unknown key(s) {unknown}; known: {sorted(SPEC_KEYS)}")
+    if spec.get("method", "slu") != "slu":
+        raise ValueError(f"{where}.method must be 'slu' (the data make a variant), got {spec.get('method')!r}")
+    method = dict(spec.get("options") or {})
+    if spec.get("loss_weights"):
+        method["loss_weights"] = dict(spec["loss_weights"])
+    return method, dict(spec.get("training") or {}), dict(spec.get("data") or {})
+
+
+def trained_state(model: JointSlu) -> dict[str, torch.Tensor]:
+    """Every tensor the fine-tuning can have changed (frozen encoder weights left out: the base has them)."""
+    frozen = {f"encoder.{n}" for n, p in model.encoder.named_parameters() if not p.requires_grad}
+    return {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items() if k not in frozen}
+
+
+def slu_artifact(model: JointSlu, encoder: LoadedEncoder, **extra: Any) -> dict[str, Any]:
+    """The trained model as saved: its build spec (``methods.registry``, with the encoder config), weights and ``extra``."""
+    options = asdict(model.config)
+    options["encoder_config"] = dict(model.config.encoder_config or model.encoder.config.to_dict())
+    return {"build": build_spec("slu", int(encoder.hidden_size), 1, options), "state_dict": trained_state(model), **extra}
+
+
+def rebuild_slu(encoder: LoadedEncoder, artifact: Mapping[str, Any]) -> JointSlu:
+    """The fine-tuned model: a copy of the base encoder with the artifact's tensors loaded over it, in eval mode.
+
+    Raises:
+        ValueError: the artifact's tensors do not fit this encoder, or it holds none.
+    """
+    options = {k: v for k, v in dict(artifact["build"]["options"]).items() if k != "encoder_config"}
+    model = JointSlu(copy.deepcopy(encoder.model), int(encoder.hidden_size), SluConfig(**options))
+    if not artifact["state_dict"]:
+        raise ValueError("this SLU artifact holds no weights")
+    try:
+        missing, unexpected = model.load_state_dict(artifact["state_dict"], strict=False)
+    except RuntimeError as exc:  # a tensor of another shape: another encoder or label set
+        raise ValueError(f"this SLU artifact does not fit the encoder: {str(exc)[:300]}") from None
+    if unexpected or any(not k.startswith("encoder.") for k in missing):
+        raise ValueError(f"this SLU artifact does not fit the encoder: unexpected {unexpected[:3]}, missing {missing[:3]}")
+    model.eval()
+    return model

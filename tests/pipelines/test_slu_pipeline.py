@@ -1,0 +1,90 @@
+"""The ``slu`` pipeline end to end on tiny data with a tiny local encoder and a tiny MUSE dictionary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from kedro.io import DataCatalog, MemoryDataset
+from kedro.runner import SequentialRunner
+
+from language_agnostic.datasets.muse import MuseDictionariesDataset
+from language_agnostic.pipelines.slu.pipeline import create_pipeline
+from language_agnostic.reporting.slu import slu_tables
+
+EN = ["wake me up at [time : nine]", "set an alarm for [time : six]", "play [genre : jazz]", "play music",
+      "what is the weather [date : today]", "weather [date : tomorrow]", "wake me up at [time : six]", "play [genre : rock]",
+      "weather [date : today]", "set an alarm", "play [genre : pop] music", "weather [date : tomorrow] please"]
+DE = ["weck mich um [time : neun]", "stelle einen wecker für [time : sechs]", "spiel [genre : jazz]", "spiel musik",
+      "wie ist das wetter [date : heute]", "wetter [date : morgen]", "weck mich um [time : sechs]", "spiel [genre : rock]",
+      "wetter [date : heute]", "wecker", "spiel [genre : pop] musik", "wetter [date : morgen] bitte"]
+INTENTS = ["alarm", "alarm", "music", "music", "weather", "weather", "alarm", "music", "weather", "alarm", "music", "weather"]
+PARTITIONS = ["train"] * 6 + ["dev"] * 3 + ["test"] * 3
+METHODS = {"zsjoint": {"method": "slu"}, "cosda": {"method": "slu", "code_switch": True}}
+
+
+def _utterances() -> pd.DataFrame:
+    return pd.DataFrame([{"locale": loc, "id": str(i), "partition": p, "intent": intent, "annot_utt": t,
+                          "utt": t.replace("[", "").replace("]", "")}
+                         for loc, texts in (("en-US", EN), ("de-DE", DE))
+                         for i, (t, p, intent) in enumerate(zip(texts, PARTITIONS, INTENTS))])
+
+
+def _catalog(model_dir: Path, muse_dir: Path) -> DataCatalog:
+    params: dict[str, Any] = {
+        "params:embeddings.encoder": {"name": str(model_dir)},
+        "params:embeddings.extraction": {"prefix": ""},
+        "params:massive.ingest": {"on_bad_row": "error"},
+        "params:slu.locales": [],
+        "params:slu.data": {"training_locale": "en-US", "batch_size": 4, "seed": 0},
+        "params:slu.code_switch": {"ratio": 0.9, "languages": [], "seed": 0},
+        "params:slu.training": {"lr": 1e-3, "encoder_lr": 1e-4, "max_epochs": 2, "patience": 2, "seed": 0, "progress": False,
+                                "schedule": "linear", "warmup_ratio": 0.1},
+        **{f"params:slu.methods.{name}": spec for name, spec in METHODS.items()},
+    }
+    return DataCatalog({"massive_utterances": MemoryDataset(_utterances()), "encoder": MemoryDataset(copy_mode="assign"),
+                        "muse_dictionaries": MuseDictionariesDataset(str(muse_dir)),
+                        **{k: MemoryDataset(v) for k, v in params.items()}})
+
+
+def test_slu_pipeline_end_to_end_on_tiny_data(tiny_hub_model: Path, tmp_path: Path):
+    (tmp_path / "en-de.txt").write_text("play spiel\nweather wetter\nalarm wecker\nset stelle\n", encoding="utf-8")
+    (tmp_path / "en-fr.txt").write_text("play jouer\n", encoding="utf-8")  # fr is not a configured locale: not used
+    catalog = _catalog(tiny_hub_model, tmp_path)
+    SequentialRunner().run(create_pipeline(methods=METHODS), catalog)
+    table = catalog["slu_metrics_table"].load()
+    assert set(table["task"]) == {"slu"} and set(table["source"]) == {"en-US"}
+    for method in METHODS:
+        mine = table[table["method"] == method]
+        assert {(t, m) for t, m in zip(mine["target"], mine["metric"])} == {
+            (loc, m) for loc in ("en-US", "de-DE") for m in ("intent_accuracy", "slot_f1", "exact_match")}
+        assert mine["value"].between(0, 1).all()
+    # only the configured locales' dictionaries are read; counts go to MLflow
+    counts = catalog["slu_dictionary_counts"].load()
+    assert set(counts) == {"slu.muse.de.lines", "slu.muse.de.pairs", "slu.muse.de.duplicates", "slu.muse.de.sources"}
+    assert counts["slu.muse.de.pairs"]["value"] == 4.0
+    markdown = catalog["slu_tables_markdown"].load()
+    assert "## Semantic exact match" in markdown and "| method | en | de | avg |" in markdown
+
+
+def test_slu_rows_with_counts():
+    from language_agnostic.pipelines.slu.nodes import build_slu_rows
+
+    rows, rejects, metrics = build_slu_rows(_utterances(), {"on_bad_row": "error"})
+    assert len(rows) == 24 and rejects.empty and metrics["slu.rows.all.rows_out"]["value"] == 24.0
+    assert rows.iloc[0]["words"] == ["wake", "me", "up", "at", "nine"] and rows.iloc[0]["labels"] == ["O", "O", "O", "O", "B-time"]
+
+
+def test_the_tables_average_the_non_training_locales():
+    rows = pd.DataFrame([{"method": "zsjoint", "task": "slu", "target": loc, "metric": "exact_match", "value": v}
+                         for loc, v in (("en-US", 0.9), ("de-DE", 0.5), ("ja-JP", 0.2))])
+    markdown = slu_tables(rows, "en-US")
+    assert "| method | en | de | ja | avg |" in markdown
+    assert "| zsjoint | 90.00 | 50.00 | 20.00 | 35.00 |" in markdown
+
+
+def test_a_bad_method_is_named():
+    with pytest.raises(ValueError, match=r"slu.methods.x: unknown key\(s\) \['lr'\]"):
+        create_pipeline(methods={"x": {"lr": 1}})

@@ -1,0 +1,129 @@
+"""SLU batches on a tiny local tokenizer: first-sub-token labels, the prefix, truncation counted, code-switching per epoch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from language_agnostic.encoders.extraction import ExtractionError
+from language_agnostic.encoders.loading import load_encoder
+from language_agnostic.text.code_switch import CodeSwitcher
+from language_agnostic.training.slu_data import SluBatches, tokenise_words, word_tokenisation
+
+LABELS = {"O": 0, "B-time": 1, "I-time": 2, "B-genre": 3, "I-genre": 4, "B-date": 5, "I-date": 6}
+IGN = -100
+WORDS = [["wake", "me", "up", "at", "nine", "am"], ["play", "some", "jazzy", "music"], ["weather", "today"]]
+TAGS = [["O", "O", "O", "O", "B-time", "I-time"], ["O", "O", "B-genre", "O"], ["O", "B-date"]]
+DICTIONARIES = {"de": {"wake": ["weck"], "play": ["spiel"], "music": ["musik"], "nine": ["neun"], "weather": ["wetter"],
+                       "today": ["heute"], "me": ["mich"]}}
+
+
+@pytest.fixture
+def encoder(tiny_hub_model: Path):
+    return load_encoder(str(tiny_hub_model))
+
+
+def _tokens(encoder, ids: torch.Tensor) -> list[str]:
+    return encoder.tokenizer.convert_ids_to_tokens(ids.tolist())
+
+
+def test_labels_sit_on_first_sub_tokens_and_the_prefix_and_specials_get_none(encoder):
+    data = SluBatches(encoder, WORDS[1:], TAGS[1:], [1, 2], LABELS, {"prefix": "query: "}, batch_size=2, shuffle=False)
+    batch = next(iter(data.batches(0, torch.Generator().manual_seed(0))))
+    assert set(batch) == {"input_ids", "attention_mask", "intents", "slot_labels"}
+    # "query:" is two sub-tokens of a leading word (unknown to this vocabulary); "jazzy" is jazz ##y
+    assert _tokens(encoder, batch["input_ids"][0]) == ["[CLS]", "[UNK]", "[UNK]", "play", "some", "jazz", "##y", "music", "[SEP]"]
+    assert batch["slot_labels"][0].tolist() == [IGN, IGN, IGN, 0, 0, 3, IGN, 0, IGN]
+    # the shorter utterance is padded: pad id, mask 0, label ignored
+    assert _tokens(encoder, batch["input_ids"][1]) == ["[CLS]", "[UNK]", "[UNK]", "weather", "today", "[SEP]",
+                                                       "[PAD]", "[PAD]", "[PAD]"]
+    assert batch["attention_mask"][1].tolist() == [1] * 6 + [0] * 3
+    assert batch["slot_labels"][1].tolist() == [IGN, IGN, IGN, 0, 5, IGN, IGN, IGN, IGN]
+    assert batch["intents"].tolist() == [1, 2]
+    # the prefix as leading words gives the same ids as the embedding stage's prefixed text
+    assert batch["input_ids"][0].tolist() == encoder.tokenizer("query: play some jazzy music")["input_ids"]
+
+
+def test_without_a_prefix_the_first_word_follows_the_start_token(encoder):
+    data = SluBatches(encoder, WORDS[2:], TAGS[2:], [0], LABELS, {"prefix": ""}, shuffle=False)
+    batch = next(iter(data.batches(0, torch.Generator())))
+    assert batch["slot_labels"][0].tolist() == [IGN, 0, 5, IGN] and len(data) == 1 == data.n_batches()
+
+
+def test_truncation_is_counted_and_error_refuses(encoder):
+    tokenisation = word_tokenisation(encoder, {"prefix": "", "max_length": 6})
+    tokens = tokenise_words(encoder.tokenizer, WORDS, tokenisation)
+    # "wake me up at nine am" is 8 sub-tokens with [CLS] / [SEP]: cut to 6, the end token kept, 2 words lost;
+    # "play some jazzy music" is 7 (jazz ##y): one sub-token of "music" goes, and with it the word
+    assert tokens.truncated.tolist() == [True, True, False] and tokens.words_cut.tolist() == [2, 1, 0]
+    assert encoder.tokenizer.convert_ids_to_tokens(tokens.input_ids[0]) == ["[CLS]", "wake", "me", "up", "at", "[SEP]"]
+    assert tokens.word_ids[1] == [None, 0, 1, 2, 2, None]
+    data = SluBatches(encoder, WORDS, TAGS, [0, 1, 2], LABELS, {"prefix": "", "max_length": 7}, shuffle=False)
+    assert data.n_truncated == 1 and data.tokens.words_cut.tolist() == [1, 0, 0]
+    batch = next(iter(data.batches(0, torch.Generator())))
+    assert batch["slot_labels"][0].tolist() == [IGN, 0, 0, 0, 0, 1, IGN]  # "am" (I-time) lost
+    with pytest.raises(ExtractionError, match="utterance 0 has 8 sub-tokens, more than max_length 7"):
+        SluBatches(encoder, WORDS, TAGS, [0, 1, 2], LABELS, {"prefix": "", "max_length": 7, "on_too_long": "error"})
+    with pytest.raises(ExtractionError, match="exceeds the encoder's maximum 24"):
+        word_tokenisation(encoder, {"max_length": 100})
+
+
+def test_every_epoch_switches_anew_and_the_same_seeds_switch_the_same(encoder):
+    switcher = CodeSwitcher(DICTIONARIES, ratio=0.5, seed=0)
+    data = SluBatches(encoder, WORDS, TAGS, [0, 1, 2], LABELS, {"prefix": ""}, shuffle=False, switcher=switcher,
+                      switch_seed=7)
+
+    def epoch(seed: int) -> tuple[list[list[str]], dict[str, torch.Tensor]]:
+        words, _ = data.switched(torch.Generator().manual_seed(seed))
+        return words, next(iter(data.batches(seed, torch.Generator().manual_seed(seed))))
+
+    first, first_batch = epoch(1)
+    again, again_batch = epoch(1)
+    other, _ = epoch(2)
+    assert first == again and all(torch.equal(first_batch[k], again_batch[k]) for k in first_batch)
+    assert first != other
+    assert first != WORDS or other != WORDS  # something was switched
+    # another switch seed, another switching from the same epoch generators
+    def switched_with(switch_seed: int) -> list[list[list[str]]]:
+        other_seed = SluBatches(encoder, WORDS, TAGS, [0, 1, 2], LABELS, {"prefix": ""}, switcher=switcher,
+                                switch_seed=switch_seed)
+        return [other_seed.switched(torch.Generator().manual_seed(s))[0] for s in range(1, 6)]
+
+    assert switched_with(7) == [epoch(s)[0] for s in range(1, 6)] != switched_with(8)
+
+
+def test_switched_words_carry_their_labels_into_the_batch(encoder):
+    # ratio 1: every word with a translation is switched ("jazzy", "some", "up", ... have none)
+    data = SluBatches(encoder, WORDS, TAGS, [0, 1, 2], LABELS, {"prefix": ""}, shuffle=False,
+                      switcher=CodeSwitcher(DICTIONARIES, ratio=1.0))
+    words, labels = data.switched(torch.Generator().manual_seed(0))
+    assert words == [["weck", "mich", "up", "at", "neun", "am"], ["spiel", "some", "jazzy", "musik"], ["wetter", "heute"]]
+    assert labels == TAGS
+    batch = next(iter(data.batches(3, torch.Generator().manual_seed(0))))
+    real = batch["attention_mask"][1].bool()
+    assert _tokens(encoder, batch["input_ids"][1][real]) == ["[CLS]", "spiel", "some", "jazz", "##y", "musik", "[SEP]"]
+    assert batch["slot_labels"][1][real].tolist() == [IGN, 0, 0, 3, IGN, 0, IGN]
+    assert data.truncated_by_epoch == {3: 0}
+    # the unswitched tokenisation is kept for reporting and for data without a switcher
+    assert data.tokens.input_ids[1] == encoder.tokenizer("play some jazzy music")["input_ids"]
+
+
+def test_shuffling_follows_the_generator(encoder):
+    data = SluBatches(encoder, WORDS, TAGS, [0, 1, 2], LABELS, {"prefix": ""}, batch_size=1, shuffle=True)
+    order = lambda seed: [int(b["intents"][0]) for b in data.batches(0, torch.Generator().manual_seed(seed))]  # noqa: E731
+    assert order(0) == order(0) and sorted(order(0)) == [0, 1, 2] and len(data) == 3 == data.n_batches()
+
+
+def test_bad_inputs_are_named(encoder):
+    with pytest.raises(ValueError, match="train: 2 utterances, 2 label lists and 1 intents"):
+        SluBatches(encoder, WORDS[:2], TAGS[:2], [0], LABELS, what="train")
+    with pytest.raises(ValueError, match="train: utterance 1 has 4 words but 3 labels"):
+        SluBatches(encoder, WORDS[:2], [TAGS[0], TAGS[1][:3]], [0, 1], LABELS, what="train")
+    with pytest.raises(ValueError, match=r"train: utterance 0: labels\[4\] = 'B-time' is not in label_to_id"):
+        SluBatches(encoder, WORDS[:1], TAGS[:1], [0], {"O": 0}, {"prefix": ""}, what="train")
+    with pytest.raises(ExtractionError, match="1 utterance\\(s\\) without words, first at position 1"):
+        SluBatches(encoder, [WORDS[0], []], [TAGS[0], []], [0, 1], LABELS)
+    with pytest.raises(ValueError, match="batch_size must be >= 1, got 0"):
+        SluBatches(encoder, WORDS, TAGS, [0, 1, 2], LABELS, batch_size=0)
