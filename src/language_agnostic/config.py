@@ -20,3 +20,25 @@ def settings_from_params(cls: type, params: Mapping[str, Any], where: str, **ove
     if unknown:
         raise ValueError(f"{where}: unknown key(s) {unknown}; known: {sorted(known)}")
     return cls(**{**params, **overrides})
+
+
+def method_spec(spec: Mapping[str, Any] | None, where: str, keys: set[str], method: str, why: str) -> dict[str, Any]:
+    """A ``<pipeline>.methods.<name>`` entry as a dict, its keys and its ``method`` checked.
+
+    Args:
+        spec: The entry (``None``: empty).
+        where: Its parameter path, e.g. ``"emu.methods.emu-no_ld"``.
+        keys: The keys the pipeline knows.
+        method: The only ``method`` value the pipeline trains (absent means this one).
+        why: What makes its variants instead, for the message (e.g. "the loss picks a baseline").
+
+    Raises:
+        ValueError: An unknown key or another method, naming ``where``.
+    """
+    spec = dict(spec or {})
+    unknown = sorted(set(spec) - keys)
+    if unknown:
+        raise ValueError(f"{where}: unknown key(s) {unknown}; known: {sorted(keys)}")
+    if spec.get("method", method) != method:
+        raise ValueError(f"{where}.method must be {method!r} ({why}), got {spec.get('method')!r}")
+    return spec

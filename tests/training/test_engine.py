@@ -4,6 +4,7 @@ accumulation, parameter groups, schedules, clipping, step-wise evaluation and pr
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 
 import pytest
 import torch
@@ -171,14 +172,19 @@ def test_evaluating_every_n_steps_records_steps_and_stops_on_evaluations():
     assert [h["epoch"] for h in result.history] == [1.0, 2.0, 2.0, 3.0]
 
 
-def test_bf16_autocast_on_the_cpu():
-    seen = []
+def _recording(seen: list) -> Callable:
+    """The MSE loss, recording the dtype of a matmul inside it (Accelerate returns the model's own outputs in fp32)."""
 
     def loss(model, batch):
-        # a matmul inside the loss (Accelerate returns the model's own outputs in fp32)
         seen.append((batch["x"] @ model.weight.T).dtype)
         return _mse(model, batch)
 
+    return loss
+
+
+def test_bf16_autocast_on_the_cpu():
+    seen = []
+    loss = _recording(seen)
     x, y = _data()
     train(_model(), loss, Batches(x, y, 12), Batches(x, y, 12),
           TrainSettings(lr=0.05, max_epochs=1, mixed_precision="bf16", progress=False))
@@ -194,13 +200,8 @@ def test_auto_precision_is_bf16_only_on_a_cpu_that_computes_it(monkeypatch: pyte
     assert resolve_precision("auto", cpu) == expected
     assert resolve_precision("no", cpu) == "no" and resolve_precision("bf16", cpu) == "bf16"  # explicit settings stand
     seen = []
-
-    def loss(model, batch):
-        seen.append((batch["x"] @ model.weight.T).dtype)
-        return _mse(model, batch)
-
     x, y = _data()
-    train(_model(), loss, Batches(x, y, 12), Batches(x, y, 12),
+    train(_model(), _recording(seen), Batches(x, y, 12), Batches(x, y, 12),
           TrainSettings(lr=0.05, max_epochs=1, mixed_precision="auto", progress=False))
     assert set(seen) == {torch.bfloat16 if native else torch.float32}
 

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from language_agnostic.config import settings_from_params
+from language_agnostic.config import method_spec, settings_from_params
 from language_agnostic.encoders.extraction import Tokenised, padded_batch
 from language_agnostic.encoders.loading import LoadedEncoder
 from language_agnostic.evaluation.intent_nn import nearest_neighbour_correct
@@ -225,12 +225,8 @@ def method_settings(name: str, spec: Mapping[str, Any] | None) -> tuple[dict[str
     Raises:
         ValueError: An unknown key, method or loss weight (naming the parameter).
     """
-    spec, where = dict(spec or {}), f"emu.methods.{name}"
-    unknown = sorted(set(spec) - SPEC_KEYS)
-    if unknown:
-        raise ValueError(f"{where}: unknown key(s) {unknown}; known: {sorted(SPEC_KEYS)}")
-    if spec.get("method", "emu") != "emu":
-        raise ValueError(f"{where}.method must be 'emu' (the loss picks a baseline), got {spec.get('method')!r}")
+    where = f"emu.methods.{name}"
+    spec = method_spec(spec, where, SPEC_KEYS, "emu", "the loss picks a baseline")
     weights = dict(spec.get("loss_weights") or {})
     bad = sorted(set(weights) - set(WEIGHT_FIELDS))
     if bad:

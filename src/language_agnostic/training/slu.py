@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from language_agnostic.config import settings_from_params
+from language_agnostic.config import method_spec, settings_from_params
 from language_agnostic.corpora.massive_slu import first_subtoken_predictions, label_vocabulary
 from language_agnostic.encoders.loading import LoadedEncoder
 from language_agnostic.evaluation.slu import exact_match, slu_scores
@@ -321,12 +321,7 @@ def method_settings(name: str, spec: Mapping[str, Any] | None) -> tuple[dict[str
     Raises:
         ValueError: an unknown key or method (naming the parameter).
     """
-    spec, where = dict(spec or {}), f"slu.methods.{name}"
-    unknown = sorted(set(spec) - SPEC_KEYS)
-    if unknown:
-        raise ValueError(f"{where}: unknown key(s) {unknown}; known: {sorted(SPEC_KEYS)}")
-    if spec.get("method", "slu") != "slu":
-        raise ValueError(f"{where}.method must be 'slu' (the data make a variant), got {spec.get('method')!r}")
+    spec = method_spec(spec, f"slu.methods.{name}", SPEC_KEYS, "slu", "the data make a variant")
     method = dict(spec.get("options") or {})
     if spec.get("loss_weights"):
         method["loss_weights"] = dict(spec["loss_weights"])
