@@ -80,14 +80,16 @@ def _utterances() -> pd.DataFrame:
 
 def test_slu_table_rows_rejects_and_counts():
     table, rejects, counts = slu_table(_utterances(), on_bad_row="skip")
-    assert table.columns.tolist() == ["locale", "id", "partition", "intent", "words", "labels"]
+    assert table.columns.tolist() == ["locale", "id", "partition", "intent", "words", "labels", "spaced"]
     assert table.to_dict("records") == [
         {"locale": "en-US", "id": "1", "partition": "train", "intent": "alarm_set",
-         "words": ["wake", "me", "at", "nine", "am"], "labels": ["O", "O", "O", "B-time", "I-time"]},
+         "words": ["wake", "me", "at", "nine", "am"], "labels": ["O", "O", "O", "B-time", "I-time"],
+         "spaced": [True] * 5},
+        # the pieces of a split token are not spaced: the text rebuilds as "九時 に"
         {"locale": "ja-JP", "id": "1", "partition": "train", "intent": "alarm_set",
-         "words": ["九", "時", "に"], "labels": ["B-time", "I-time", "O"]},
+         "words": ["九", "時", "に"], "labels": ["B-time", "I-time", "O"], "spaced": [True, False, True]},
         {"locale": "ja-JP", "id": "2", "partition": "test", "intent": "weather_query",
-         "words": ["晴", "れ"], "labels": ["O", "O"]},
+         "words": ["晴", "れ"], "labels": ["O", "O"], "spaced": [True, False]},
     ]
     assert rejects[["locale", "key", "kind"]].values.tolist() == [
         ["en-US", "2", "bad_annotation"],

@@ -127,3 +127,61 @@ def test_bad_inputs_are_named(encoder):
         SluBatches(encoder, [WORDS[0], []], [TAGS[0], []], [0, 1], LABELS)
     with pytest.raises(ValueError, match="batch_size must be >= 1, got 0"):
         SluBatches(encoder, WORDS, TAGS, [0, 1, 2], LABELS, batch_size=0)
+
+
+def _wordpiece(vocab: list[str]):
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    ids = {t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", *vocab])}
+    tok = Tokenizer(models.WordPiece(ids, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
+    return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
+                                   sep_token="[SEP]")
+
+
+def test_unspaced_words_are_tokenised_as_the_text_reads():
+    from language_agnostic.training.slu_data import WordTokenisation, tokenise_spaced_words
+
+    tokenizer = _wordpiece(["wake", "##up", "me", "set", "setup"])
+    plain = WordTokenisation(prefix="", max_length=16)
+    # "wake"+"up" written together: two sub-tokens, one per word (no word-start marker between them)
+    tokens, covering = tokenise_spaced_words(tokenizer, [["wake", "up", "me"]], [[True, False, True]], plain)
+    assert tokenizer.convert_ids_to_tokens(tokens.input_ids[0]) == ["[CLS]", "wake", "##up", "me", "[SEP]"]
+    assert tokens.word_ids[0] == [None, 0, 1, 2, None] and covering[0] == [1, 2, 3]
+    # one sub-token spanning two words: the first word's; the second is covered by it, with none of its own
+    tokens, covering = tokenise_spaced_words(tokenizer, [["set", "up"]], [[True, False]], plain)
+    assert tokenizer.convert_ids_to_tokens(tokens.input_ids[0]) == ["[CLS]", "setup", "[SEP]"]
+    assert tokens.word_ids[0] == [None, 0, None] and covering[0] == [1, 1]
+    # the prefix belongs to no word
+    tokens, covering = tokenise_spaced_words(tokenizer, [["me"]], [[True]], WordTokenisation(prefix="set ", max_length=16))
+    assert tokens.word_ids[0] == [None, None, 0, None] and covering[0] == [2]
+    with pytest.raises(ValueError, match="2 words but 1 spacing flags"):
+        tokenise_spaced_words(tokenizer, [["set", "up"]], [[True]], plain)
+
+
+def test_a_word_without_its_own_sub_token_continues_the_covering_ones_label():
+    from language_agnostic.training.slu import _predict_ids
+    from language_agnostic.training.slu_data import WordTokenisation, tokenise_spaced_words
+
+    class Fixed(torch.nn.Module):
+        """Every sub-token predicts label 1 (B-x), the intent 0."""
+
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.zeros(1))
+
+        def forward(self, ids, mask):
+            slots = torch.zeros(*ids.shape, 3)
+            slots[..., 1] = 1.0
+            return torch.zeros(len(ids), 2), slots
+
+    tokenizer = _wordpiece(["set", "setup", "me"])
+    tokens, covering = tokenise_spaced_words(tokenizer, [["set", "up", "me"]], [[True, False, True]],
+                                             WordTokenisation(prefix="", max_length=16))
+    _, labels = _predict_ids(Fixed(), tokens, 0, 8, fill=0, covering=covering, inside=[0, 2, 2])
+    # "setup" is set's first sub-token (B-x); "up" has none of its own: I-x; "me" its own: B-x
+    assert labels == [[1, 2, 1]]
+    _, plain = _predict_ids(Fixed(), tokens, 0, 8, fill=0)
+    assert plain == [[1, 0, 1]]  # without the covering map, such a word would fall back to the fill (O)

@@ -22,7 +22,7 @@ logger = logging.getLogger(__name__)
 
 CHAR_SPLIT_LOCALES = ("ja-JP", "zh-CN", "zh-TW")
 INPUT_COLUMNS = ("locale", "id", "partition", "intent", "annot_utt")
-OUTPUT_COLUMNS = ["locale", "id", "partition", "intent", "words", "labels"]
+OUTPUT_COLUMNS = ["locale", "id", "partition", "intent", "words", "labels", "spaced"]
 REJECT_COLUMNS = ["locale", "source", "line", "key", "kind", "reason", "content"]
 
 
@@ -79,6 +79,14 @@ def split_characters(token: str) -> list[str]:
 def slu_words(
     annot_utt: str, locale: str, char_locales: Sequence[str] = CHAR_SPLIT_LOCALES
 ) -> tuple[list[str], list[str]]:
+    """Words and BIO labels of one MASSIVE utterance (:func:`slu_words_spaced` without the spacing)."""
+    words, labels, _ = slu_words_spaced(annot_utt, locale, char_locales)
+    return words, labels
+
+
+def slu_words_spaced(
+    annot_utt: str, locale: str, char_locales: Sequence[str] = CHAR_SPLIT_LOCALES
+) -> tuple[list[str], list[str], list[bool]]:
     """Words and BIO labels of one MASSIVE utterance.
 
     Locales not in ``char_locales`` get the tokens and labels of ``parse_annot_utt`` as
@@ -100,7 +108,9 @@ def slu_words(
         char_locales: Locales to split into characters.
 
     Returns:
-        ``(words, labels)`` of equal length.
+        ``(words, labels, spaced)`` of equal length; ``spaced[i]``: word ``i`` starts a
+        whitespace token of the utterance (``False`` for the later pieces of a split token), so
+        that the text can be rebuilt without the spaces the split would otherwise insert.
 
     Raises:
         AnnotationError: the markup does not parse, or a token of a character-split locale
@@ -108,9 +118,10 @@ def slu_words(
     """
     ann = parse_annot_utt(annot_utt)
     if locale not in char_locales:
-        return list(ann.tokens), list(ann.bio)
+        return list(ann.tokens), list(ann.bio), [True] * len(ann.tokens)
     words: list[str] = []
     labels: list[str] = []
+    spaced: list[bool] = []
     for token, label in zip(ann.tokens, ann.bio):
         pieces = split_characters(token)
         if not pieces:
@@ -119,7 +130,8 @@ def slu_words(
         words.extend(pieces)
         labels.append(label)
         labels.extend([inside] * (len(pieces) - 1))
-    return words, labels
+        spaced.extend([True] + [False] * (len(pieces) - 1))
+    return words, labels, spaced
 
 
 def slu_table(
@@ -171,7 +183,7 @@ def slu_table(
             kind, reason = "bad_annotation", f"{where}: annot_utt is {annot!r}, not a string"
         else:
             try:
-                words, labels = slu_words(annot, locale, char_locales)
+                words, labels, spaced = slu_words_spaced(annot, locale, char_locales)
             except AnnotationError as exc:
                 kind, reason = "bad_annotation", f"{where}: annot_utt: {exc}"
         if kind:
@@ -184,7 +196,7 @@ def slu_table(
         tally["rows_out"] += 1
         rows.append(
             {"locale": locale, "id": key, "partition": partition, "intent": intent,
-             "words": words, "labels": labels}
+             "words": words, "labels": labels, "spaced": spaced}
         )
     total: dict[str, int] = {}
     for tally in counts.values():

@@ -26,7 +26,8 @@ from language_agnostic.methods.registry import build_spec
 from language_agnostic.methods.slu import WEIGHTS, JointSlu, SluConfig, slu_losses
 from language_agnostic.text.code_switch import CodeSwitcher
 from language_agnostic.training.loop import TrainResult, TrainSettings, train
-from language_agnostic.training.slu_data import SluBatches, WordTokens, id_batch, tokenise_words, word_tokenisation
+from language_agnostic.training.slu_data import (SluBatches, WordTokens, id_batch, tokenise_spaced_words, tokenise_words,
+                                                 word_tokenisation)
 
 logger = logging.getLogger(__name__)
 
@@ -98,8 +99,15 @@ def _labels(rows: pd.DataFrame) -> list[list[str]]:
     return [[str(x) for x in labels] for labels in rows["labels"]]
 
 
-def _predict_ids(model: JointSlu, tokens: WordTokens, pad_id: int, batch_size: int, fill: int) -> tuple[np.ndarray, list[list[int]]]:
-    """Intent ids and one label id per word of every tokenised utterance, in input order."""
+def _predict_ids(model: JointSlu, tokens: WordTokens, pad_id: int, batch_size: int, fill: int,
+                 covering: list[list[int | None]] | None = None, inside: Sequence[int] | None = None
+                 ) -> tuple[np.ndarray, list[list[int]]]:
+    """Intent ids and one label id per word of every tokenised utterance, in input order.
+
+    With ``covering`` (:func:`~language_agnostic.training.slu_data.tokenise_spaced_words`), a word
+    without a sub-token of its own takes the prediction of the sub-token covering it, as a
+    continuation (``inside``: label id → the id of its ``I-`` form).
+    """
     device = next(model.parameters()).device
     was_training = model.training
     model.eval()
@@ -118,6 +126,11 @@ def _predict_ids(model: JointSlu, tokens: WordTokens, pad_id: int, batch_size: i
                     word_ids = tokens.word_ids[i]
                     labels[i] = first_subtoken_predictions(word_ids, slots[row, : len(word_ids)].tolist(),
                                                            n_words=tokens.n_words[i], fill=fill)
+                    if covering is not None and inside is not None:
+                        own = {w for w in word_ids if w is not None}
+                        for w, t in enumerate(covering[i]):
+                            if w not in own and t is not None:
+                                labels[i][w] = int(inside[int(slots[row, t])])
     finally:
         model.train(was_training)
     return intents, labels
@@ -130,7 +143,10 @@ def predict_slu(model: JointSlu, rows: pd.DataFrame | Sequence[Sequence[str]], e
 
     A word's label is the prediction at its first sub-token. A word cut off by truncation
     (longer than the encoder's ``max_length``) is labelled ``O``; cut utterances are counted in
-    a warning.
+    a warning. Rows whose ``spaced`` flags say some words were written together (ja/zh split
+    into characters) are tokenised as their text reads
+    (:func:`~language_agnostic.training.slu_data.tokenise_spaced_words`), and a character
+    inside a longer sub-token continues that sub-token's label (``B-x`` → ``I-x``).
 
     Args:
         model: The trained joint model.
@@ -147,10 +163,21 @@ def predict_slu(model: JointSlu, rows: pd.DataFrame | Sequence[Sequence[str]], e
     words = _words(rows) if isinstance(rows, pd.DataFrame) else [[str(w) for w in x] for x in rows]
     if not words:
         return [], []
-    tokens = tokenise_words(encoder.tokenizer, words, word_tokenisation(encoder, extraction), on_too_long="truncate",
-                            what="slu predictions")
+    tokenisation = word_tokenisation(encoder, extraction)
     fill = list(label_names).index("O") if "O" in label_names else 0
-    intents, labels = _predict_ids(model, tokens, int(encoder.tokenizer.pad_token_id), batch_size, fill)
+    pad_id = int(encoder.tokenizer.pad_token_id)
+    spaced = ([list(map(bool, s)) for s in rows["spaced"]] if isinstance(rows, pd.DataFrame) and "spaced" in rows.columns
+              else None)
+    if spaced is not None and not all(all(s) for s in spaced):
+        # ja/zh split into characters: tokenised as the text reads (slu_data.tokenise_spaced_words)
+        tokens, covering = tokenise_spaced_words(encoder.tokenizer, words, spaced, tokenisation, what="slu predictions")
+        names = list(label_names)
+        inside = [names.index("I-" + n[2:]) if n.startswith("B-") and "I-" + n[2:] in names else j
+                  for j, n in enumerate(names)]
+        intents, labels = _predict_ids(model, tokens, pad_id, batch_size, fill, covering, inside)
+    else:
+        tokens = tokenise_words(encoder.tokenizer, words, tokenisation, on_too_long="truncate", what="slu predictions")
+        intents, labels = _predict_ids(model, tokens, pad_id, batch_size, fill)
     return [intent_names[i] for i in intents], [[label_names[j] for j in row] for row in labels]
 
 

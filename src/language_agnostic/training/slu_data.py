@@ -131,6 +131,63 @@ def tokenise_words(tokenizer: object, words: Sequence[Sequence[str]], tokenisati
     return WordTokens(ids_out, word_ids_out, [len(w) for w in words], truncated, words_cut)
 
 
+def tokenise_spaced_words(tokenizer: object, words: Sequence[Sequence[str]], spaced: Sequence[Sequence[bool]],
+                          tokenisation: WordTokenisation, what: str = "utterances") -> tuple[WordTokens, list[list[int | None]]]:
+    """Tokenise utterances as their text reads, for words that are not all space-separated (ja, zh).
+
+    Pre-split words given to the tokenizer one by one each get a word-start marker: ja/zh split
+    into characters would read ``▁ 暗 ▁ く ▁ し ▁ て``, twice as long and unlike anything the
+    encoder saw. Here the text is rebuilt (a space only before a ``spaced`` word), tokenised
+    as a whole, and each sub-token is given to the word of its first non-space character
+    (from the offsets); a sub-token spanning several words (``して``) is the first sub-token of
+    the first of them only. Utterances too long are cut (``truncate``).
+
+    Returns:
+        ``(tokens, covering)``: the tokens (``word_ids`` as for pre-split words) and, per
+        utterance and word, the index of the sub-token that covers the word's first character
+        (``None`` if cut off): what a word without a sub-token of its own is predicted from.
+    """
+    prefix = tokenisation.prefix
+    texts, spans = [], []
+    for ws, sp in zip(words, spaced):
+        if len(ws) != len(sp):
+            raise ValueError(f"{what}: {len(ws)} words but {len(sp)} spacing flags")
+        text, starts = prefix, []
+        for i, (w, s) in enumerate(zip(ws, sp)):
+            if i > 0 and s:
+                text += " "
+            starts.append((len(text), len(text) + len(str(w))))
+            text += str(w)
+        texts.append(text)
+        spans.append(starts)
+    encoded = tokenizer(texts, add_special_tokens=True, truncation=True, max_length=tokenisation.max_length,
+                        return_offsets_mapping=True, return_attention_mask=False, verbose=False)
+    ids_out, word_ids_out, covering_out = [], [], []
+    truncated = np.zeros(len(words), dtype=bool)
+    words_cut = np.zeros(len(words), dtype=np.int64)
+    for i, (ids, offsets) in enumerate(zip(encoded["input_ids"], encoded["offset_mapping"])):
+        owner = np.full(len(texts[i]), -1, dtype=np.int64)
+        for w, (a, b) in enumerate(spans[i]):
+            owner[a:b] = w
+        word_ids: list[int | None] = []
+        covering: list[int | None] = [None] * len(spans[i])
+        for t, (a, b) in enumerate(offsets):
+            inside = [int(owner[c]) for c in range(a, b) if owner[c] >= 0]
+            word_ids.append(inside[0] if inside else None)
+            for w in dict.fromkeys(inside):
+                if covering[w] is None:
+                    covering[w] = t
+        cut = sum(c is None for c in covering)
+        truncated[i], words_cut[i] = cut > 0, cut
+        ids_out.append(list(ids))
+        word_ids_out.append(word_ids)
+        covering_out.append(covering)
+    if truncated.any():
+        logger.warning("%s: %d of %d utterances cut to %d sub-tokens, %d words lost every sub-token (predicted 'O')",
+                       what, int(truncated.sum()), len(words), tokenisation.max_length, int(words_cut.sum()))
+    return WordTokens(ids_out, word_ids_out, [len(w) for w in words], truncated, words_cut), covering_out
+
+
 def slot_label_ids(tokens: WordTokens, labels: Sequence[Sequence[str]], label_to_id: Mapping[str, int],
                    ignore_index: int = -100, what: str = "utterances") -> list[list[int]]:
     """Per sub-token, the word's label id on its first sub-token and ``ignore_index`` elsewhere.
