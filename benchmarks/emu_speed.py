@@ -58,6 +58,8 @@ def main() -> None:
     parser.add_argument("--per-intent", type=int, default=4, help="labelled sentences per intent in the timed epoch")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--mixed-precision", default=None, help="override emu.training.mixed_precision (no | bf16 | fp16)")
+    parser.add_argument("--forward-batches", type=int, nargs="*", default=[],
+                        help="also the fp32 bare forward at these batch sizes (one forward of the k critic batches together?)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     params = yaml.safe_load(open("conf/base/parameters_emu.yml"))["emu"]
@@ -75,6 +77,11 @@ def main() -> None:
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16"):
             rates = [forward_rate(encoder.model, tok, pad_id, batch_size, 40, seed) for seed in range(args.repeats)]
         print(f"| forward, no gradients, {'fp32' if precision == 'no' else 'bf16 autocast'} | {statistics.median(rates):.1f} | "
+              f"{[round(r, 1) for r in rates]} |", flush=True)
+    for size in args.forward_batches:
+        n = max(1, 640 // size)  # the same 640 sentences at every size
+        rates = [forward_rate(encoder.model, tok, pad_id, size, n, seed) for seed in range(args.repeats)]
+        print(f"| forward, no gradients, fp32, batches of {size} | {statistics.median(rates):.1f} | "
               f"{[round(r, 1) for r in rates]} |", flush=True)
     for name in args.methods:
         config, training_overrides, data_overrides = method_settings(name, params["methods"][name])
