@@ -9,7 +9,7 @@ DEFAULT_PIPELINES = ("massive", "embeddings")
 # Pipelines that read the ``massive`` stage's outputs and so run it first: one command from
 # a fresh clone (``kedro run --pipelines=fmda``) then does the whole job. The ``massive``
 # stage takes about 25 s on 2 cores, so rerunning it on every call costs little.
-NEEDS_MASSIVE = ("fmda", "emu", "slu")
+NEEDS_MASSIVE = ("fmda", "emu")  # slu reads its own locales (slu.locales) from the archive
 
 
 def register_pipelines() -> dict[str, Pipeline]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -10,9 +11,13 @@ import pytest
 from kedro.io import DataCatalog, MemoryDataset
 from kedro.runner import SequentialRunner
 
+from language_agnostic.corpora.errors import CorpusFormatError
+from language_agnostic.datasets import TarArchiveDataset
 from language_agnostic.datasets.muse import MuseDictionariesDataset
+from language_agnostic.pipelines.slu.nodes import parse_slu_locales
 from language_agnostic.pipelines.slu.pipeline import create_pipeline
 from language_agnostic.reporting.slu import slu_tables
+from tests.conftest import jsonl, massive_row, write_massive_archive
 
 EN = ["wake me up at [time : nine]", "set an alarm for [time : six]", "play [genre : jazz]", "play music",
       "what is the weather [date : today]", "weather [date : tomorrow]", "wake me up at [time : six]", "play [genre : rock]",
@@ -32,19 +37,29 @@ def _utterances() -> pd.DataFrame:
                          for i, (t, p, intent) in enumerate(zip(texts, PARTITIONS, INTENTS))])
 
 
+def _archive(path: Path) -> Path:
+    """The tiny corpus as a MASSIVE 1.1 tarball (en-US and de-DE)."""
+    rows = _utterances().drop(columns=["utt"]).rename(columns={"annot_utt": "annot"})
+    return write_massive_archive(path / "massive.tar.gz", {
+        loc: jsonl([massive_row(r.id, loc, r.partition, re.sub(r"\[\w+ : ([^\]]*)\]", r"\1", r.annot), r.annot, r.intent)
+                    for r in rows[rows["locale"] == loc].itertuples()])
+        for loc in ("en-US", "de-DE")})
+
+
 def _catalog(model_dir: Path, muse_dir: Path) -> DataCatalog:
     params: dict[str, Any] = {
         "params:embeddings.encoder": {"name": str(model_dir)},
         "params:embeddings.extraction": {"prefix": ""},
         "params:massive.ingest": {"on_bad_row": "error"},
-        "params:slu.locales": [],
+        "params:slu.locales": ["en-US", "de-DE"],
         "params:slu.data": {"training_locale": "en-US", "batch_size": 4, "seed": 0},
         "params:slu.code_switch": {"ratio": 0.9, "languages": [], "seed": 0},
         "params:slu.training": {"lr": 1e-3, "encoder_lr": 1e-4, "max_epochs": 2, "patience": 2, "seed": 0, "progress": False,
                                 "schedule": "linear", "warmup_ratio": 0.1},
         **{f"params:slu.methods.{name}": spec for name, spec in METHODS.items()},
     }
-    return DataCatalog({"massive_utterances": MemoryDataset(_utterances()), "encoder": MemoryDataset(copy_mode="assign"),
+    return DataCatalog({"massive_archive": TarArchiveDataset(filepath=str(_archive(muse_dir))),
+                        "encoder": MemoryDataset(copy_mode="assign"),
                         "muse_dictionaries": MuseDictionariesDataset(str(muse_dir)),
                         **{k: MemoryDataset(v) for k, v in params.items()}})
 
@@ -67,6 +82,20 @@ def test_slu_pipeline_end_to_end_on_tiny_data(tiny_hub_model: Path, tmp_path: Pa
     assert counts["slu.muse.de.pairs"]["value"] == 4.0
     markdown = catalog["slu_tables_markdown"].load()
     assert "## Semantic exact match" in markdown and "| method | en | de | avg |" in markdown
+    # slu.locales are read from the archive by the pipeline itself: 12 lines a locale, none rejected
+    ingest = catalog["slu_ingest_counts"].load()
+    assert ingest["slu.massive.en_US.rows_in"]["value"] == 12.0 and ingest["slu.massive.de_DE.rejected"]["value"] == 0.0
+
+
+@pytest.mark.parametrize(("locales", "message"), [
+    ([], r"slu.locales: the list of test locales is empty"),
+    (["de-DE"], r"slu.data.training_locale 'en-US' is not in slu.locales \['de-DE'\]"),
+    (["en-US", "fr-FR"], r"slu.locales\[1\]: the archive has no file '1.1/data/fr-FR.jsonl' \(locales in it: \['de-DE', 'en-US'\]\)"),
+])
+def test_bad_slu_locales_are_named(tmp_path: Path, locales: list[str], message: str):
+    archive = TarArchiveDataset(filepath=str(_archive(tmp_path))).load()
+    with pytest.raises(CorpusFormatError, match=message):
+        parse_slu_locales(archive, locales, {"training_locale": "en-US"}, {"on_bad_row": "error"})
 
 
 def test_slu_rows_with_counts():

@@ -101,6 +101,30 @@ def test_two_accumulated_half_batches_make_the_step_of_one_whole_batch():
     assert odd.best_step == 2
 
 
+@pytest.mark.parametrize("weight_decay", [0.0, 0.01])
+def test_the_fused_optimiser_makes_the_same_steps(weight_decay: float):
+    x, y = _data()
+    dev = Batches(*_data(5, 6), 6, shuffle=False)
+    runs = {}
+    for fused in (False, True):
+        model = _model()
+        result = train(model, _mse, Batches(x, y, 4), dev, TrainSettings(lr=0.05, max_epochs=4, patience=10, seed=3,
+                                                                         weight_decay=weight_decay, fused=fused, progress=False))
+        runs[fused] = (model, [h["dev_total"] for h in result.history])
+    # one vectorised kernel instead of per-parameter ops: the same update up to float rounding
+    assert runs[True][1] == pytest.approx(runs[False][1], rel=1e-5)
+    assert torch.allclose(runs[True][0].weight, runs[False][0].weight, atol=1e-6)
+    assert not torch.equal(runs[True][0].weight, _model().weight)  # it trained
+
+
+def test_the_fused_setting_reaches_torch(monkeypatch: pytest.MonkeyPatch):
+    made = []
+    monkeypatch.setattr(torch.optim, "Adam", lambda *a, **k: made.append(k) or torch.optim.SGD(*a, lr=k["lr"]))
+    x, y = _data()
+    train(_model(), _mse, Batches(x, y, 4), Batches(x, y, 12), TrainSettings(lr=0.05, max_epochs=1, fused=True, progress=False))
+    assert made and made[0]["fused"] is True
+
+
 class WithEncoder(nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -214,6 +238,7 @@ def test_auto_precision_is_bf16_only_on_a_cpu_that_computes_it(monkeypatch: pyte
     ({"eval_every_steps": 0}, "eval_every_steps must be >= 1 or null, got 0"),
     ({"max_grad_norm": 0.0}, "max_grad_norm must be > 0 or null, got 0.0"),
     ({"device": "tpu"}, "device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got 'tpu'"),
+    ({"fused": "yes"}, "fused must be true or false, got 'yes'"),
 ])
 def test_bad_settings_name_the_field(kwargs, message):
     with pytest.raises(ValueError, match=message):

@@ -99,6 +99,11 @@ class TrainSettings:
         gradient_accumulation_steps: Batches whose gradients are summed per optimiser step.
         eval_every_steps: Evaluate on dev (and consider stopping) every N optimiser steps;
             ``None``: at the end of every epoch.
+        fused: Use torch's fused Adam/AdamW kernel (``fused=True``): the same update in one
+            vectorised pass over all parameters. On 2 CPU cores it steps the 118M parameters
+            of a fine-tuned multilingual-e5-small in 0.04 s instead of 0.75 s
+            (``benchmarks/slu_speed.py``); off by default so the heads-only pipelines keep
+            their results to the last bit.
     """
 
     lr: float = 1e-4
@@ -116,6 +121,7 @@ class TrainSettings:
     mixed_precision: str = "no"
     gradient_accumulation_steps: int = 1
     eval_every_steps: int | None = None
+    fused: bool = False
 
     def __post_init__(self) -> None:
         if self.max_epochs < 1 or self.patience < 1:
@@ -132,6 +138,8 @@ class TrainSettings:
             raise ValueError(f"eval_every_steps must be >= 1 or null, got {self.eval_every_steps}")
         if self.max_grad_norm is not None and self.max_grad_norm <= 0:
             raise ValueError(f"max_grad_norm must be > 0 or null, got {self.max_grad_norm}")
+        if not isinstance(self.fused, bool):
+            raise ValueError(f"fused must be true or false, got {self.fused!r}")
         if self.device not in ("auto", "cpu") and not self.device.startswith("cuda"):
             raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {self.device!r}")
 
@@ -231,7 +239,8 @@ def _optimisers(model: nn.Module, settings: TrainSettings) -> tuple[torch.optim.
                        "lr": settings.lr if settings.encoder_lr is None else settings.encoder_lr})
     # plain Adam without decay: the same update as the earlier loop, bit for bit
     optimiser_class = torch.optim.AdamW if settings.weight_decay else torch.optim.Adam
-    optimiser = optimiser_class(groups, lr=settings.lr, weight_decay=settings.weight_decay)
+    optimiser = optimiser_class(groups, lr=settings.lr, weight_decay=settings.weight_decay,
+                                **({"fused": True} if settings.fused else {}))
     adversary_lr = getattr(model, "adversary_lr", None) or settings.lr
     return optimiser, (torch.optim.Adam(adversary, lr=adversary_lr) if adversary else None)
 

@@ -21,6 +21,31 @@ from language_agnostic.training.slu import SluData, method_settings, predict_slu
 logger = logging.getLogger(__name__)
 
 
+def parse_slu_locales(archive: Mapping[str, Any], locales: list[str], data: Mapping[str, Any], ingest: Mapping[str, Any]
+                      ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
+    """The MASSIVE utterances of ``slu.locales`` (the ``massive`` stage's parser and checks), rejects and counts.
+
+    Raises:
+        CorpusFormatError: ``slu.locales`` empty, a locale the archive lacks, or the training
+            locale (``slu.data.training_locale``) not among them.
+    """
+    from language_agnostic.corpora.errors import CorpusFormatError
+    from language_agnostic.pipelines.massive.nodes import parse_massive
+
+    locales = list(locales or [])
+    if not locales:
+        raise CorpusFormatError("slu.locales: the list of test locales is empty (e.g. [en-US, de-DE, es-ES])")
+    training_locale = str(data.get("training_locale", SluData.training_locale))
+    if training_locale not in locales:
+        raise CorpusFormatError(f"slu.data.training_locale {training_locale!r} is not in slu.locales {locales}")
+    try:
+        utterances, rejects, counts = parse_massive(archive, locales, {}, ingest)
+    except CorpusFormatError as exc:  # its messages name massive.locales; these are slu.locales
+        raise CorpusFormatError(str(exc).replace("massive.locales", "slu.locales")) from None
+    metrics = {f"slu.massive.{locale}.{k}": {"value": float(v), "step": 0} for locale, c in counts.items() for k, v in c.items()}
+    return utterances, rejects, metrics
+
+
 def build_slu_rows(utterances: pd.DataFrame, ingest: Mapping[str, Any]) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
     """Words and BIO labels of every MASSIVE utterance (ja/zh split into characters), rejects and counts."""
     table, rejects, counts = slu_table(utterances, on_bad_row=str(ingest.get("on_bad_row", "error")))
@@ -31,12 +56,12 @@ def build_slu_rows(utterances: pd.DataFrame, ingest: Mapping[str, Any]) -> tuple
 
 
 def test_locales(rows: pd.DataFrame, locales: list[str] | None) -> list[str]:
-    """``slu.locales`` ([]: every locale of the data, ``massive.locales``), checked against the data."""
+    """``slu.locales`` ([]: every locale of the data read), checked against the data."""
     present = list(dict.fromkeys(rows["locale"]))
     wanted = list(locales or present)
     missing = sorted(set(wanted) - set(present))
     if missing:
-        raise ValueError(f"slu.locales: {missing} are not in the MASSIVE data read (massive.locales: {present})")
+        raise ValueError(f"slu.locales: {missing} are not in the MASSIVE data read ({present})")
     return wanted
 
 

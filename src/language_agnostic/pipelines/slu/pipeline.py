@@ -1,4 +1,4 @@
-"""``slu``: MASSIVE words + BIO labels → fine-tune the joint intent / slot model on en-US (ZSJoint, CoSDA-ML) →
+"""``slu``: MASSIVE (``slu.locales``) → words + BIO labels → fine-tune the joint intent / slot model on en-US (ZSJoint, CoSDA-ML) →
 evaluate on every test locale → report.
 
 The methods trained (``slu.methods``) are read from ``conf/`` when the pipeline is built, so a
@@ -39,7 +39,11 @@ def _create_pipeline(methods: Mapping[str, Any]) -> Pipeline:
         # unknown keys named now, not an hour into the run
         nodes.method_settings(str(name), {k: v for k, v in dict(spec or {}).items() if k != "code_switch"})
     parts = [
-        node(nodes.build_slu_rows, inputs=["massive_utterances", "params:massive.ingest"],
+        # the SLU locales are read here, not through massive.locales, so that testing on six
+        # locales does not change what FMDA and EMU train and evaluate on
+        node(nodes.parse_slu_locales, inputs=["massive_archive", "params:slu.locales", "params:slu.data", "params:massive.ingest"],
+             outputs=["slu_utterances", "slu_massive_rejects", "slu_ingest_counts"], name="parse_slu_massive_node"),
+        node(nodes.build_slu_rows, inputs=["slu_utterances", "params:massive.ingest"],
              outputs=["slu_rows", "slu_rejects", "slu_row_counts"], name="build_slu_rows_node"),
     ]
     if any(dict(spec or {}).get("code_switch") for spec in methods.values()):

@@ -1,0 +1,110 @@
+"""SLU fine-tuning throughput: the optimiser step alone, and one epoch of each method (issue #16, item 7).
+
+Fine-tuning multilingual-e5-small updates 118M parameters a step, 96M of them the token
+embedding matrix. torch's default Adam on the CPU walks them parameter by parameter; its fused
+kernel (``fused=True``, ``slu.training.fused``) does the same update in one vectorised pass.
+This prints (median of ``--repeats``):
+
+* the seconds of one optimiser step over the whole encoder, for torch's default (for-loop),
+  ``foreach`` and ``fused`` Adam, after a forward/backward on a batch of ``slu.data.batch_size``
+  random utterances (bf16 autocast where the CPU computes it natively, as the pipeline does);
+* training utterances per second of one epoch of each ``--methods`` entry on a seeded sample of
+  ``--max-train`` en-US train utterances, through the pipeline's own setup
+  (``training/slu.py:prepare_slu``) and loop (``training/loop.py:train``), with ``fused`` off and
+  on; the dev loss (256 utterances) is included, the dev exact match is not. A full epoch of
+  the 11,514 en-US utterances takes about 11,514 / that rate seconds, plus the dev exact match.
+
+Needs ``data/03_primary/massive_slu.parquet`` (any ``kedro run --pipeline=slu``).
+
+Usage::
+
+    .venv/bin/python -u benchmarks/slu_speed.py --methods zsjoint cosda --max-train 640 --repeats 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import platform
+import statistics
+import time
+from pathlib import Path
+
+import pandas as pd
+import torch
+import yaml
+
+from language_agnostic.encoders.loading import load_encoder
+from language_agnostic.methods.slu import slu_losses
+from language_agnostic.pipelines.slu.nodes import code_switch_languages
+from language_agnostic.datasets.muse import MuseDirectory
+from language_agnostic.training.loop import resolve_precision, train
+from language_agnostic.training.slu import method_settings, prepare_slu
+
+
+def step_seconds(model: torch.nn.Module, kind: str, batch_size: int, repeats: int, precision: str) -> float:
+    """Median seconds of one Adam step over ``model`` (``kind``: default | foreach | fused)."""
+    options = {} if kind == "default" else {kind: True}
+    optimiser = torch.optim.Adam(model.parameters(), lr=1e-12, **options)  # a tiny lr: the weights barely move
+    ids = torch.randint(1000, 20000, (batch_size, 24), generator=torch.Generator().manual_seed(0))
+    times = []
+    for _ in range(repeats + 1):  # the first step allocates the moments
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16"):
+            out = model(input_ids=ids, attention_mask=torch.ones_like(ids)).last_hidden_state
+        out.float().pow(2).mean().backward()
+        start = time.perf_counter()
+        optimiser.step()
+        times.append(time.perf_counter() - start)
+        optimiser.zero_grad()
+    return statistics.median(times[1:])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--methods", nargs="*", default=["zsjoint", "cosda"])
+    parser.add_argument("--max-train", type=int, default=640, help="en-US train utterances in the timed epoch")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--raw-data-root", default="../shared/data", help="where muse/ is (the cosda dictionaries)")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    params = yaml.safe_load(open("conf/base/parameters_slu.yml"))["slu"]
+    extraction = yaml.safe_load(open("conf/base/parameters_embeddings.yml"))["embeddings"]["extraction"]
+    rows = pd.read_parquet("data/03_primary/massive_slu.parquet")
+    rows = rows.assign(words=rows["words"].map(list), labels=rows["labels"].map(list))
+    encoder = load_encoder("bundled")
+    batch_size = int(params["data"]["batch_size"])
+    precision = resolve_precision(str(params["training"].get("mixed_precision", "no")), torch.device("cpu"))
+    print(f"machine: {platform.processor() or platform.machine()}, torch {torch.__version__}, threads "
+          f"{torch.get_num_threads()}, batch {batch_size}, precision {precision}, median of {args.repeats}")
+    print("| what | value (median) | runs |\n|---|---:|---|")
+    model = encoder.model
+    model.train()
+    for kind in ("default", "foreach", "fused"):
+        seconds = [step_seconds(model, kind, batch_size, 3, precision) for _ in range(args.repeats)]
+        print(f"| Adam step over the encoder ({sum(p.numel() for p in model.parameters()) / 1e6:.0f}M parameters), {kind} | "
+              f"{statistics.median(seconds):.3f} s | {[round(s, 3) for s in seconds]} |", flush=True)
+    model.eval()
+    muse = MuseDirectory(Path(args.raw_data_root) / "muse")
+    languages = code_switch_languages(params["code_switch"], rows[rows["locale"].isin(params["locales"])], muse)
+    dictionaries = {lang: muse.read(lang)[0] for lang in languages}
+    for name in args.methods:
+        spec = dict(params["methods"][name])
+        method, training_overrides, data_overrides = method_settings(name, {k: v for k, v in spec.items() if k != "code_switch"})
+        data = {**params["data"], **data_overrides, "max_train": args.max_train}
+        if spec.get("code_switch"):
+            data["code_switch"] = {**params["code_switch"], "languages": languages}
+        for fused in (False, True):
+            training = {**params["training"], **training_overrides, "max_epochs": 1, "progress": False, "fused": fused}
+            rates = []
+            for _ in range(args.repeats):
+                run = prepare_slu(rows, encoder, method, data, training, extraction, dictionaries, name)
+                start = time.perf_counter()
+                train(run.model, lambda m, b: slu_losses(m, b, run.loss_weights), run.train_data, run.dev_data,
+                      run.settings, None)
+                rates.append(run.train_data.n_utterances / (time.perf_counter() - start))
+            print(f"| {name}, one epoch of {args.max_train} utterances, fused {str(fused).lower()} | "
+                  f"{statistics.median(rates):.1f} utterances/s | {[round(r, 1) for r in rates]} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
