@@ -110,6 +110,24 @@ def test_switched_words_carry_their_labels_into_the_batch(encoder):
     assert data.tokens.input_ids[1] == encoder.tokenizer("play some jazzy music")["input_ids"]
 
 
+def test_keep_source_puts_each_utterance_beside_its_switched_version(encoder):
+    switcher = CodeSwitcher(DICTIONARIES, ratio=1.0)
+    both = SluBatches(encoder, WORDS, TAGS, [0, 1, 2], LABELS, {"prefix": ""}, batch_size=2, shuffle=False,
+                      switcher=switcher, keep_source=True)
+    only = SluBatches(encoder, WORDS, TAGS, [0, 1, 2], LABELS, {"prefix": ""}, batch_size=2, shuffle=False, switcher=switcher)
+    first, second = list(both.batches(1, torch.Generator().manual_seed(0)))
+    (switched, _) = list(only.batches(1, torch.Generator().manual_seed(0)))
+    # utterances 0, 1 as they are, then their switched versions (the same switch as without keep_source)
+    real = first["attention_mask"].bool()
+    assert _tokens(encoder, first["input_ids"][1][real[1]]) == ["[CLS]", "play", "some", "jazz", "##y", "music", "[SEP]"]
+    assert _tokens(encoder, first["input_ids"][3][real[3]]) == ["[CLS]", "spiel", "some", "jazz", "##y", "musik", "[SEP]"]
+    width = switched["input_ids"].shape[1]
+    assert torch.equal(first["input_ids"][2:, :width], switched["input_ids"])
+    assert first["intents"].tolist() == [0, 1, 0, 1] and second["intents"].tolist() == [2, 2]
+    assert first["slot_labels"][3][real[3]].tolist() == first["slot_labels"][1][real[1]].tolist() == [IGN, 0, 0, 3, IGN, 0, IGN]
+    assert both.n_batches() == only.n_batches() == 2 and len(both) == 3
+
+
 def test_shuffling_follows_the_generator(encoder):
     data = SluBatches(encoder, WORDS, TAGS, [0, 1, 2], LABELS, {"prefix": ""}, batch_size=1, shuffle=True)
     order = lambda seed: [int(b["intents"][0]) for b in data.batches(0, torch.Generator().manual_seed(seed))]  # noqa: E731

@@ -193,6 +193,8 @@ def test_max_train_is_a_seeded_sample(encoder):
     ({}, {"code_switch": {"languages": ["de"]}}, DICTIONARIES, r"slu.data.code_switch: missing key\(s\) \['ratio'\]"),
     ({}, {"code_switch": {"ratio": 2, "languages": ["de"]}}, DICTIONARIES, r"slu.data.code_switch.ratio must be a number in \[0, 1\]"),
     ({}, {"code_switch": {"ratio": 0.5, "languages": "de"}}, DICTIONARIES, "slu.data.code_switch.languages must be a non-empty list"),
+    ({}, {"code_switch": {"ratio": 0.5, "languages": ["de"], "keep_source": "yes"}}, DICTIONARIES,
+     "slu.data.code_switch.keep_source must be true or false, got 'yes'"),
     ({}, {"code_switch": {"ratio": 0.5, "languages": ["de"], "sed": 1}}, DICTIONARIES,
      r"slu.data.code_switch: unknown key\(s\) \['sed'\]"),
     ({"alfa": 1}, {}, None, r"slu.methods.x: unknown key\(s\) \['alfa'\]"),
@@ -222,3 +224,4 @@ def test_method_settings_read_a_methods_entry():
     with pytest.raises(ValueError, match="slu.methods.a.method must be 'slu'"):
         method_settings("a", {"method": "emu"})
     assert code_switch_settings({"ratio": 1, "languages": ["de", "es"]}).languages == ("de", "es")
+    assert code_switch_settings({"ratio": 1, "languages": ["de"], "keep_source": True}).keep_source is True

@@ -46,9 +46,10 @@ class SluData:
         batch_size: Utterances per step.
         max_train: ``None``: the whole train split; an int: a seeded sample of that many.
         seed: Seeds the ``max_train`` sample.
-        code_switch: ``None`` (zsjoint), or ``{ratio, languages, seed}`` (cosda): every word of
-            every training utterance is replaced, with probability ``ratio``, by a translation
-            into one of ``languages`` (their MUSE dictionaries), anew every epoch.
+        code_switch: ``None`` (zsjoint), or ``{ratio, languages, seed, keep_source}`` (cosda):
+            every word of every training utterance is replaced, with probability ``ratio``, by a
+            translation into one of ``languages`` (their MUSE dictionaries), anew every epoch;
+            ``keep_source``: each batch also holds the utterances as they are.
     """
 
     training_locale: str = "en-US"
@@ -61,11 +62,13 @@ class SluData:
 
 @dataclass(frozen=True)
 class CodeSwitchSettings:
-    """``slu.data.code_switch``: CoSDA-ML's switching ratio, target languages and seed."""
+    """``slu.data.code_switch``: CoSDA-ML's switching ratio, target languages and seed, and
+    whether the English utterances are trained on beside their switched versions (``keep_source``)."""
 
     ratio: float
     languages: tuple[str, ...]
     seed: int = 0
+    keep_source: bool = False
 
 
 def code_switch_settings(params: Mapping[str, Any], where: str = "slu.data.code_switch") -> CodeSwitchSettings:
@@ -77,6 +80,8 @@ def code_switch_settings(params: Mapping[str, Any], where: str = "slu.data.code_
     languages = params["languages"]
     if isinstance(languages, str) or not languages:
         raise ValueError(f"{where}.languages must be a non-empty list of languages, got {languages!r}")
+    if not isinstance(params.get("keep_source", False), bool):
+        raise ValueError(f"{where}.keep_source must be true or false, got {params['keep_source']!r}")
     ratio = params["ratio"]
     if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0.0 <= float(ratio) <= 1.0:
         raise ValueError(f"{where}.ratio must be a number in [0, 1], got {ratio!r}")
@@ -255,7 +260,7 @@ def prepare_slu(table: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[str
     train_data = SluBatches(encoder, _words(train_rows), _labels(train_rows), train_rows["intent"].map(intent_index).tolist(),
                             label_to_id, extraction, settings_data.batch_size, shuffle=True, switcher=switcher,
                             switch_seed=switch.seed if switch else 0, ignore_index=config.ignore_index,
-                            what=f"slu {name} train")
+                            what=f"slu {name} train", keep_source=bool(switch and switch.keep_source))
     # the dev loss (a curve in the history): dev utterances whose intent and labels were all trained
     known = dev_rows[[intent in intent_index and all(str(x) in label_to_id for x in row)
                       for intent, row in zip(dev_rows["intent"], dev_rows["labels"])]].reset_index(drop=True)
@@ -282,7 +287,8 @@ def prepare_slu(table: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[str
         "name": name, "intents": intents, "labels": labels, "training_locale": settings_data.training_locale,
         "dev_locale": dev_locale, "n_train": len(train_rows), "n_dev": len(dev_rows), "n_dev_loss": len(known),
         "loss_weights": {"intent": 1.0, "slot": 1.0, **weights},
-        "code_switch": None if switch is None else {"ratio": switch.ratio, "languages": list(switch.languages), "seed": switch.seed},
+        "code_switch": None if switch is None else {"ratio": switch.ratio, "languages": list(switch.languages), "seed": switch.seed,
+                                                    "keep_source": switch.keep_source},
         "n_truncated": {"train": train_data.n_truncated, "dev": int(dev_tokens.truncated.sum())},
         "dev_words_cut": int(dev_tokens.words_cut.sum()),
     }

@@ -243,6 +243,10 @@ class SluBatches:
         shuffle: Reshuffle every epoch (training) or keep the order (dev).
         switcher: Code-switch training utterances, or ``None``.
         switch_seed: Seeds the switching together with the epoch's generator.
+        keep_source: With a switcher, every batch holds its utterances as they are *and* their
+            code-switched versions (LAJ-MCL's CoSDA-ML*, "both the en training data and the
+            code-switching data", §4.2): twice the utterances per step, the same steps per epoch.
+            ``False``: the switched versions only.
         ignore_index: The slot label of sub-tokens without one.
         what: Names the data in messages.
 
@@ -254,7 +258,7 @@ class SluBatches:
     def __init__(self, encoder: LoadedEncoder, words: Sequence[Sequence[str]], labels: Sequence[Sequence[str]],
                  intents: Sequence[int], label_to_id: Mapping[str, int], extraction: Mapping[str, object] | None = None,
                  batch_size: int = 32, shuffle: bool = True, switcher: CodeSwitcher | None = None, switch_seed: int = 0,
-                 ignore_index: int = -100, what: str = "utterances") -> None:
+                 ignore_index: int = -100, what: str = "utterances", keep_source: bool = False) -> None:
         if not len(words) == len(labels) == len(intents):
             raise ValueError(f"{what}: {len(words)} utterances, {len(labels)} label lists and {len(intents)} intents; they must align")
         if len(words) == 0:
@@ -272,6 +276,7 @@ class SluBatches:
         self.label_to_id, self.ignore_index, self.what = dict(label_to_id), ignore_index, what
         self.batch_size, self.shuffle = batch_size, shuffle
         self.switcher, self.switch_seed = switcher, switch_seed
+        self.keep_source = bool(keep_source) and switcher is not None
         self.tokens = tokenise_words(self.tokenizer, self.words, self.tokenisation, what=what)
         self.slot_labels = slot_label_ids(self.tokens, self.labels, self.label_to_id, ignore_index, what)
         self.truncated_by_epoch: dict[int, int] = {}
@@ -303,18 +308,28 @@ class SluBatches:
         return [p[0] for p in pairs], [p[1] for p in pairs]
 
     def batches(self, epoch: int, generator: torch.Generator) -> Iterator[dict[str, torch.Tensor]]:
-        """The epoch's batches (switched first, when a switcher is given; then shuffled)."""
-        tokens, slot_labels = self.tokens, self.slot_labels
+        """The epoch's batches (switched first, when a switcher is given; then shuffled).
+
+        With ``keep_source`` a batch is its ``batch_size`` utterances followed by their switched
+        versions, in the same order.
+        """
+        ids_rows, slot_labels = self.tokens.input_ids, self.slot_labels
         if self.switcher is not None:
             words, labels = self.switched(generator)
             tokens = tokenise_words(self.tokenizer, words, self.tokenisation, on_too_long="truncate",
                                     what=f"{self.what} (code-switched, epoch {epoch})")
-            slot_labels = slot_label_ids(tokens, labels, self.label_to_id, self.ignore_index, self.what)
+            switched_labels = slot_label_ids(tokens, labels, self.label_to_id, self.ignore_index, self.what)
             self.truncated_by_epoch[epoch] = int(tokens.truncated.sum())
+            if self.keep_source:  # rows n.. are the switched versions of rows ..n
+                ids_rows, slot_labels = [*ids_rows, *tokens.input_ids], [*slot_labels, *switched_labels]
+            else:
+                ids_rows, slot_labels = tokens.input_ids, switched_labels
         n = len(self.words)
         order = torch.randperm(n, generator=generator) if self.shuffle else torch.arange(n)
         for index in order.split(self.batch_size):
             index = index.tolist()
-            ids, mask = id_batch(tokens, index, self.pad_id)
-            yield {"input_ids": ids, "attention_mask": mask, "intents": self.intents[index],
-                   "slot_labels": pad(slot_labels, index, self.ignore_index)}
+            rows = index + [i + n for i in index] if self.keep_source else index
+            ids = pad(ids_rows, rows, self.pad_id)
+            mask = pad([[1] * len(ids_rows[i]) for i in rows], range(len(rows)), 0)
+            yield {"input_ids": ids, "attention_mask": mask, "intents": self.intents[index].repeat(2 if self.keep_source else 1),
+                   "slot_labels": pad(slot_labels, rows, self.ignore_index)}
