@@ -42,6 +42,10 @@ from language_agnostic.methods.lajoint import LAJoint, LajointConfig, joint_loss
 
 WEIGHTS = ("intent", "slot", "utterance", "slot_value", "word")  # w_I, w_S, λ1, λ2, λ3
 MARGINS = ("utterance", "slot_value", "word")  # r_u, r_s, r_w
+# Appendix C searches λ in {0.3, 0.5, 0.7, 1.0} and r in {0.1, 0.3, 0.5, 0.7} without saying what it chose;
+# both default to 0.5, a value of both grids
+DEFAULT_LAMBDA = 0.5
+DEFAULT_MARGIN = 0.5
 
 
 class ProjectionHead(nn.Module):
@@ -235,8 +239,8 @@ def pool_values(states: torch.Tensor, value_ids: torch.Tensor, n_values: int) ->
 
 @dataclass(frozen=True)
 class MclConfig:
-    """MCL's hyper-parameters (Appendix B–C: margins and λ from the grids {0.1, 0.3, 0.5, 0.7} and
-    {0.3, 0.5, 0.7, 1.0}; the paper gives no chosen value, so the defaults are the grids' middles).
+    """MCL's hyper-parameters (Appendix C searches the margins in {0.1, 0.3, 0.5, 0.7} and gives no
+    chosen value: :data:`DEFAULT_MARGIN`).
 
     Attributes:
         margins: ``r_u``, ``r_s``, ``r_w`` (keys ``utterance``, ``slot_value``, ``word``).
@@ -247,7 +251,7 @@ class MclConfig:
     head_dim: int | None = None
 
     def __post_init__(self) -> None:
-        margins = {"utterance": 0.5, "slot_value": 0.5, "word": 0.5, **dict(self.margins or {})}
+        margins = {**dict.fromkeys(MARGINS, DEFAULT_MARGIN), **dict(self.margins or {})}
         unknown = sorted(set(margins) - set(MARGINS))
         if unknown:
             raise ValueError(f"margins: unknown {unknown}; known: {list(MARGINS)}")
@@ -278,7 +282,7 @@ def _weights(weights: Mapping[str, float] | None) -> dict[str, float]:
     unknown = sorted(set(weights or {}) - set(WEIGHTS))
     if unknown:
         raise ValueError(f"unknown LAJ-MCL loss weight(s) {unknown}; known: {list(WEIGHTS)}")
-    w = {"intent": 1.0, "slot": 1.0, "utterance": 1.0, "slot_value": 1.0, "word": 1.0}
+    w = {"intent": 1.0, "slot": 1.0, "utterance": DEFAULT_LAMBDA, "slot_value": DEFAULT_LAMBDA, "word": DEFAULT_LAMBDA}
     for k, v in dict(weights or {}).items():
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
             raise ValueError(f"loss_weights.{k} must be a number >= 0, got {v!r}")
@@ -299,7 +303,8 @@ def lajmcl_losses(model: LajMcl, batch: Mapping[str, torch.Tensor], weights: Map
         batch: ``input_ids``, ``attention_mask``, ``intents``, ``slot_labels`` ``(2N, ...)``, the
             first ``N`` rows the source utterances and the next ``N`` their switched versions,
             and MCL's extras (``training.lajmcl_data``).
-        weights: ``intent``, ``slot`` (1), ``utterance`` (λ1), ``slot_value`` (λ2), ``word`` (λ3).
+        weights: ``intent``, ``slot`` (1), ``utterance`` (λ1), ``slot_value`` (λ2), ``word`` (λ3)
+            (:data:`DEFAULT_LAMBDA` each when not given).
         options: Unused.
 
     Raises:
