@@ -353,7 +353,7 @@ def _slot_level(model: LajMcl, states: torch.Tensor, batch: Mapping[str, torch.T
     k = model.config.n_slots
     pooled, counts = pool_values(states[:n], batch["value_ids"][:n], g)
     pooled_pos, counts_pos = pool_values(states[n:], batch["value_ids"][n:], g)
-    neg_states = model.outputs(batch["neg_input_ids"], batch["neg_attention_mask"]).states
+    neg_states = model.dropout(model.encode(batch["neg_input_ids"], batch["neg_attention_mask"]))  # E only: no heads needed
     n_s = neg_states.shape[0] // n
     neg = [pool_values(neg_states[m * n:(m + 1) * n], batch["neg_value_ids"][m * n:(m + 1) * n], g) for m in range(n_s)]
     pooled_neg = torch.stack([p for p, _ in neg])  # (N_s, G, D)
