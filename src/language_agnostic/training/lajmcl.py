@@ -1,0 +1,279 @@
+"""Fine-tuning LAJoint / LAJ-MCL on English MASSIVE, Kedro-free (the arguments of the shared loop).
+
+The protocol is the ``slu`` pipeline's (:mod:`language_agnostic.training.slu`): train on the
+training locale's train split, keep the checkpoint with the best semantic exact match on the
+same locale's dev split, never read another locale before the test; the encoder is a copy.
+
+One function serves every variant; what differs is the data and the loss weights:
+
+- ``lajoint``: no code-switching, ``λ1 = λ2 = λ3 = 0``;
+- ``lajoint-cs`` (LAJoint+CS, "w/o MCL"): code-switching with ``keep_source``, ``λ = 0``;
+- ``lajmcl``: code-switching with ``keep_source`` and the three levels (``λ1..λ3`` > 0);
+- the ablations ``+ucl``, ``+scl``, ``+wcl`` and their pairs: the other weights at 0.
+
+A level is on when its weight is > 0, and only then are its extras built (Algorithm 1's
+negatives for the slot level, eq. 12's word pairs for the word level).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from language_agnostic.config import settings_from_params
+from language_agnostic.corpora.massive_slu import label_vocabulary
+from language_agnostic.encoders.loading import LoadedEncoder
+from language_agnostic.evaluation.slu import exact_match
+from language_agnostic.methods.lajmcl import DEFAULT_LAMBDA, WEIGHTS, LajMcl, MclConfig, lajmcl_losses
+from language_agnostic.methods.lajoint import INIT_LAYERS, LajointConfig, initial_label_embeddings, label_names, prefix_shift
+from language_agnostic.text.slot_negatives import SlotNegatives, mean_pooled_embedder
+from language_agnostic.training.lajmcl_data import LajBatches, label_tokenisation, prefix_tokens
+from language_agnostic.training.loop import TrainResult, TrainSettings, train
+from language_agnostic.training.slu import (DEV_LOSS_ROWS, REQUIRED_COLUMNS, SluData, _labels, _predict_ids, _rows, _switcher,
+                                            _words)
+from language_agnostic.training.slu_data import tokenise_spaced_words, tokenise_words
+
+logger = logging.getLogger(__name__)
+
+MCL_LEVELS = ("utterance", "slot_value", "word")
+
+
+@dataclass(frozen=True)
+class MclData:
+    """``slu.methods.<name>.mcl``: how MCL's negatives are made (Appendix B.1).
+
+    Attributes:
+        slot_negatives: ``N_s``, negative utterances per utterance (slot level; the paper's 2).
+        word_negatives: ``N_w``, negatives per slot word (word level; the paper's 2).
+        p_v: Frequent values per slot (``B_k``; the paper's 20, Table 6's grid {0, 10, 20}).
+        p_s: Similar slots per slot (the paper's 5, Table 6's grid {5, 10}).
+        init_layers: Bottom encoder layers the label embeddings are initialised from (§3.1's 3).
+    """
+
+    slot_negatives: int = 2
+    word_negatives: int = 2
+    p_v: int = 20
+    p_s: int = 5
+    init_layers: int = INIT_LAYERS
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            low = 0 if f.name == "p_v" else 1
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(f"mcl.{f.name} must be an integer >= {low}, got {value!r}")
+
+
+@dataclass
+class LajRun:
+    """Everything :func:`train_lajmcl` hands to the training loop."""
+
+    model: LajMcl
+    train_data: LajBatches
+    dev_data: LajBatches
+    settings: TrainSettings
+    dev_score: Callable[[torch.nn.Module], float]
+    loss_weights: dict[str, float]
+    info: dict[str, Any]
+
+
+def method_config(method: Mapping[str, Any], name: str, n_intents: int, slots: Sequence[str], encoder: LoadedEncoder
+                  ) -> tuple[LajointConfig, MclConfig, MclData, dict[str, float]]:
+    """``slu.methods.<name>`` options split into the model's, MCL's and the data's settings and the loss weights.
+
+    Keys: :class:`~language_agnostic.methods.lajoint.LajointConfig` fields but the derived
+    ``n_intents``, ``slots``, ``encoder_config`` (``compressor``, ``projector``, ``dropout``,
+    ``ignore_index``, ``abstract_texts``); ``margins``, ``head_dim``
+    (:class:`~language_agnostic.methods.lajmcl.MclConfig`); ``mcl`` (:class:`MclData`);
+    ``loss_weights`` (``intent``, ``slot``, ``utterance`` = λ1, ``slot_value`` = λ2, ``word`` = λ3;
+    unset λ: :data:`~language_agnostic.methods.lajmcl.DEFAULT_LAMBDA`).
+
+    Raises:
+        ValueError: an unknown key or weight, or a bad value, naming ``slu.methods.<name>...``.
+    """
+    where = f"slu.methods.{name}"
+    options = dict(method)
+    weights = dict(options.pop("loss_weights", None) or {})
+    bad = sorted(set(weights) - set(WEIGHTS))
+    if bad:
+        raise ValueError(f"{where}.loss_weights: unknown {bad}; known: {list(WEIGHTS)}")
+    mcl_config = MclConfig(**{k: options.pop(k) for k in ("margins", "head_dim") if k in options})
+    mcl_data = settings_from_params(MclData, dict(options.pop("mcl", None) or {}), f"{where}.mcl")
+    config = settings_from_params(LajointConfig, options, where, n_intents=n_intents, slots=tuple(slots),
+                                  encoder_config=encoder.model.config.to_dict())
+    full = {"intent": 1.0, "slot": 1.0, **dict.fromkeys(MCL_LEVELS, DEFAULT_LAMBDA)}
+    for k, v in weights.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+            raise ValueError(f"{where}.loss_weights.{k} must be a number >= 0, got {v!r}")
+        full[k] = float(v)
+    return config, mcl_config, mcl_data, full
+
+
+def prepare_lajmcl(table: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[str, Any], data: Mapping[str, Any],
+                   training: Mapping[str, Any], extraction: Mapping[str, Any] | None = None,
+                   dictionaries: Mapping[str, Mapping[str, Sequence[str]]] | None = None, name: str = "lajmcl") -> LajRun:
+    """The model, batches, settings and dev scorer of one LAJoint / LAJ-MCL fine-tuning.
+
+    Args:
+        table: SLU rows (``locale, id, partition, intent, words, labels``).
+        encoder: The encoder to start from (not modified: a copy is trained).
+        method: ``slu.methods.<name>`` options (:func:`method_config`). For LAJoint without MCL
+            set ``loss_weights: {utterance: 0, slot_value: 0, word: 0}``.
+        data: :class:`~language_agnostic.training.slu.SluData` fields; MCL needs
+            ``code_switch`` with ``keep_source: true``.
+        training: ``TrainSettings`` fields.
+        extraction: ``embeddings.extraction`` (prefix, ``max_length``, ``on_too_long``).
+        dictionaries: Language → MUSE dictionary, for ``data.code_switch``.
+        name: The variant's name (messages and parameter paths).
+
+    Raises:
+        ValueError: missing columns or data, bad settings, or an MCL level on without
+            code-switched pairs (naming the parameter).
+    """
+    missing = [c for c in REQUIRED_COLUMNS if c not in table.columns]
+    if missing:
+        raise ValueError(f"slu table: missing column(s) {missing} (has {list(table.columns)})")
+    settings_data = settings_from_params(SluData, data, "slu.data")
+    if settings_data.batch_size < 1:
+        raise ValueError(f"slu.data.batch_size must be >= 1, got {settings_data.batch_size}")
+    settings = settings_from_params(TrainSettings, training, "slu.training")
+    dev_locale = settings_data.dev_locale or settings_data.training_locale
+    train_rows = _rows(table, settings_data.training_locale, "train")
+    if train_rows.empty:
+        raise ValueError(f"slu.data.training_locale {settings_data.training_locale!r}: no train utterances")
+    dev_rows = _rows(table, dev_locale, "dev")
+    if dev_rows.empty:
+        raise ValueError(f"slu.data.dev_locale {dev_locale!r}: no dev utterances")
+    if settings_data.max_train is not None and settings_data.max_train < len(train_rows):
+        keep = np.sort(np.random.default_rng(settings_data.seed).permutation(len(train_rows))[: settings_data.max_train])
+        train_rows = train_rows.iloc[keep].reset_index(drop=True)
+    intents = sorted(set(train_rows["intent"]))
+    if len(intents) < 2:
+        raise ValueError(f"slu.data: the training utterances have {len(intents)} intent(s); a classifier needs 2")
+    labels = label_vocabulary(train_rows)
+    slots = sorted({label[2:] for label in labels if label != "O"})
+    if not slots:
+        raise ValueError("slu.data: the training utterances have no slot value; LAJoint needs a slot set")
+    assert label_names(slots) == labels  # the model's label order is the vocabulary's
+    intent_index = {intent: i for i, intent in enumerate(intents)}
+    label_to_id = {label: i for i, label in enumerate(labels)}
+    config, mcl_config, mcl_data, weights = method_config(method, name, len(intents), slots, encoder)
+    switcher, switch = _switcher(settings_data, dictionaries)
+    on = [level for level in MCL_LEVELS if weights[level] > 0]
+    if on and not (switch and switch.keep_source):
+        raise ValueError(f"slu.methods.{name}: MCL ({on} weighted > 0) needs slu.data.code_switch with keep_source: true; "
+                         f"for LAJoint without MCL set loss_weights {dict.fromkeys(on, 0)}")
+
+    words, tags = _words(train_rows), _labels(train_rows)
+    slot_negatives = None
+    if weights["slot_value"] > 0:  # Algorithm 1 on the training data, embedded by the (unchanged) base encoder
+        embed = mean_pooled_embedder(encoder.model, encoder.tokenizer, prefix=str((extraction or {}).get("prefix", "")))
+        p_s = max(1, min(mcl_data.p_s, len(slots) - 1))  # a slot set smaller than p_s + 1: every other slot
+        slot_negatives = SlotNegatives.build(words, tags, slots, embed, mcl_data.p_v, p_s, switcher, mcl_data.slot_negatives)
+    train_data = LajBatches(encoder, words, tags, train_rows["intent"].map(intent_index).tolist(), label_to_id, slots,
+                            extraction, settings_data.batch_size, shuffle=True, switcher=switcher,
+                            switch_seed=switch.seed if switch else 0, ignore_index=config.ignore_index,
+                            what=f"slu {name} train", keep_source=bool(switch and switch.keep_source),
+                            mcl=bool(on), slot_negatives=slot_negatives,
+                            word_negatives=mcl_data.word_negatives if weights["word"] > 0 else 0)
+    known = dev_rows[[intent in intent_index and all(str(x) in label_to_id for x in row)
+                      for intent, row in zip(dev_rows["intent"], dev_rows["labels"])]].reset_index(drop=True)
+    known = known.iloc[:DEV_LOSS_ROWS]
+    if known.empty:
+        raise ValueError(f"slu.data.dev_locale {dev_locale!r}: no dev utterance has a trained intent and trained labels")
+    dev_data = LajBatches(encoder, _words(known), _labels(known), known["intent"].map(intent_index).tolist(), label_to_id,
+                          slots, extraction, 64, shuffle=False, ignore_index=config.ignore_index, what=f"slu {name} dev")
+    dev_tokens = prefix_tokens(tokenise_words(encoder.tokenizer, _words(dev_rows), label_tokenisation(encoder, extraction,
+                                                                                                        len(slots)),
+                                              on_too_long="truncate", what=f"slu {name} dev"), len(slots), encoder.tokenizer)
+    gold_intents, gold_labels = dev_rows["intent"].tolist(), _labels(dev_rows)
+    pad_id, fill = int(encoder.tokenizer.pad_token_id), label_to_id["O"]
+
+    def dev_score(model: torch.nn.Module) -> float:
+        """Exact match on the dev split (higher is better; the loop keeps its maximum)."""
+        predicted, predicted_labels = _predict_ids(model, dev_tokens, pad_id, 64, fill)
+        return exact_match(gold_intents, [intents[i] for i in predicted], gold_labels,
+                           [[labels[j] for j in row] for row in predicted_labels])
+
+    torch.manual_seed(settings.seed)
+    base = copy.deepcopy(encoder.model)
+    init = initial_label_embeddings(base, encoder.tokenizer, config.label_texts(), mcl_data.init_layers)
+    model = LajMcl(base, int(base.config.hidden_size), config, mcl_config, init)
+    info: dict[str, Any] = {
+        "name": name, "intents": intents, "labels": labels, "slots": slots, "training_locale": settings_data.training_locale,
+        "dev_locale": dev_locale, "n_train": len(train_rows), "n_dev": len(dev_rows), "n_dev_loss": len(known),
+        "loss_weights": weights, "mcl_levels": on, "margins": dict(mcl_config.margins or {}),
+        "mcl": {f.name: getattr(mcl_data, f.name) for f in fields(mcl_data)},
+        "compressor": config.compressor, "projector": config.projector,
+        "code_switch": None if switch is None else {"ratio": switch.ratio, "languages": list(switch.languages),
+                                                    "seed": switch.seed, "keep_source": switch.keep_source},
+        "n_truncated": {"train": train_data.n_truncated, "dev": int(dev_tokens.truncated.sum())},
+        "similar_slots": dict(slot_negatives.similar or {}) if slot_negatives is not None else None,
+    }
+    return LajRun(model, train_data, dev_data, settings, dev_score, weights, info)
+
+
+def lajmcl_loss_fn(weights: Mapping[str, float]) -> Callable[[torch.nn.Module, Mapping[str, torch.Tensor]], dict[str, torch.Tensor]]:
+    """The loop's ``loss_fn``: eq. 14 on training batches, ``L_J`` alone on dev batches.
+
+    Dev utterances are never switched, so they have no pairs to contrast; their loss is only
+    the history's curve (selection is on dev exact match). A batch is a training batch with MCL
+    when it has ``value_ids`` (``LajBatches`` with an MCL level on).
+    """
+    weights = dict(weights)
+    joint_only = {**weights, **dict.fromkeys(MCL_LEVELS, 0.0)}
+
+    def loss_fn(model: torch.nn.Module, batch: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        return lajmcl_losses(model, batch, weights if "value_ids" in batch else joint_only)
+
+    return loss_fn
+
+
+def train_lajmcl(table: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[str, Any], data: Mapping[str, Any],
+                 training: Mapping[str, Any], extraction: Mapping[str, Any] | None = None,
+                 dictionaries: Mapping[str, Mapping[str, Sequence[str]]] | None = None, name: str = "lajmcl"
+                 ) -> tuple[LajMcl, TrainResult, dict[str, Any]]:
+    """Fine-tune a copy of ``encoder`` as LAJoint / LAJ-MCL (:func:`prepare_lajmcl`), selected on dev exact match."""
+    run = prepare_lajmcl(table, encoder, method, data, training, extraction, dictionaries, name)
+    result = train(run.model, lajmcl_loss_fn(run.loss_weights), run.train_data, run.dev_data, run.settings, run.dev_score)
+    info = {**run.info, "best_epoch": result.best_epoch, "best_step": result.best_step, "epochs_run": result.epochs_run,
+            "n_truncated": {**run.info["n_truncated"], "train_switched": sum(run.train_data.truncated_by_epoch.values())}}
+    return run.model, result, info
+
+
+def predict_lajmcl(model: torch.nn.Module, rows: pd.DataFrame | Sequence[Sequence[str]], encoder: LoadedEncoder,
+                   intent_names: Sequence[str], label_names_: Sequence[str], n_slots: int,
+                   extraction: Mapping[str, Any] | None = None, batch_size: int = 64) -> tuple[list[str], list[list[str]]]:
+    """Predicted intent and BIO labels of every utterance, as ``training.slu.predict_slu`` but with the label prefix.
+
+    Rows whose ``spaced`` flags say words were written together (ja/zh) are tokenised as their
+    text reads and a character inside a longer sub-token continues its label, as in ``predict_slu``.
+    """
+    words = _words(rows) if isinstance(rows, pd.DataFrame) else [[str(w) for w in x] for x in rows]
+    if not words:
+        return [], []
+    tokenisation = label_tokenisation(encoder, extraction, n_slots)
+    names = list(label_names_)
+    fill = names.index("O") if "O" in names else 0
+    pad_id = int(encoder.tokenizer.pad_token_id)
+    spaced = ([list(map(bool, s)) for s in rows["spaced"]] if isinstance(rows, pd.DataFrame) and "spaced" in rows.columns
+              else None)
+    if spaced is not None and not all(all(s) for s in spaced):
+        tokens, covering = tokenise_spaced_words(encoder.tokenizer, words, spaced, tokenisation, what="lajmcl predictions")
+        shift = prefix_shift(n_slots)
+        covering = [[None if c is None else c + shift for c in row] for row in covering]
+        inside = [names.index("I-" + n[2:]) if n.startswith("B-") and "I-" + n[2:] in names else j
+                  for j, n in enumerate(names)]
+        intents, labels = _predict_ids(model, prefix_tokens(tokens, n_slots, encoder.tokenizer), pad_id, batch_size, fill,
+                                       covering, inside)
+    else:
+        tokens = tokenise_words(encoder.tokenizer, words, tokenisation, on_too_long="truncate", what="lajmcl predictions")
+        intents, labels = _predict_ids(model, prefix_tokens(tokens, n_slots, encoder.tokenizer), pad_id, batch_size, fill)
+    return [intent_names[i] for i in intents], [[names[j] for j in row] for row in labels]

@@ -1,0 +1,112 @@
+"""LAJoint / LAJ-MCL fine-tuning on tiny data with the tiny local encoder: a few steps lower the joint loss,
+the variants' data, predictions per word, and bad parameters named."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+
+from language_agnostic.encoders.loading import load_encoder
+from language_agnostic.methods.lajmcl import lajmcl_losses
+from language_agnostic.training.lajmcl import MclData, lajmcl_loss_fn, predict_lajmcl, prepare_lajmcl, train_lajmcl
+from language_agnostic.training.loop import train
+
+EN = [
+    ("1", "train", "alarm_set", "wake me up at nine am", "O O O O B-time I-time"),
+    ("2", "train", "alarm_set", "set an alarm for six", "O O O O B-time"),
+    ("3", "train", "play_music", "play some jazz music", "O O B-genre O"),
+    ("4", "train", "play_music", "play music", "O O"),
+    ("5", "train", "weather_query", "what is the weather today", "O O O O B-date"),
+    ("6", "train", "weather_query", "weather today", "O B-date"),
+    ("7", "dev", "alarm_set", "wake me up at six", "O O O O B-time"),
+    ("8", "dev", "play_music", "play jazz", "O B-genre"),
+    ("9", "dev", "weather_query", "what is the weather", "O O O O"),
+    ("11", "test", "alarm_set", "wake me up at six am", "O O O O B-time I-time"),
+]
+TRAINING = {"lr": 1e-2, "encoder_lr": 1e-3, "max_epochs": 3, "patience": 3, "seed": 0, "progress": False}
+EXTRACTION = {"prefix": ""}
+DICTIONARIES = {"de": {"wake": ["weck"], "me": ["mich"], "play": ["spiel"], "music": ["musik"], "weather": ["wetter"],
+                       "today": ["heute"], "nine": ["neun"], "six": ["sechs"]}}
+SWITCH = {"code_switch": {"ratio": 0.9, "languages": ["de"], "seed": 0, "keep_source": True}}
+METHOD = {"dropout": 0.0, "mcl": {"init_layers": 2, "p_s": 1}}  # the tiny encoder has 2 layers
+NO_MCL = {"utterance": 0, "slot_value": 0, "word": 0}
+
+
+def _table() -> pd.DataFrame:
+    return pd.DataFrame([{"locale": "en-US", "id": i, "partition": p, "intent": intent, "words": words.split(),
+                          "labels": labels.split()} for i, p, intent, words, labels in EN])
+
+
+@pytest.fixture
+def encoder(tiny_hub_model: Path):
+    return load_encoder(str(tiny_hub_model))
+
+
+def test_a_few_steps_of_lajmcl_lower_the_joint_loss(encoder):
+    before_weights = {k: v.clone() for k, v in encoder.model.state_dict().items()}
+    run = prepare_lajmcl(_table(), encoder, METHOD, {"batch_size": 6, **SWITCH}, TRAINING, EXTRACTION, DICTIONARIES)
+    assert run.info["slots"] == ["date", "genre", "time"] and run.info["mcl_levels"] == ["utterance", "slot_value", "word"]
+    assert run.info["loss_weights"] == {"intent": 1.0, "slot": 1.0, "utterance": 0.5, "slot_value": 0.5, "word": 0.5}
+    assert run.info["similar_slots"] is not None and set(run.info["similar_slots"]) == {"date", "genre", "time"}
+    batch = next(iter(run.train_data.batches(0, torch.Generator().manual_seed(5))))
+    assert {"value_ids", "neg_input_ids", "word_pairs"} <= set(batch) and batch["input_ids"].shape[0] == 12
+
+    def joint() -> float:
+        run.model.eval()
+        with torch.no_grad():
+            parts = lajmcl_losses(run.model, batch, NO_MCL)
+        return float(parts["intent"] + parts["slot"])
+
+    start = joint()
+    result = train(run.model, lajmcl_loss_fn(run.loss_weights), run.train_data, run.dev_data, run.settings, run.dev_score)
+    assert result.epochs_run == 3 and all("train_word" in r and "train_slot_value" in r for r in result.history)
+    assert all(r["dev_word"] == 0.0 for r in result.history)  # dev batches: L_J alone
+    end = joint()
+    assert end < start
+    # the shared encoder is untouched: a copy was trained
+    assert all(torch.equal(before_weights[k], v) for k, v in encoder.model.state_dict().items())
+
+
+def test_lajoint_without_mcl_needs_no_code_switching_and_predicts_one_label_per_word(encoder):
+    method = {**METHOD, "loss_weights": NO_MCL, "compressor": False}
+    model, result, info = train_lajmcl(_table(), encoder, method, {"batch_size": 3}, {**TRAINING, "max_epochs": 1},
+                                       EXTRACTION, name="lajoint")
+    assert info["mcl_levels"] == [] and info["code_switch"] is None and info["compressor"] is False
+    assert 0.0 <= result.history[0]["dev_score"] <= 1.0
+    test = _table().query("partition != 'train'").reset_index(drop=True)
+    intents, labels = predict_lajmcl(model, test, encoder, info["intents"], info["labels"], 3, EXTRACTION, batch_size=2)
+    assert [len(x) for x in labels] == [len(w) for w in test["words"]] and set(intents) <= set(info["intents"])
+    # batching does not change a prediction
+    one = [predict_lajmcl(model, [w], encoder, info["intents"], info["labels"], 3, EXTRACTION)[1][0] for w in test["words"]]
+    assert one == labels
+
+
+def test_ja_style_rows_are_predicted_as_their_text_reads(encoder):
+    run = prepare_lajmcl(_table(), encoder, {**METHOD, "loss_weights": NO_MCL}, {}, TRAINING, EXTRACTION)
+    rows = pd.DataFrame({"words": [["wake", "me", "up"], ["we", "ather"]], "spaced": [[True, True, True], [True, False]]})
+    _, labels = predict_lajmcl(run.model, rows, encoder, run.info["intents"], run.info["labels"], 3, EXTRACTION)
+    assert [len(x) for x in labels] == [3, 2]
+
+
+@pytest.mark.parametrize("method, data, match", [
+    (METHOD, {}, r"MCL \(\['utterance', 'slot_value', 'word'\] weighted > 0\) needs slu.data.code_switch"),
+    ({**METHOD, "loss_weights": {"utterance": 1, "slot_value": 0, "word": 0}},
+     {"code_switch": {"ratio": 0.9, "languages": ["de"]}}, "keep_source: true"),
+    ({**METHOD, "loss_weights": {"sentence": 1}}, SWITCH, r"loss_weights: unknown \['sentence'\]"),
+    ({**METHOD, "loss_weights": {"word": -1}}, SWITCH, "loss_weights.word must be a number >= 0"),
+    ({**METHOD, "mcl": {"n_negatives": 2}}, SWITCH, r"slu.methods.lajmcl.mcl: unknown key\(s\) \['n_negatives'\]"),
+    ({**METHOD, "mcl": {"p_s": 0}}, SWITCH, "mcl.p_s must be an integer >= 1"),
+    ({**METHOD, "projector": "no"}, SWITCH, "projector must be true or false"),
+    ({**METHOD, "margins": {"word": -1}}, SWITCH, "margins.word"),
+    ({**METHOD, "slots": ["x"]}, SWITCH, r"unknown key\(s\) \['slots'\]"),
+])
+def test_bad_parameters_are_named(encoder, method, data, match):
+    with pytest.raises(ValueError, match=match):
+        prepare_lajmcl(_table(), encoder, method, data, TRAINING, EXTRACTION, DICTIONARIES)
+
+
+def test_mcl_data_defaults_are_appendix_b():
+    assert MclData() == MclData(slot_negatives=2, word_negatives=2, p_v=20, p_s=5, init_layers=3)
