@@ -128,6 +128,23 @@ def test_keep_source_puts_each_utterance_beside_its_switched_version(encoder):
     assert both.n_batches() == only.n_batches() == 2 and len(both) == 3
 
 
+def test_grouping_by_length_batches_similar_lengths_and_covers_every_utterance(encoder):
+    words = [["play"] * n for n in (1, 9, 2, 8, 3, 7, 4, 6)]
+    labels = [["O"] * len(w) for w in words]
+    data = SluBatches(encoder, words, labels, list(range(8)), LABELS, {"prefix": ""}, batch_size=2, group_by_length=True)
+    batches = list(data.batches(1, torch.Generator().manual_seed(0)))
+    # every utterance once, and the same generator gives the same batches
+    assert sorted(i for b in batches for i in b["intents"].tolist()) == list(range(8))
+    again = list(data.batches(1, torch.Generator().manual_seed(0)))
+    assert all(torch.equal(a["input_ids"], b["input_ids"]) for a, b in zip(batches, again))
+    # the first batch holds the longest utterance (🤗's get_length_grouped_indices)
+    assert 1 in batches[0]["intents"].tolist()
+    wide = SluBatches(encoder, words * 8, labels * 8, list(range(8)) * 8, LABELS, {"prefix": ""}, batch_size=4, group_by_length=True)
+    padded = sum(int(b["attention_mask"].numel()) for b in wide.batches(1, torch.Generator().manual_seed(0)))
+    shuffled = SluBatches(encoder, words * 8, labels * 8, list(range(8)) * 8, LABELS, {"prefix": ""}, batch_size=4)
+    assert padded < sum(int(b["attention_mask"].numel()) for b in shuffled.batches(1, torch.Generator().manual_seed(0)))
+
+
 def test_shuffling_follows_the_generator(encoder):
     data = SluBatches(encoder, WORDS, TAGS, [0, 1, 2], LABELS, {"prefix": ""}, batch_size=1, shuffle=True)
     order = lambda seed: [int(b["intents"][0]) for b in data.batches(0, torch.Generator().manual_seed(seed))]  # noqa: E731

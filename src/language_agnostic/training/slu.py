@@ -50,6 +50,8 @@ class SluData:
             every word of every training utterance is replaced, with probability ``ratio``, by a
             translation into one of ``languages`` (their MUSE dictionaries), anew every epoch;
             ``keep_source``: each batch also holds the utterances as they are.
+        group_by_length: Training batches of utterances of similar length (less padding; see
+            :class:`~language_agnostic.training.slu_data.SluBatches`).
     """
 
     training_locale: str = "en-US"
@@ -58,6 +60,7 @@ class SluData:
     max_train: int | None = None
     seed: int = 0
     code_switch: Mapping[str, Any] | None = None
+    group_by_length: bool = False
 
 
 @dataclass(frozen=True)
@@ -260,7 +263,8 @@ def prepare_slu(table: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[str
     train_data = SluBatches(encoder, _words(train_rows), _labels(train_rows), train_rows["intent"].map(intent_index).tolist(),
                             label_to_id, extraction, settings_data.batch_size, shuffle=True, switcher=switcher,
                             switch_seed=switch.seed if switch else 0, ignore_index=config.ignore_index,
-                            what=f"slu {name} train", keep_source=bool(switch and switch.keep_source))
+                            what=f"slu {name} train", keep_source=bool(switch and switch.keep_source),
+                            group_by_length=settings_data.group_by_length)
     # the dev loss (a curve in the history): dev utterances whose intent and labels were all trained
     known = dev_rows[[intent in intent_index and all(str(x) in label_to_id for x in row)
                       for intent, row in zip(dev_rows["intent"], dev_rows["labels"])]].reset_index(drop=True)

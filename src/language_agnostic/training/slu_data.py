@@ -247,6 +247,10 @@ class SluBatches:
             code-switched versions (LAJ-MCL's CoSDA-ML*, "both the en training data and the
             code-switching data", §4.2): twice the utterances per step, the same steps per epoch.
             ``False``: the switched versions only.
+        group_by_length: Batch utterances of similar length (🤗 Trainer's ``group_by_length``,
+            ``transformers.trainer_pt_utils.get_length_grouped_indices``: shuffled, cut into
+            mega-batches of 50 batches, sorted by length inside each). With random batches 45 %
+            of the tokens of an en-US MASSIVE batch of 32 are padding.
         ignore_index: The slot label of sub-tokens without one.
         what: Names the data in messages.
 
@@ -258,7 +262,8 @@ class SluBatches:
     def __init__(self, encoder: LoadedEncoder, words: Sequence[Sequence[str]], labels: Sequence[Sequence[str]],
                  intents: Sequence[int], label_to_id: Mapping[str, int], extraction: Mapping[str, object] | None = None,
                  batch_size: int = 32, shuffle: bool = True, switcher: CodeSwitcher | None = None, switch_seed: int = 0,
-                 ignore_index: int = -100, what: str = "utterances", keep_source: bool = False) -> None:
+                 ignore_index: int = -100, what: str = "utterances", keep_source: bool = False,
+                 group_by_length: bool = False) -> None:
         if not len(words) == len(labels) == len(intents):
             raise ValueError(f"{what}: {len(words)} utterances, {len(labels)} label lists and {len(intents)} intents; they must align")
         if len(words) == 0:
@@ -277,6 +282,7 @@ class SluBatches:
         self.batch_size, self.shuffle = batch_size, shuffle
         self.switcher, self.switch_seed = switcher, switch_seed
         self.keep_source = bool(keep_source) and switcher is not None
+        self.group_by_length = bool(group_by_length)
         self.tokens = tokenise_words(self.tokenizer, self.words, self.tokenisation, what=what)
         self.slot_labels = slot_label_ids(self.tokens, self.labels, self.label_to_id, ignore_index, what)
         self.truncated_by_epoch: dict[int, int] = {}
@@ -325,7 +331,14 @@ class SluBatches:
             else:
                 ids_rows, slot_labels = tokens.input_ids, switched_labels
         n = len(self.words)
-        order = torch.randperm(n, generator=generator) if self.shuffle else torch.arange(n)
+        if self.shuffle and self.group_by_length:
+            from transformers.trainer_pt_utils import get_length_grouped_indices
+
+            # an utterance's length: the longer of its two rows when both are in the batch
+            lengths = [max(len(ids_rows[i]), len(ids_rows[i + n]) if self.keep_source else 0) for i in range(n)]
+            order = torch.tensor(get_length_grouped_indices(lengths, self.batch_size, generator=generator))
+        else:
+            order = torch.randperm(n, generator=generator) if self.shuffle else torch.arange(n)
         for index in order.split(self.batch_size):
             index = index.tolist()
             rows = index + [i + n for i in index] if self.keep_source else index

@@ -94,7 +94,9 @@ def train_slu_variant(rows: pd.DataFrame, encoder: LoadedEncoder, spec: Mapping[
     method, training_overrides, data_overrides = method_settings(name, {k: v for k, v in spec.items() if k != "code_switch"})
     data = {**dict(data), **data_overrides}
     if spec.get("code_switch"):
-        data["code_switch"] = {"languages": list(dictionaries or {}), **{k: v for k, v in code_switch.items() if k != "languages"}}
+        # slu.code_switch, then the method's own data.code_switch (e.g. keep_source: false for a control)
+        data["code_switch"] = {"languages": list(dictionaries or {}), **{k: v for k, v in code_switch.items() if k != "languages"},
+                               **dict(data_overrides.get("code_switch") or {})}
     training = {**dict(training), **training_overrides}
     model, result, info = train_slu(rows, encoder, method, data, training, extraction, dictionaries, name)
     run_id = log_child_run(f"slu/{name}", {"name": name, **method, **training, **data}, result.history)
