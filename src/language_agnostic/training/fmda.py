@@ -153,7 +153,14 @@ def _trained(model: Fmda, results: list[Any], variant: str, spec: Mapping[str, A
     return {"state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()}, "build": build, "config": model.config.__dict__,
             "variant": variant, "method": method_name(variant), "ablation": str(spec.get("ablation", "full")),
             "loss": contrastive.__dict__, "best_epoch": results[-1].best_epoch, "epochs_run": results[-1].epochs_run,
-            "stage_epochs": [[r.best_epoch, r.epochs_run] for r in results], "dev_m_accuracy": dev, **extra}
+            "stage_epochs": [[r.best_epoch, r.epochs_run] for r in results], "dev_m_accuracy": dev,
+            "encoder": encoder_of(manifests[0]), **extra}
+
+
+def encoder_of(manifest: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The identity of the encoder whose states a manifest holds (saved with a model, so applying it checks the encoder)."""
+    entry = manifest["sets"].get("train.source.utt")
+    return dict(entry.meta.get("identity") or {}) or None if entry is not None else None
 
 
 def _history(result_history: list[dict[str, float]], prefix: str, trained: Mapping[str, Any]) -> dict[str, Any]:
@@ -345,7 +352,8 @@ def train_pooled_head(manifest: Mapping[str, Any], spec: Mapping[str, Any], trai
                 method, pair, result.best_epoch, result.epochs_run, dev)
     trained = {"state_dict": result.state_dict, "build": build_spec(method, dim, 2, options),
                "method": method, "name": name, "pooling": pooling, **options, "loss_weights": weights,
-               "best_epoch": result.best_epoch, "epochs_run": result.epochs_run, "dev_m_accuracy": dev}
+               "best_epoch": result.best_epoch, "epochs_run": result.epochs_run, "dev_m_accuracy": dev,
+               "encoder": encoder_of(manifest)}
     trained["mlflow_run_id"] = log_child_run(f"{method}/{pair}", {"method": method, "name": name, "pooling": pooling,
                                                                   **options, **params}, result.history)
     metrics = history_metrics(result.history, f"{method}.{pair}")
