@@ -23,7 +23,7 @@ from language_agnostic.methods.fmda import (
     ABLATIONS, TEMPLATE_LOSSES, Fmda, FmdaConfig, fmda_losses, freeze_template_encoder, two_stage_weights,
 )
 from language_agnostic.methods.registry import build_spec, get_method
-from language_agnostic.reporting.tracking import log_child_run
+from language_agnostic.reporting.tracking import log_child_model, log_child_run
 from language_agnostic.training.data import InterleavedBatches, QuadrupletBatches
 from language_agnostic.training.heads import HeadSpec, fit_head, head_spec
 from language_agnostic.training.fmda_data import FmdaBatches, encode_with_fmda
@@ -199,6 +199,7 @@ def train_fmda(manifest: Mapping[str, Any], pools: pd.DataFrame, model_params: M
     pair = f"{manifest['source_locale']}-{manifest['target_locale']}"
     trained["mlflow_run_id"] = log_child_run(f"fmda/{variant}/{pair}", _run_params(variant, spec, model_params, training, contrastive),
                                              result.history)
+    log_child_model(trained["mlflow_run_id"], f"fmda_{variant}", trained)
     return trained, _history(result.history, f"fmda.{variant}.{pair}", trained)
 
 
@@ -246,6 +247,7 @@ def train_fmda_two_stage(manifest: Mapping[str, Any], template_pairs: Mapping[st
     pair = f"{manifest['source_locale']}-{manifest['target_locale']}"
     trained["mlflow_run_id"] = log_child_run(f"fmda/{variant}/{pair}",
                                              _run_params(variant, spec, model_params, training, contrastive, two_stage=True), history)
+    log_child_model(trained["mlflow_run_id"], f"fmda_{variant}", trained)
     metrics = _history(second.history, f"fmda.{variant}.{pair}.stage2", trained)
     return trained, {**history_metrics(first.history, f"fmda.{variant}.{pair}.stage1"), **metrics}
 
@@ -270,6 +272,7 @@ def train_fmda_unified(pools: pd.DataFrame, model_params: Mapping[str, Any], spe
     trained = _trained(model, [result], "unified", spec, contrastive, *manifests, languages=languages)
     trained["mlflow_run_id"] = log_child_run("fmda/unified/" + "+".join(languages),
                                              _run_params("unified", spec, model_params, training, contrastive), result.history)
+    log_child_model(trained["mlflow_run_id"], "fmda_unified", trained)
     return trained, _history(result.history, "fmda.unified", trained)
 
 
@@ -356,6 +359,7 @@ def train_pooled_head(manifest: Mapping[str, Any], spec: Mapping[str, Any], trai
                "encoder": encoder_of(manifest)}
     trained["mlflow_run_id"] = log_child_run(f"{method}/{pair}", {"method": method, "name": name, "pooling": pooling,
                                                                   **options, **params}, result.history)
+    log_child_model(trained["mlflow_run_id"], name, trained)
     metrics = history_metrics(result.history, f"{method}.{pair}")
     metrics[f"{method}.{pair}.dev_m_accuracy"] = [{"value": dev, "step": 0}]
     return trained, metrics
