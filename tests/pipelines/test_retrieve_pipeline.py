@@ -182,3 +182,17 @@ def test_a_model_from_an_mlflow_run(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         assert set(loaded["saved"]["state_dict"]) == set(_fmda(None)["state_dict"])
     finally:
         mlflow.set_tracking_uri("")
+
+
+def test_faiss_search_finds_what_exact_search_finds():
+    pytest.importorskip("faiss")
+    from language_agnostic.evaluation.neighbours import search
+
+    rng = np.random.default_rng(0)
+    corpus, queries = rng.standard_normal((300, 16)).astype(np.float32), rng.standard_normal((50, 16)).astype(np.float32)
+    exact, exact_scores = search(queries, corpus, 5, "exact")
+    approximate, scores = search(queries, corpus, 5, "faiss", {"hnsw_m": 16, "ef_search": 300})
+    assert approximate.shape == (50, 5) and recall_at_k(approximate, exact) >= 0.98
+    assert np.allclose(scores[:, 0], exact_scores[:, 0], atol=1e-5)  # the same cosine scale
+    with pytest.raises(ValueError, match=r"^retrieve.search must be one of \['exact', 'faiss'\], got 'annoy'$"):
+        search(queries, corpus, 5, "annoy", where="retrieve.search")
