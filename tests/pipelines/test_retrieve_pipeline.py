@@ -159,6 +159,7 @@ def test_a_model_from_an_mlflow_run(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/mlflow.db")
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow.db")
+    mlflow.set_experiment("retrieve_test")  # not an experiment id another test's store left active
     ours = {"name": "tiny", "weights_sha256": "a" * 64, "hidden_size": 16}
     other = {"name": "other", "weights_sha256": "b" * 64, "hidden_size": 16}
     (tmp_path / "encoder.json").write_text(json.dumps(other))
