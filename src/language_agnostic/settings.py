@@ -4,9 +4,11 @@ from kedro.config import OmegaConfigLoader
 from omegaconf.resolvers import oc
 
 from language_agnostic.pipelines.project_config import RunConfigHook
+from language_agnostic.pipelines.tracking_hook import TrainingExperimentHook
 
-# the pipelines' shape (language pairs, variants) follows the run's --env / --params
-HOOKS = (RunConfigHook(),)
+# the pipelines' shape (language pairs, variants) follows the run's --env / --params;
+# the MLflow experiment opens on its training runs, not on the GenAI overview
+HOOKS = (RunConfigHook(), TrainingExperimentHook())
 
 CONFIG_LOADER_CLASS = OmegaConfigLoader
 CONFIG_LOADER_ARGS = {

@@ -144,6 +144,8 @@ def test_fmda_pipeline_end_to_end_on_tiny_data(tiny_hub_model: Path, tmp_path: P
         {"en-US": retrieval_accuracy_at_1(a, b), "de-DE": retrieval_accuracy_at_1(b, a)})
     model = catalog["en_de.fmda_model_all_together"].load()
     assert model["ablation"] == "full" and model["method"] == "fmda" and 1 <= model["best_epoch"] <= 2
+    # the model records the encoder it was trained on (retrieve checks it)
+    assert model["encoder"]["weights_sha256"] == encoder.identity["weights_sha256"]
     two_stage = catalog["en_de.fmda_model_two_stage"].load()
     assert len(two_stage["stage_epochs"]) == 2
     history = catalog["en_de.fmda_history_all_together"].load()

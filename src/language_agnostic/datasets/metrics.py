@@ -19,10 +19,21 @@ class MetricsTableDataset(AbstractDataset[pd.DataFrame, pd.DataFrame]):
     A saved row replaces the stored row with the same key (every column but ``value`` and
     ``run_id``), so each pipeline refreshes its own rows and leaves the others' in place.
     ``run_id`` is the active MLflow run, if any, so every number leads back to its run.
+
+    Every save also rewrites the leaderboard of the whole table (``reporting/leaderboard.py``)
+    beside it, ``<leaderboard>.md`` and ``<leaderboard>.csv``, and logs both to the active MLflow
+    run: every pipeline's report node saves its rows here, so each one refreshes the leaderboard
+    without a node of its own.
+
+    Args:
+        filepath: The CSV file.
+        leaderboard: File stem of the leaderboard beside ``filepath`` (``None``: none written).
+        metadata: Kedro's free-form metadata.
     """
 
-    def __init__(self, filepath: str, metadata: dict[str, Any] | None = None) -> None:
+    def __init__(self, filepath: str, leaderboard: str | None = "leaderboard", metadata: dict[str, Any] | None = None) -> None:
         self._filepath = Path(filepath)
+        self._leaderboard = self._filepath.with_name(leaderboard) if leaderboard else None
         self.metadata = metadata
 
     def load(self) -> pd.DataFrame:
@@ -46,12 +57,30 @@ class MetricsTableDataset(AbstractDataset[pd.DataFrame, pd.DataFrame]):
         rows = rows.sort_values(KEY_COLUMNS, kind="stable").reset_index(drop=True)
         self._filepath.parent.mkdir(parents=True, exist_ok=True)
         rows.to_csv(self._filepath, index=False)
+        if self._leaderboard is not None:
+            write_leaderboard(rows, self._leaderboard)
 
     def _exists(self) -> bool:
         return self._filepath.is_file()
 
     def _describe(self) -> dict[str, Any]:
-        return {"filepath": str(self._filepath)}
+        return {"filepath": str(self._filepath), "leaderboard": str(self._leaderboard)}
+
+
+def write_leaderboard(metrics: pd.DataFrame, stem: Path) -> list[Path]:
+    """Write ``<stem>.md`` and ``<stem>.csv`` from the whole metrics table; log them to the active MLflow run, if any."""
+    from language_agnostic.reporting.leaderboard import leaderboard_markdown, leaderboard_table
+
+    board = leaderboard_table(metrics)
+    paths = [stem.with_name(stem.name + ".md"), stem.with_name(stem.name + ".csv")]
+    paths[0].write_text(leaderboard_markdown(board, metrics), encoding="utf-8")
+    board.to_csv(paths[1], index=False)
+    if _active_run_id():
+        import mlflow
+
+        for path in paths:
+            mlflow.log_artifact(str(path))
+    return paths
 
 
 def _active_run_id() -> str:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from kedro.io import AbstractDataset
+
+from language_agnostic.methods.trained import read_artifact, write_artifact
 
 
 class TrainedHeadDataset(AbstractDataset[dict[str, Any], dict[str, Any]]):
@@ -17,20 +18,10 @@ class TrainedHeadDataset(AbstractDataset[dict[str, Any], dict[str, Any]]):
         self.metadata = metadata
 
     def load(self) -> dict[str, Any]:
-        from safetensors import safe_open
-
-        with safe_open(str(self._filepath), framework="pt") as handle:
-            state = {key: handle.get_tensor(key) for key in handle.keys()}
-            info = json.loads((handle.metadata() or {}).get("info", "{}"))
-        return {**info, "state_dict": state}
+        return read_artifact(self._filepath)
 
     def save(self, data: dict[str, Any]) -> None:
-        from safetensors.torch import save_file
-
-        info = {k: v for k, v in data.items() if k != "state_dict"}
-        self._filepath.parent.mkdir(parents=True, exist_ok=True)
-        state = {k: v.contiguous() for k, v in data["state_dict"].items()}
-        save_file(state, str(self._filepath), metadata={"info": json.dumps(info)})
+        write_artifact(data, self._filepath)
 
     def _exists(self) -> bool:
         return self._filepath.is_file()

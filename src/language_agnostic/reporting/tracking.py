@@ -8,7 +8,10 @@ metrics). Without an active run (tests, ``mlflow.yml`` disabled) nothing is logg
 from __future__ import annotations
 
 import json
+import re
+import tempfile
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -43,6 +46,53 @@ def log_child_run(name: str, params: Mapping[str, Any], history: list[dict[str, 
             step = int(record["epoch"])
             mlflow.log_metrics({k: float(v) for k, v in record.items() if k != "epoch"}, step=step)
     return run.info.run_id
+
+
+# MLflow >= 3 opens an experiment on the view its kind names; untagged, an experiment with no
+# training runs yet is guessed to be GenAI (traces, token usage). Ours holds training runs.
+EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
+EXPERIMENT_KIND = "custom_model_development"
+
+
+def mark_training_experiment(experiment_id: str) -> bool:
+    """Tag the experiment as one of model training runs, so the MLflow UI opens it on its runs; True if it changed."""
+    import mlflow
+
+    client = mlflow.MlflowClient()
+    if client.get_experiment(experiment_id).tags.get(EXPERIMENT_KIND_TAG) == EXPERIMENT_KIND:
+        return False
+    client.set_experiment_tag(experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
+    return True
+
+
+def log_child_model(run_id: str | None, name: str, trained: Mapping[str, Any]) -> str | None:
+    """Log a trained model (``methods/registry.py:artifact``) as a model of its child run; return the model id.
+
+    The file (``<name>.safetensors``, the format of ``data/06_models``) becomes an artifact of the
+    child run, so ``retrieve.model.run_id`` can name the run, and an MLflow *logged model* whose
+    source and output is the run, so the UI lists it in the run's "Models" column. No-op
+    without a run.
+    """
+    if run_id is None or not _active():
+        return None
+    import mlflow
+    from mlflow.entities import LoggedModelOutput, LoggedModelStatus
+
+    from language_agnostic.methods.trained import write_artifact
+
+    client = mlflow.MlflowClient()
+    run = client.get_run(run_id)
+    build = dict(trained.get("build") or {})
+    params = {k: str(v) for k, v in trained.items() if isinstance(v, (str, int, float, bool)) and k != "mlflow_run_id"}
+    model = client.create_logged_model(experiment_id=run.info.experiment_id, name=re.sub(r"[^\w.-]", "_", name),
+                                       source_run_id=run_id, params=params, model_type=str(build.get("method", "")))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = write_artifact(trained, Path(tmp) / f"{name}.safetensors")
+        client.log_artifact(run_id, str(path))
+        client.log_model_artifacts(model.model_id, tmp)
+    client.finalize_logged_model(model.model_id, LoggedModelStatus.READY)
+    client.log_outputs(run_id, [LoggedModelOutput(model_id=model.model_id, step=0)])
+    return model.model_id
 
 
 def metric_key(row: Any) -> str:

@@ -23,7 +23,7 @@ from language_agnostic.methods.fmda import (
     ABLATIONS, TEMPLATE_LOSSES, Fmda, FmdaConfig, fmda_losses, freeze_template_encoder, two_stage_weights,
 )
 from language_agnostic.methods.registry import build_spec, get_method
-from language_agnostic.reporting.tracking import log_child_run
+from language_agnostic.reporting.tracking import log_child_model, log_child_run
 from language_agnostic.training.data import InterleavedBatches, QuadrupletBatches
 from language_agnostic.training.heads import HeadSpec, fit_head, head_spec
 from language_agnostic.training.fmda_data import FmdaBatches, encode_with_fmda
@@ -153,7 +153,14 @@ def _trained(model: Fmda, results: list[Any], variant: str, spec: Mapping[str, A
     return {"state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()}, "build": build, "config": model.config.__dict__,
             "variant": variant, "method": method_name(variant), "ablation": str(spec.get("ablation", "full")),
             "loss": contrastive.__dict__, "best_epoch": results[-1].best_epoch, "epochs_run": results[-1].epochs_run,
-            "stage_epochs": [[r.best_epoch, r.epochs_run] for r in results], "dev_m_accuracy": dev, **extra}
+            "stage_epochs": [[r.best_epoch, r.epochs_run] for r in results], "dev_m_accuracy": dev,
+            "encoder": encoder_of(manifests[0]), **extra}
+
+
+def encoder_of(manifest: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The identity of the encoder whose states a manifest holds (saved with a model, so applying it checks the encoder)."""
+    entry = manifest["sets"].get("train.source.utt")
+    return dict(entry.meta.get("identity") or {}) or None if entry is not None else None
 
 
 def _history(result_history: list[dict[str, float]], prefix: str, trained: Mapping[str, Any]) -> dict[str, Any]:
@@ -192,6 +199,7 @@ def train_fmda(manifest: Mapping[str, Any], pools: pd.DataFrame, model_params: M
     pair = f"{manifest['source_locale']}-{manifest['target_locale']}"
     trained["mlflow_run_id"] = log_child_run(f"fmda/{variant}/{pair}", _run_params(variant, spec, model_params, training, contrastive),
                                              result.history)
+    log_child_model(trained["mlflow_run_id"], f"fmda_{variant}", trained)
     return trained, _history(result.history, f"fmda.{variant}.{pair}", trained)
 
 
@@ -239,6 +247,7 @@ def train_fmda_two_stage(manifest: Mapping[str, Any], template_pairs: Mapping[st
     pair = f"{manifest['source_locale']}-{manifest['target_locale']}"
     trained["mlflow_run_id"] = log_child_run(f"fmda/{variant}/{pair}",
                                              _run_params(variant, spec, model_params, training, contrastive, two_stage=True), history)
+    log_child_model(trained["mlflow_run_id"], f"fmda_{variant}", trained)
     metrics = _history(second.history, f"fmda.{variant}.{pair}.stage2", trained)
     return trained, {**history_metrics(first.history, f"fmda.{variant}.{pair}.stage1"), **metrics}
 
@@ -263,6 +272,7 @@ def train_fmda_unified(pools: pd.DataFrame, model_params: Mapping[str, Any], spe
     trained = _trained(model, [result], "unified", spec, contrastive, *manifests, languages=languages)
     trained["mlflow_run_id"] = log_child_run("fmda/unified/" + "+".join(languages),
                                              _run_params("unified", spec, model_params, training, contrastive), result.history)
+    log_child_model(trained["mlflow_run_id"], "fmda_unified", trained)
     return trained, _history(result.history, "fmda.unified", trained)
 
 
@@ -345,9 +355,11 @@ def train_pooled_head(manifest: Mapping[str, Any], spec: Mapping[str, Any], trai
                 method, pair, result.best_epoch, result.epochs_run, dev)
     trained = {"state_dict": result.state_dict, "build": build_spec(method, dim, 2, options),
                "method": method, "name": name, "pooling": pooling, **options, "loss_weights": weights,
-               "best_epoch": result.best_epoch, "epochs_run": result.epochs_run, "dev_m_accuracy": dev}
+               "best_epoch": result.best_epoch, "epochs_run": result.epochs_run, "dev_m_accuracy": dev,
+               "encoder": encoder_of(manifest)}
     trained["mlflow_run_id"] = log_child_run(f"{method}/{pair}", {"method": method, "name": name, "pooling": pooling,
                                                                   **options, **params}, result.history)
+    log_child_model(trained["mlflow_run_id"], name, trained)
     metrics = history_metrics(result.history, f"{method}.{pair}")
     metrics[f"{method}.{pair}.dev_m_accuracy"] = [{"value": dev, "step": 0}]
     return trained, metrics

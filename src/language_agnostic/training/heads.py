@@ -19,7 +19,7 @@ import torch
 from language_agnostic.config import settings_from_params
 from language_agnostic.methods.centering import fit_language_means
 from language_agnostic.methods.registry import build, build_spec, get_method
-from language_agnostic.reporting.tracking import log_child_run
+from language_agnostic.reporting.tracking import log_child_model, log_child_run
 from language_agnostic.training.data import InterleavedBatches, QuadrupletBatches
 from language_agnostic.training.loop import TrainResult, TrainSettings, history_metrics, train
 
@@ -159,6 +159,7 @@ def train_head(manifest: Mapping[str, Any], corpus: pd.DataFrame, spec: Mapping[
                "method": method, "name": name, "languages": languages,
                "pooling": pooling, "activation": activation, "loss_weights": weights,
                "best_epoch": result.best_epoch, "epochs_run": result.epochs_run, "mlflow_run_id": run_id}
+    log_child_model(run_id, f"{pipeline}_{name}", trained)
     return trained, history_metrics(result.history, f"{pipeline}.{name}")
 
 
