@@ -10,8 +10,9 @@ This prints (median of ``--repeats``):
   random utterances (bf16 autocast where the CPU computes it natively, as the pipeline does);
 * training utterances per second of one epoch of each ``--methods`` entry on a seeded sample of
   ``--max-train`` en-US train utterances, through the pipeline's own setup
-  (``training/slu.py:prepare_slu``) and loop (``training/loop.py:train``), with ``fused`` off and
-  on; the dev loss (256 utterances) is included, the dev exact match is not. A full epoch of
+  (``training/slu.py:prepare_slu``) and loop (``training/loop.py:train``): torch's default Adam,
+  the fused one, and the fused one with length-grouped batches (``slu.data.group_by_length``);
+  the dev loss (256 utterances) is included, the dev exact match is not. A full epoch of
   the 11,514 en-US utterances takes about 11,514 / that rate seconds, plus the dev exact match.
 
 Needs ``data/03_primary/massive_slu.parquet`` (any ``kedro run --pipeline=slu``).
@@ -93,17 +94,20 @@ def main() -> None:
         data = {**params["data"], **data_overrides, "max_train": args.max_train}
         if spec.get("code_switch"):
             data["code_switch"] = {**params["code_switch"], "languages": languages}
-        for fused in (False, True):
+        # torch's default Adam, then fused, then fused with length-grouped batches (the defaults)
+        for fused, grouped in ((False, False), (True, False), (True, True)):
             training = {**params["training"], **training_overrides, "max_epochs": 1, "progress": False, "fused": fused}
             rates = []
             for _ in range(args.repeats):
-                run = prepare_slu(rows, encoder, method, data, training, extraction, dictionaries, name)
+                run = prepare_slu(rows, encoder, method, {**data, "group_by_length": grouped}, training, extraction,
+                                  dictionaries, name)
                 start = time.perf_counter()
                 train(run.model, lambda m, b: slu_losses(m, b, run.loss_weights), run.train_data, run.dev_data,
                       run.settings, None)
                 rates.append(run.train_data.n_utterances / (time.perf_counter() - start))
-            print(f"| {name}, one epoch of {args.max_train} utterances, fused {str(fused).lower()} | "
-                  f"{statistics.median(rates):.1f} utterances/s | {[round(r, 1) for r in rates]} |", flush=True)
+            print(f"| {name}, one epoch of {args.max_train} utterances, fused {str(fused).lower()}, "
+                  f"group_by_length {str(grouped).lower()} | {statistics.median(rates):.1f} utterances/s | "
+                  f"{[round(r, 1) for r in rates]} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -203,13 +203,25 @@ def test_the_emu_languages_env_restates_base_but_for_the_study(project: Path, fo
     assert {f"train_emu_no_ld_{x}_node" for x in ("en", "de", "fr", "en_de", "en_fr", "de_fr", "en_de_fr")} <= names
     assert "train_emu_node" not in names and "plot_emu_figure_node" not in names
 
-def test_the_paper_env_trains_slu_at_paper_scale_and_nothing_else_differs():
+def test_the_paper_env_trains_slu_at_paper_scale_and_nothing_else_differs(project: Path, forget_env):
     import yaml
 
     def load(env: str) -> dict:
         return yaml.safe_load((PROJECT_ROOT / "conf" / env / "parameters_slu.yml").read_text())["slu"]
 
-    base, paper = load("base"), load("paper")
+    base, paper, controls = load("base"), load("paper"), load("slu_controls")
+    assert set(controls["methods"]) == {"cosda-cs_only"}
+    assert {k: v for k, v in controls.items() if k != "methods"} == {k: v for k, v in base.items() if k != "methods"}
+    from kedro.framework.session import KedroSession
+
+    from language_agnostic.pipeline_registry import register_pipelines
+
+    with KedroSession.create(PROJECT_ROOT, env="slu_controls") as session:
+        context = session.load_context()
+        names = {n.name for n in register_pipelines()["slu"].nodes}
+        tables = context.catalog["slu_tables_markdown"]
+    assert {"train_cosda_cs_only_node", "evaluate_cosda_cs_only_node"} <= names and "train_zsjoint_node" not in names
+    assert "slu_controls_tables.md" in str(tables._describe())
     assert (paper["training"]["max_epochs"], base["training"]["max_epochs"]) == (20, 3)
     strip = lambda c: {**c, "training": {k: v for k, v in c["training"].items() if k not in ("max_epochs", "patience")}}  # noqa: E731
     assert strip(paper) == strip(base)
