@@ -14,6 +14,7 @@ from kedro.runner import SequentialRunner
 from language_agnostic.corpora.errors import CorpusFormatError
 from language_agnostic.datasets import TarArchiveDataset
 from language_agnostic.datasets.muse import MuseDictionariesDataset
+from language_agnostic.datasets.torch_state import TrainedHeadDataset
 from language_agnostic.pipelines.slu.nodes import parse_slu_locales
 from language_agnostic.pipelines.slu.pipeline import create_pipeline
 from language_agnostic.reporting.slu import slu_tables
@@ -46,17 +47,18 @@ def _archive(path: Path) -> Path:
         for loc in ("en-US", "de-DE")})
 
 
-def _catalog(model_dir: Path, muse_dir: Path) -> DataCatalog:
+def _catalog(model_dir: Path, muse_dir: Path, methods: dict[str, Any] | None = None, keep_source: bool = False) -> DataCatalog:
+    methods = METHODS if methods is None else methods
     params: dict[str, Any] = {
         "params:embeddings.encoder": {"name": str(model_dir)},
         "params:embeddings.extraction": {"prefix": ""},
         "params:massive.ingest": {"on_bad_row": "error"},
         "params:slu.locales": ["en-US", "de-DE"],
         "params:slu.data": {"training_locale": "en-US", "batch_size": 4, "seed": 0},
-        "params:slu.code_switch": {"ratio": 0.9, "languages": [], "seed": 0},
+        "params:slu.code_switch": {"ratio": 0.9, "languages": [], "seed": 0, "keep_source": keep_source},
         "params:slu.training": {"lr": 1e-3, "encoder_lr": 1e-4, "max_epochs": 2, "patience": 2, "seed": 0, "progress": False,
                                 "schedule": "linear", "warmup_ratio": 0.1},
-        **{f"params:slu.methods.{name}": spec for name, spec in METHODS.items()},
+        **{f"params:slu.methods.{name}": spec for name, spec in methods.items()},
     }
     return DataCatalog({"massive_archive": TarArchiveDataset(filepath=str(_archive(muse_dir))),
                         "encoder": MemoryDataset(copy_mode="assign"),
@@ -96,6 +98,32 @@ def test_bad_slu_locales_are_named(tmp_path: Path, locales: list[str], message: 
     archive = TarArchiveDataset(filepath=str(_archive(tmp_path))).load()
     with pytest.raises(CorpusFormatError, match=message):
         parse_slu_locales(archive, locales, {"training_locale": "en-US"}, {"on_bad_row": "error"})
+
+
+NO_MCL = {"utterance": 0, "slot_value": 0, "word": 0}
+LAJ_METHODS = {
+    "lajoint": {"method": "lajoint", "loss_weights": NO_MCL, "options": {"mcl": {"init_layers": 1}}},
+    "lajmcl": {"method": "lajoint", "code_switch": True, "options": {"mcl": {"init_layers": 1, "p_v": 2, "p_s": 1}}},
+}
+
+
+def test_lajoint_and_lajmcl_run_through_the_pipeline(tiny_hub_model: Path, tmp_path: Path):
+    (tmp_path / "en-de.txt").write_text("play spiel\nweather wetter\nalarm wecker\nset stelle\n", encoding="utf-8")
+    catalog = _catalog(tiny_hub_model, tmp_path, LAJ_METHODS, keep_source=True)
+    for name in LAJ_METHODS:  # saved as the project's catalog saves them (safetensors + JSON metadata)
+        catalog[f"slu_model_{name}"] = TrainedHeadDataset(filepath=str(tmp_path / f"{name}.safetensors"))
+    SequentialRunner().run(create_pipeline(methods=LAJ_METHODS), catalog)
+    table = catalog["slu_metrics_table"].load()
+    for method in LAJ_METHODS:
+        mine = table[table["method"] == method]
+        assert {(t, m) for t, m in zip(mine["target"], mine["metric"])} == {
+            (loc, m) for loc in ("en-US", "de-DE") for m in ("intent_accuracy", "slot_f1", "exact_match")}
+        assert mine["value"].between(0, 1).all()
+    # the saved model is LAJ-MCL's: its slot set, MCL levels and label embeddings travel with it
+    saved = catalog["slu_model_lajmcl"].load()
+    assert saved["build"]["method"] == "lajoint" and saved["slots"] == ["date", "genre", "time"]
+    assert saved["mcl_levels"] == ["utterance", "slot_value", "word"] and "label_embeddings" in saved["state_dict"]
+    assert catalog["slu_model_lajoint"].load()["mcl_levels"] == []
 
 
 def test_slu_rows_with_counts():

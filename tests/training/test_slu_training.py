@@ -221,7 +221,7 @@ def test_method_settings_read_a_methods_entry():
                                               {"code_switch": {"ratio": 0.9, "languages": ["de"]}})
     with pytest.raises(ValueError, match=r"slu.methods.a: unknown key\(s\) \['optons'\]"):
         method_settings("a", {"optons": {}})
-    with pytest.raises(ValueError, match="slu.methods.a.method must be 'slu'"):
+    with pytest.raises(ValueError, match=r"slu.methods.a.method must be one of \['slu', 'lajoint'\], got 'emu'"):
         method_settings("a", {"method": "emu"})
     assert code_switch_settings({"ratio": 1, "languages": ["de", "es"]}).languages == ("de", "es")
     assert code_switch_settings({"ratio": 1, "languages": ["de"], "keep_source": True}).keep_source is True

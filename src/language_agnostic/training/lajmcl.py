@@ -277,3 +277,39 @@ def predict_lajmcl(model: torch.nn.Module, rows: pd.DataFrame | Sequence[Sequenc
         tokens = tokenise_words(encoder.tokenizer, words, tokenisation, on_too_long="truncate", what="lajmcl predictions")
         intents, labels = _predict_ids(model, prefix_tokens(tokens, n_slots, encoder.tokenizer), pad_id, batch_size, fill)
     return [intent_names[i] for i in intents], [[names[j] for j in row] for row in labels]
+
+
+def lajmcl_artifact(model: LajMcl, encoder: LoadedEncoder, **extra: Any) -> dict[str, Any]:
+    """The trained model as saved: its configs (LAJoint's, with the encoder config, and MCL's), the
+    tensors fine-tuning changed (:func:`~language_agnostic.training.slu.trained_state`) and ``extra``."""
+    from dataclasses import asdict
+
+    from language_agnostic.methods.registry import build_spec
+    from language_agnostic.training.slu import trained_state
+
+    options = asdict(model.config)
+    options["encoder_config"] = dict(model.config.encoder_config or model.encoder.config.to_dict())
+    options["mcl"] = {"margins": dict(model.mcl.margins or {}), "head_dim": model.mcl.head_dim}
+    return {"build": build_spec("lajoint", int(encoder.hidden_size), 1, options), "state_dict": trained_state(model), **extra}
+
+
+def rebuild_lajmcl(encoder: LoadedEncoder, artifact: Mapping[str, Any]) -> LajMcl:
+    """The fine-tuned model: a copy of the base encoder with the artifact's tensors loaded over it, in eval mode.
+
+    Raises:
+        ValueError: the artifact's tensors do not fit this encoder, or it holds none.
+    """
+    options = {k: v for k, v in dict(artifact["build"]["options"]).items() if k not in ("encoder_config", "mcl")}
+    mcl = MclConfig(**dict(artifact["build"]["options"].get("mcl") or {}))
+    config = LajointConfig(**{**options, "slots": tuple(options["slots"]), "abstract_texts": tuple(options["abstract_texts"])})
+    model = LajMcl(copy.deepcopy(encoder.model), int(encoder.hidden_size), config, mcl)
+    if not artifact["state_dict"]:
+        raise ValueError("this LAJ-MCL artifact holds no weights")
+    try:
+        missing, unexpected = model.load_state_dict(artifact["state_dict"], strict=False)
+    except RuntimeError as exc:  # a tensor of another shape: another encoder or slot set
+        raise ValueError(f"this LAJ-MCL artifact does not fit the encoder: {str(exc)[:300]}") from None
+    if unexpected or any(not k.startswith("encoder.") for k in missing):
+        raise ValueError(f"this LAJ-MCL artifact does not fit the encoder: unexpected {unexpected[:3]}, missing {missing[:3]}")
+    model.eval()
+    return model

@@ -347,18 +347,33 @@ def train_slu(table: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[str, 
 
 
 SPEC_KEYS = {"method", "loss_weights", "options", "training", "data"}
+SLU_METHODS = ("slu", "lajoint")  # the joint baseline (methods/slu.py); LAJoint / LAJ-MCL (methods/lajoint.py, lajmcl.py)
+
+
+def method_kind(spec: Mapping[str, Any] | None, name: str) -> str:
+    """``slu.methods.<name>.method``: ``slu`` (the default) or ``lajoint``.
+
+    Raises:
+        ValueError: another value, naming the parameter.
+    """
+    kind = dict(spec or {}).get("method", "slu")
+    if kind not in SLU_METHODS:
+        raise ValueError(f"slu.methods.{name}.method must be one of {list(SLU_METHODS)}, got {kind!r}")
+    return str(kind)
 
 
 def method_settings(name: str, spec: Mapping[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """``slu.methods.<name>``: ``{method: slu, loss_weights, options, training, data}`` as
     ``(method settings for train_slu, training overrides, data overrides)``.
 
-    zsjoint is ``{method: slu}``; cosda is ``{method: slu, data: {code_switch: {...}}}``.
+    zsjoint is ``{method: slu}``; cosda is ``{method: slu, data: {code_switch: {...}}}``; LAJ-MCL's
+    variants are ``{method: lajoint, options: {...}, loss_weights: {...}}``
+    (:func:`~language_agnostic.training.lajmcl.method_config` reads them).
 
     Raises:
         ValueError: an unknown key or method (naming the parameter).
     """
-    spec = method_spec(spec, f"slu.methods.{name}", SPEC_KEYS, "slu", "the data make a variant")
+    spec = method_spec(spec, f"slu.methods.{name}", SPEC_KEYS, method_kind(spec, name), "the data make a variant")
     method = dict(spec.get("options") or {})
     if spec.get("loss_weights"):
         method["loss_weights"] = dict(spec["loss_weights"])

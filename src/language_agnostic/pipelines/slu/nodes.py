@@ -16,7 +16,9 @@ from language_agnostic.evaluation.slu import slu_scores
 from language_agnostic.reporting.slu import slu_rows, slu_tables, summary
 from language_agnostic.reporting.tracking import log_child_metrics, log_child_run, metric_key
 from language_agnostic.training.loop import history_metrics
-from language_agnostic.training.slu import SluData, method_settings, predict_slu, rebuild_slu, slu_artifact, train_slu
+from language_agnostic.training.lajmcl import lajmcl_artifact, predict_lajmcl, rebuild_lajmcl, train_lajmcl
+from language_agnostic.training.slu import (SluData, method_kind, method_settings, predict_slu, rebuild_slu, slu_artifact,
+                                            train_slu)
 
 logger = logging.getLogger(__name__)
 
@@ -90,7 +92,8 @@ def train_slu_variant(rows: pd.DataFrame, encoder: LoadedEncoder, spec: Mapping[
                       code_switch: Mapping[str, Any], training: Mapping[str, Any], extraction: Mapping[str, Any],
                       dictionaries: Mapping[str, Mapping[str, list[str]]] | None, name: str
                       ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Fine-tune the joint model for one ``slu.methods`` entry (``code_switch: true`` = CoSDA-ML); the artifact."""
+    """Fine-tune the model of one ``slu.methods`` entry (``method: slu`` the joint baseline, ``lajoint`` LAJoint /
+    LAJ-MCL; ``code_switch: true`` = trained on code-switched English); the artifact."""
     method, training_overrides, data_overrides = method_settings(name, {k: v for k, v in spec.items() if k != "code_switch"})
     data = {**dict(data), **data_overrides}
     if spec.get("code_switch"):
@@ -98,22 +101,29 @@ def train_slu_variant(rows: pd.DataFrame, encoder: LoadedEncoder, spec: Mapping[
         data["code_switch"] = {"languages": list(dictionaries or {}), **{k: v for k, v in code_switch.items() if k != "languages"},
                                **dict(data_overrides.get("code_switch") or {})}
     training = {**dict(training), **training_overrides}
-    model, result, info = train_slu(rows, encoder, method, data, training, extraction, dictionaries, name)
+    lajoint = method_kind(spec, name) == "lajoint"
+    trainer, saver = (train_lajmcl, lajmcl_artifact) if lajoint else (train_slu, slu_artifact)
+    model, result, info = trainer(rows, encoder, method, data, training, extraction, dictionaries, name)
     run_id = log_child_run(f"slu/{name}", {"name": name, **method, **training, **data}, result.history)
-    artifact = slu_artifact(model, encoder, method=name, base_encoder=dict(encoder.identity), mlflow_run_id=run_id,
-                            **{k: v for k, v in info.items() if k not in ("n_truncated",)},
-                            n_truncated={k: int(v) for k, v in info["n_truncated"].items()})
+    artifact = saver(model, encoder, method=name, base_encoder=dict(encoder.identity), mlflow_run_id=run_id,
+                     **{k: v for k, v in info.items() if k not in ("n_truncated",)},
+                     n_truncated={k: int(v) for k, v in info["n_truncated"].items()})
     return artifact, history_metrics(result.history, f"slu.{name}")
 
 
 def evaluate_slu_variant(rows: pd.DataFrame, encoder: LoadedEncoder, artifact: Mapping[str, Any], locales: list[str] | None,
                          extraction: Mapping[str, Any], identity: Mapping[str, Any]) -> pd.DataFrame:
     """Intent accuracy, slot F1 and exact match on the test split of every test locale."""
-    model = rebuild_slu(encoder, artifact)
+    lajoint = artifact["build"]["method"] == "lajoint"
+    model = rebuild_lajmcl(encoder, artifact) if lajoint else rebuild_slu(encoder, artifact)
     scores = {}
     for locale in test_locales(rows, locales):
         test = rows[(rows["locale"] == locale) & (rows["partition"] == "test")]
-        intents, labels = predict_slu(model, test, encoder, list(artifact["intents"]), list(artifact["labels"]), extraction)
+        if lajoint:
+            intents, labels = predict_lajmcl(model, test, encoder, list(artifact["intents"]), list(artifact["labels"]),
+                                             len(artifact["slots"]), extraction)
+        else:
+            intents, labels = predict_slu(model, test, encoder, list(artifact["intents"]), list(artifact["labels"]), extraction)
         scores[locale] = slu_scores(test["intent"].tolist(), intents, [list(x) for x in test["labels"]], labels)
         logger.info("slu %s on %s: %s", artifact["method"], locale, {k: round(v, 4) for k, v in scores[locale].items()})
     table = slu_rows(scores, str(artifact["method"]), str(identity.get("name")), str(artifact.get("training_locale", "en-US")))
