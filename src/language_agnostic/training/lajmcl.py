@@ -20,24 +20,23 @@ from __future__ import annotations
 import copy
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import torch
 
 from language_agnostic.config import settings_from_params
-from language_agnostic.corpora.massive_slu import label_vocabulary
 from language_agnostic.encoders.loading import LoadedEncoder
 from language_agnostic.evaluation.slu import exact_match
 from language_agnostic.methods.lajmcl import DEFAULT_LAMBDA, WEIGHTS, LajMcl, MclConfig, lajmcl_losses
 from language_agnostic.methods.lajoint import INIT_LAYERS, LajointConfig, initial_label_embeddings, label_names, prefix_shift
+from language_agnostic.methods.registry import build_spec
 from language_agnostic.text.slot_negatives import SlotNegatives, mean_pooled_embedder
 from language_agnostic.training.lajmcl_data import LajBatches, label_tokenisation, prefix_tokens
 from language_agnostic.training.loop import TrainResult, TrainSettings, train
-from language_agnostic.training.slu import (DEV_LOSS_ROWS, REQUIRED_COLUMNS, SluData, _labels, _predict_ids, _rows, _switcher,
-                                            _words)
+from language_agnostic.training.slu import (_labels, _predict_ids, _switcher, _words, load_over_base, slu_split,
+                                            trained_state)
 from language_agnostic.training.slu_data import tokenise_spaced_words, tokenise_words
 
 logger = logging.getLogger(__name__)
@@ -137,27 +136,9 @@ def prepare_lajmcl(table: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[
         ValueError: missing columns or data, bad settings, or an MCL level on without
             code-switched pairs (naming the parameter).
     """
-    missing = [c for c in REQUIRED_COLUMNS if c not in table.columns]
-    if missing:
-        raise ValueError(f"slu table: missing column(s) {missing} (has {list(table.columns)})")
-    settings_data = settings_from_params(SluData, data, "slu.data")
-    if settings_data.batch_size < 1:
-        raise ValueError(f"slu.data.batch_size must be >= 1, got {settings_data.batch_size}")
-    settings = settings_from_params(TrainSettings, training, "slu.training")
-    dev_locale = settings_data.dev_locale or settings_data.training_locale
-    train_rows = _rows(table, settings_data.training_locale, "train")
-    if train_rows.empty:
-        raise ValueError(f"slu.data.training_locale {settings_data.training_locale!r}: no train utterances")
-    dev_rows = _rows(table, dev_locale, "dev")
-    if dev_rows.empty:
-        raise ValueError(f"slu.data.dev_locale {dev_locale!r}: no dev utterances")
-    if settings_data.max_train is not None and settings_data.max_train < len(train_rows):
-        keep = np.sort(np.random.default_rng(settings_data.seed).permutation(len(train_rows))[: settings_data.max_train])
-        train_rows = train_rows.iloc[keep].reset_index(drop=True)
-    intents = sorted(set(train_rows["intent"]))
-    if len(intents) < 2:
-        raise ValueError(f"slu.data: the training utterances have {len(intents)} intent(s); a classifier needs 2")
-    labels = label_vocabulary(train_rows)
+    split = slu_split(table, data, training)
+    settings_data, settings, train_rows, dev_rows = split.data, split.settings, split.train_rows, split.dev_rows
+    intents, labels, dev_locale = split.intents, split.labels, split.dev_locale
     slots = sorted({label[2:] for label in labels if label != "O"})
     if not slots:
         raise ValueError("slu.data: the training utterances have no slot value; LAJoint needs a slot set")
@@ -183,11 +164,7 @@ def prepare_lajmcl(table: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[
                             what=f"slu {name} train", keep_source=bool(switch and switch.keep_source),
                             mcl=bool(on), slot_negatives=slot_negatives,
                             word_negatives=mcl_data.word_negatives if weights["word"] > 0 else 0)
-    known = dev_rows[[intent in intent_index and all(str(x) in label_to_id for x in row)
-                      for intent, row in zip(dev_rows["intent"], dev_rows["labels"])]].reset_index(drop=True)
-    known = known.iloc[:DEV_LOSS_ROWS]
-    if known.empty:
-        raise ValueError(f"slu.data.dev_locale {dev_locale!r}: no dev utterance has a trained intent and trained labels")
+    known = split.dev_loss_rows()
     dev_data = LajBatches(encoder, _words(known), _labels(known), known["intent"].map(intent_index).tolist(), label_to_id,
                           slots, extraction, 64, shuffle=False, ignore_index=config.ignore_index, what=f"slu {name} dev")
     dev_tokens = prefix_tokens(tokenise_words(encoder.tokenizer, _words(dev_rows), label_tokenisation(encoder, extraction,
@@ -282,11 +259,6 @@ def predict_lajmcl(model: torch.nn.Module, rows: pd.DataFrame | Sequence[Sequenc
 def lajmcl_artifact(model: LajMcl, encoder: LoadedEncoder, **extra: Any) -> dict[str, Any]:
     """The trained model as saved: its configs (LAJoint's, with the encoder config, and MCL's), the
     tensors fine-tuning changed (:func:`~language_agnostic.training.slu.trained_state`) and ``extra``."""
-    from dataclasses import asdict
-
-    from language_agnostic.methods.registry import build_spec
-    from language_agnostic.training.slu import trained_state
-
     options = asdict(model.config)
     options["encoder_config"] = dict(model.config.encoder_config or model.encoder.config.to_dict())
     options["mcl"] = {"margins": dict(model.mcl.margins or {}), "head_dim": model.mcl.head_dim}
@@ -303,13 +275,4 @@ def rebuild_lajmcl(encoder: LoadedEncoder, artifact: Mapping[str, Any]) -> LajMc
     mcl = MclConfig(**dict(artifact["build"]["options"].get("mcl") or {}))
     config = LajointConfig(**{**options, "slots": tuple(options["slots"]), "abstract_texts": tuple(options["abstract_texts"])})
     model = LajMcl(copy.deepcopy(encoder.model), int(encoder.hidden_size), config, mcl)
-    if not artifact["state_dict"]:
-        raise ValueError("this LAJ-MCL artifact holds no weights")
-    try:
-        missing, unexpected = model.load_state_dict(artifact["state_dict"], strict=False)
-    except RuntimeError as exc:  # a tensor of another shape: another encoder or slot set
-        raise ValueError(f"this LAJ-MCL artifact does not fit the encoder: {str(exc)[:300]}") from None
-    if unexpected or any(not k.startswith("encoder.") for k in missing):
-        raise ValueError(f"this LAJ-MCL artifact does not fit the encoder: unexpected {unexpected[:3]}, missing {missing[:3]}")
-    model.eval()
-    return model
+    return load_over_base(model, artifact, "LAJ-MCL")

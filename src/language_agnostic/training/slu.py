@@ -228,10 +228,41 @@ def _switcher(settings: SluData, dictionaries: Mapping[str, Mapping[str, Sequenc
     return CodeSwitcher({lang: dictionaries[lang] for lang in switch.languages}, switch.ratio, switch.seed), switch
 
 
-def prepare_slu(table: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[str, Any], data: Mapping[str, Any],
-                training: Mapping[str, Any], extraction: Mapping[str, Any] | None = None,
-                dictionaries: Mapping[str, Mapping[str, Sequence[str]]] | None = None, name: str = "zsjoint") -> SluRun:
-    """The model, batches, settings and dev scorer of one SLU fine-tuning (the arguments of :func:`train_slu`)."""
+@dataclass(frozen=True)
+class SluSplit:
+    """What every SLU fine-tuning trains and selects on (:func:`slu_split`)."""
+
+    data: SluData
+    settings: TrainSettings
+    train_rows: pd.DataFrame
+    dev_rows: pd.DataFrame
+    dev_locale: str
+    intents: list[str]
+    labels: list[str]
+
+    def dev_loss_rows(self) -> pd.DataFrame:
+        """The dev loss's utterances (a curve in the history): the first :data:`DEV_LOSS_ROWS` dev
+        utterances whose intent and labels were all trained.
+
+        Raises:
+            ValueError: none is, naming ``slu.data.dev_locale``.
+        """
+        intents, labels = set(self.intents), set(self.labels)
+        rows = self.dev_rows
+        known = rows[[intent in intents and all(str(x) in labels for x in row)
+                      for intent, row in zip(rows["intent"], rows["labels"])]].reset_index(drop=True)
+        if known.empty:
+            raise ValueError(f"slu.data.dev_locale {self.dev_locale!r}: no dev utterance has a trained intent and trained labels")
+        return known.iloc[:DEV_LOSS_ROWS]
+
+
+def slu_split(table: pd.DataFrame, data: Mapping[str, Any], training: Mapping[str, Any]) -> SluSplit:
+    """``slu.data`` and ``slu.training`` checked; the training locale's train rows (a seeded
+    ``max_train`` sample) and the dev locale's dev rows; the intents and BIO labels trained.
+
+    Raises:
+        ValueError: a missing column, a bad setting or a split without rows, naming the parameter.
+    """
     missing = [c for c in REQUIRED_COLUMNS if c not in table.columns]
     if missing:
         raise ValueError(f"slu table: missing column(s) {missing} (has {list(table.columns)})")
@@ -254,7 +285,34 @@ def prepare_slu(table: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[str
     intents = sorted(set(train_rows["intent"]))
     if len(intents) < 2:
         raise ValueError(f"slu.data: the training utterances have {len(intents)} intent(s); a classifier needs 2")
-    labels = label_vocabulary(train_rows)
+    return SluSplit(settings_data, settings, train_rows, dev_rows, dev_locale, intents, label_vocabulary(train_rows))
+
+
+def load_over_base(model: torch.nn.Module, artifact: Mapping[str, Any], what: str) -> torch.nn.Module:
+    """``model`` (a copy of the base encoder inside) with the artifact's tensors loaded over it, in eval mode.
+
+    Raises:
+        ValueError: the artifact holds no tensor, or ones that do not fit (another encoder, label or slot set).
+    """
+    if not artifact["state_dict"]:
+        raise ValueError(f"this {what} artifact holds no weights")
+    try:
+        missing, unexpected = model.load_state_dict(artifact["state_dict"], strict=False)
+    except RuntimeError as exc:  # a tensor of another shape
+        raise ValueError(f"this {what} artifact does not fit the encoder: {str(exc)[:300]}") from None
+    if unexpected or any(not k.startswith("encoder.") for k in missing):
+        raise ValueError(f"this {what} artifact does not fit the encoder: unexpected {unexpected[:3]}, missing {missing[:3]}")
+    model.eval()
+    return model
+
+
+def prepare_slu(table: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[str, Any], data: Mapping[str, Any],
+                training: Mapping[str, Any], extraction: Mapping[str, Any] | None = None,
+                dictionaries: Mapping[str, Mapping[str, Sequence[str]]] | None = None, name: str = "zsjoint") -> SluRun:
+    """The model, batches, settings and dev scorer of one SLU fine-tuning (the arguments of :func:`train_slu`)."""
+    split = slu_split(table, data, training)
+    settings_data, settings, train_rows, dev_rows = split.data, split.settings, split.train_rows, split.dev_rows
+    intents, labels, dev_locale = split.intents, split.labels, split.dev_locale
     intent_index = {intent: i for i, intent in enumerate(intents)}
     label_to_id = {label: i for i, label in enumerate(labels)}
     config, weights = _method_config(method, name, len(intents), len(labels), encoder)
@@ -265,12 +323,7 @@ def prepare_slu(table: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[str
                             switch_seed=switch.seed if switch else 0, ignore_index=config.ignore_index,
                             what=f"slu {name} train", keep_source=bool(switch and switch.keep_source),
                             group_by_length=settings_data.group_by_length)
-    # the dev loss (a curve in the history): dev utterances whose intent and labels were all trained
-    known = dev_rows[[intent in intent_index and all(str(x) in label_to_id for x in row)
-                      for intent, row in zip(dev_rows["intent"], dev_rows["labels"])]].reset_index(drop=True)
-    known = known.iloc[:DEV_LOSS_ROWS]
-    if known.empty:
-        raise ValueError(f"slu.data.dev_locale {dev_locale!r}: no dev utterance has a trained intent and trained labels")
+    known = split.dev_loss_rows()
     dev_data = SluBatches(encoder, _words(known), _labels(known), known["intent"].map(intent_index).tolist(), label_to_id,
                           extraction, 64, shuffle=False, ignore_index=config.ignore_index, what=f"slu {name} dev")
     # selection: exact match on the whole dev split (utterances of untrained intents or labels count as misses)
@@ -401,13 +454,4 @@ def rebuild_slu(encoder: LoadedEncoder, artifact: Mapping[str, Any]) -> JointSlu
     """
     options = {k: v for k, v in dict(artifact["build"]["options"]).items() if k != "encoder_config"}
     model = JointSlu(copy.deepcopy(encoder.model), int(encoder.hidden_size), SluConfig(**options))
-    if not artifact["state_dict"]:
-        raise ValueError("this SLU artifact holds no weights")
-    try:
-        missing, unexpected = model.load_state_dict(artifact["state_dict"], strict=False)
-    except RuntimeError as exc:  # a tensor of another shape: another encoder or label set
-        raise ValueError(f"this SLU artifact does not fit the encoder: {str(exc)[:300]}") from None
-    if unexpected or any(not k.startswith("encoder.") for k in missing):
-        raise ValueError(f"this SLU artifact does not fit the encoder: unexpected {unexpected[:3]}, missing {missing[:3]}")
-    model.eval()
-    return model
+    return load_over_base(model, artifact, "SLU")
