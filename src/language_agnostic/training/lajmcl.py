@@ -28,7 +28,6 @@ import torch
 
 from language_agnostic.config import settings_from_params
 from language_agnostic.encoders.loading import LoadedEncoder
-from language_agnostic.evaluation.slu import exact_match
 from language_agnostic.methods.lajmcl import DEFAULT_LAMBDA, WEIGHTS, LajMcl, MclConfig, lajmcl_losses
 from language_agnostic.methods.lajoint import INIT_LAYERS, LajointConfig, initial_label_embeddings, label_names, prefix_shift
 from language_agnostic.methods.registry import build_spec
@@ -170,14 +169,7 @@ def prepare_lajmcl(table: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[
     dev_tokens = prefix_tokens(tokenise_words(encoder.tokenizer, _words(dev_rows), label_tokenisation(encoder, extraction,
                                                                                                         len(slots)),
                                               on_too_long="truncate", what=f"slu {name} dev"), len(slots), encoder.tokenizer)
-    gold_intents, gold_labels = dev_rows["intent"].tolist(), _labels(dev_rows)
-    pad_id, fill = int(encoder.tokenizer.pad_token_id), label_to_id["O"]
-
-    def dev_score(model: torch.nn.Module) -> float:
-        """Exact match on the dev split (higher is better; the loop keeps its maximum)."""
-        predicted, predicted_labels = _predict_ids(model, dev_tokens, pad_id, 64, fill)
-        return exact_match(gold_intents, [intents[i] for i in predicted], gold_labels,
-                           [[labels[j] for j in row] for row in predicted_labels])
+    dev_score = split.dev_scorer(dev_tokens, int(encoder.tokenizer.pad_token_id))
 
     torch.manual_seed(settings.seed)
     base = copy.deepcopy(encoder.model)

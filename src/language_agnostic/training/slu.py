@@ -255,6 +255,19 @@ class SluSplit:
             raise ValueError(f"slu.data.dev_locale {self.dev_locale!r}: no dev utterance has a trained intent and trained labels")
         return known.iloc[:DEV_LOSS_ROWS]
 
+    def dev_scorer(self, tokens: WordTokens, pad_id: int, batch_size: int = 64) -> Callable[[torch.nn.Module], float]:
+        """The selection criterion: exact match on the whole dev split, ``tokens`` its tokenisation
+        (utterances of untrained intents or labels count as misses; higher is better)."""
+        gold_intents, gold_labels = self.dev_rows["intent"].tolist(), _labels(self.dev_rows)
+        intents, labels, fill = self.intents, self.labels, self.labels.index("O")
+
+        def dev_score(model: torch.nn.Module) -> float:
+            predicted, predicted_labels = _predict_ids(model, tokens, pad_id, batch_size, fill)
+            return exact_match(gold_intents, [intents[i] for i in predicted], gold_labels,
+                               [[labels[j] for j in row] for row in predicted_labels])
+
+        return dev_score
+
 
 def slu_split(table: pd.DataFrame, data: Mapping[str, Any], training: Mapping[str, Any]) -> SluSplit:
     """``slu.data`` and ``slu.training`` checked; the training locale's train rows (a seeded
@@ -329,14 +342,7 @@ def prepare_slu(table: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[str
     # selection: exact match on the whole dev split (utterances of untrained intents or labels count as misses)
     dev_tokens = tokenise_words(encoder.tokenizer, _words(dev_rows), word_tokenisation(encoder, extraction),
                                 on_too_long="truncate", what=f"slu {name} dev")
-    gold_intents, gold_labels = dev_rows["intent"].tolist(), _labels(dev_rows)
-    pad_id, fill = int(encoder.tokenizer.pad_token_id), label_to_id["O"]
-
-    def dev_score(model: torch.nn.Module) -> float:
-        """Exact match on the dev split (higher is better; the loop keeps its maximum)."""
-        predicted, predicted_labels = _predict_ids(model, dev_tokens, pad_id, 64, fill)
-        return exact_match(gold_intents, [intents[i] for i in predicted], gold_labels,
-                           [[labels[j] for j in row] for row in predicted_labels])
+    dev_score = split.dev_scorer(dev_tokens, int(encoder.tokenizer.pad_token_id))
 
     torch.manual_seed(settings.seed)
     model = JointSlu(copy.deepcopy(encoder.model), int(encoder.model.config.hidden_size), config)
