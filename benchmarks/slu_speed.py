@@ -8,6 +8,8 @@ This prints (median of ``--repeats``):
 * the seconds of one optimiser step over the whole encoder, for torch's default (for-loop),
   ``foreach`` and ``fused`` Adam, after a forward/backward on a batch of ``slu.data.batch_size``
   random utterances (bf16 autocast where the CPU computes it natively, as the pipeline does);
+* the padding of random training batches of ``slu.data.batch_size`` en-US utterances (what
+  ``slu.data.group_by_length`` removes): mean sub-tokens, mean batch maximum;
 * training utterances per second of one epoch of each ``--methods`` entry on a seeded sample of
   ``--max-train`` en-US train utterances, through the pipeline's own setup
   (``training/slu.py:prepare_slu``) and loop (``training/loop.py:train``): torch's default Adam,
@@ -31,6 +33,7 @@ import statistics
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import torch
 import yaml
@@ -78,6 +81,14 @@ def main() -> None:
     print(f"machine: {platform.processor() or platform.machine()}, torch {torch.__version__}, threads "
           f"{torch.get_num_threads()}, batch {batch_size}, precision {precision}, median of {args.repeats}")
     print("| what | value (median) | runs |\n|---|---:|---|")
+    train_en = rows[(rows["locale"] == params["data"]["training_locale"]) & (rows["partition"] == "train")]
+    lengths = np.array([len(x) for x in encoder.tokenizer([[*str(extraction.get("prefix", "")).split(), *w]
+                                                           for w in train_en["words"]], is_split_into_words=True)["input_ids"]])
+    order = np.random.default_rng(0).permutation(len(lengths))
+    widest = np.array([lengths[order[i:i + batch_size]].max() for i in range(0, len(order), batch_size)])
+    print(f"| random batches of {batch_size} en-US train utterances: mean sub-tokens, mean batch maximum, padding | "
+          f"{lengths.mean():.1f}, {widest.mean():.1f}, {1 - lengths.sum() / (widest * batch_size).sum():.0%} | one draw |",
+          flush=True)
     model = encoder.model
     model.train()
     for kind in ("default", "foreach", "fused"):

@@ -37,7 +37,7 @@ def _locale_tag(locale: str) -> str:
 
 
 def validate_massive_config(
-    locales: list[str], pairs: Mapping[str, Mapping[str, str]], available: list[str]
+    locales: list[str], pairs: Mapping[str, Mapping[str, str]], available: list[str], where: str = "massive.locales"
 ) -> None:
     """Fail early, naming the parameter, on locales and pairs the archive cannot serve.
 
@@ -45,18 +45,19 @@ def validate_massive_config(
         locales: ``massive.locales``.
         pairs: ``massive.pairs``: ``{namespace: {"source": locale, "target": locale}}``.
         available: Locales that have a file in the archive.
+        where: The parameter that lists ``locales``, for messages (``slu.locales`` for the SLU pipeline).
 
     Raises:
         CorpusFormatError: on a malformed locale code, a locale without a file in the
             archive, or a pair that names a locale not listed in ``massive.locales``.
     """
     if not locales:
-        raise CorpusFormatError("massive.locales: the list of locales is empty")
+        raise CorpusFormatError(f"{where}: the list of locales is empty")
     for i, locale in enumerate(locales):
-        check_locale_code(locale, f"massive.locales[{i}]")
+        check_locale_code(locale, f"{where}[{i}]")
         if locale not in available:
             raise CorpusFormatError(
-                f"massive.locales[{i}]: the archive has no file {massive_member(locale)!r} "
+                f"{where}[{i}]: the archive has no file {massive_member(locale)!r} "
                 f"(locales in it: {sorted(available)})"
             )
     for name, pair in pairs.items():
@@ -67,7 +68,7 @@ def validate_massive_config(
             check_locale_code(locale, f"massive.pairs.{name}.{side}")
             if locale not in locales:
                 raise CorpusFormatError(
-                    f"massive.pairs.{name}.{side}: locale {locale!r} is not in massive.locales "
+                    f"massive.pairs.{name}.{side}: locale {locale!r} is not in {where} "
                     f"{list(locales)}; add it there (the archive has {sorted(available)})"
                 )
 
@@ -77,6 +78,7 @@ def parse_massive(
     locales: list[str],
     pairs: Mapping[str, Mapping[str, str]],
     ingest: Mapping[str, Any],
+    where: str = "massive.locales",
 ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
     """Read, validate and parse the configured locales of the MASSIVE 1.1 archive.
 
@@ -86,6 +88,7 @@ def parse_massive(
         pairs: ``massive.pairs`` (checked here so a bad pair fails before any work).
         ingest: ``massive.ingest``: ``on_bad_row`` (``error``/``skip``) and
             ``whitespace_insensitive_locales``.
+        where: The parameter that lists ``locales``, for messages.
 
     Returns:
         ``(utterances, rejects, counts)``: one row per good utterance (tokens, BIO labels,
@@ -98,7 +101,7 @@ def parse_massive(
         for name in archive
         if name.startswith("1.1/data/") and name.endswith(".jsonl")
     )
-    validate_massive_config(list(locales), pairs, available)
+    validate_massive_config(list(locales), pairs, available, where)
     insensitive = set(ingest.get("whitespace_insensitive_locales", []))
     policy = ingest.get("on_bad_row", "error")
     rows: list[dict[str, Any]] = []

@@ -40,10 +40,7 @@ def parse_slu_locales(archive: Mapping[str, Any], locales: list[str], data: Mapp
     training_locale = str(data.get("training_locale", SluData.training_locale))
     if training_locale not in locales:
         raise CorpusFormatError(f"slu.data.training_locale {training_locale!r} is not in slu.locales {locales}")
-    try:
-        utterances, rejects, counts = parse_massive(archive, locales, {}, ingest)
-    except CorpusFormatError as exc:  # its messages name massive.locales; these are slu.locales
-        raise CorpusFormatError(str(exc).replace("massive.locales", "slu.locales")) from None
+    utterances, rejects, counts = parse_massive(archive, locales, {}, ingest, where="slu.locales")
     metrics = {f"slu.massive.{locale}.{k}": {"value": float(v), "step": 0} for locale, c in counts.items() for k, v in c.items()}
     return utterances, rejects, metrics
 
