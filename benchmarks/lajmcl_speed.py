@@ -29,17 +29,12 @@ import logging
 import platform
 import statistics
 import time
-from pathlib import Path
 
-import pandas as pd
 import torch
-import yaml
 
-from language_agnostic.datasets.muse import MuseDirectory
-from language_agnostic.encoders.loading import load_encoder
-from language_agnostic.pipelines.slu.nodes import code_switch_languages
 from language_agnostic.training.lajmcl import lajmcl_loss_fn, prepare_lajmcl
 from language_agnostic.training.loop import train
+from slu_speed import slu_inputs  # benchmarks/ is on the path when a script here runs
 
 NO_MCL = {"utterance": 0.0, "slot_value": 0.0, "word": 0.0}
 VARIANTS = {"lajoint": ({"loss_weights": NO_MCL}, False), "lajoint-cs": ({"loss_weights": NO_MCL}, True),
@@ -54,14 +49,7 @@ def main() -> None:
     parser.add_argument("--raw-data-root", default="../shared/data", help="where muse/ is")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    params = yaml.safe_load(open("conf/base/parameters_slu.yml"))["slu"]
-    extraction = yaml.safe_load(open("conf/base/parameters_embeddings.yml"))["embeddings"]["extraction"]
-    rows = pd.read_parquet("data/03_primary/massive_slu.parquet")
-    rows = rows.assign(words=rows["words"].map(list), labels=rows["labels"].map(list))
-    encoder = load_encoder("bundled")
-    muse = MuseDirectory(Path(args.raw_data_root) / "muse")
-    languages = code_switch_languages(params["code_switch"], rows[rows["locale"].isin(params["locales"])], muse)
-    dictionaries = {lang: muse.read(lang)[0] for lang in languages}
+    params, extraction, rows, encoder, languages, dictionaries = slu_inputs(args.raw_data_root)
     print(f"machine: {platform.processor() or platform.machine()}, torch {torch.__version__}, threads "
           f"{torch.get_num_threads()}, {args.max_train} en-US utterances, median of {args.repeats}")
     print("| variant | setup (s) | one epoch (utterances/s) | runs | mean padded batch (rows x sub-tokens) |\n|---|---:|---:|---|---|")

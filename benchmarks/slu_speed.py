@@ -63,6 +63,18 @@ def step_seconds(model: torch.nn.Module, kind: str, batch_size: int, repeats: in
     return statistics.median(times[1:])
 
 
+def slu_inputs(raw_data_root: str) -> tuple[dict, dict, pd.DataFrame, object, list[str], dict]:
+    """``(slu params, extraction params, SLU rows, the bundled encoder, code-switching languages, their
+    MUSE dictionaries)`` as the pipeline has them (also for ``benchmarks/lajmcl_speed.py``)."""
+    params = yaml.safe_load(open("conf/base/parameters_slu.yml"))["slu"]
+    extraction = yaml.safe_load(open("conf/base/parameters_embeddings.yml"))["embeddings"]["extraction"]
+    rows = pd.read_parquet("data/03_primary/massive_slu.parquet")
+    rows = rows.assign(words=rows["words"].map(list), labels=rows["labels"].map(list))
+    muse = MuseDirectory(Path(raw_data_root) / "muse")
+    languages = code_switch_languages(params["code_switch"], rows[rows["locale"].isin(params["locales"])], muse)
+    return params, extraction, rows, load_encoder("bundled"), languages, {lang: muse.read(lang)[0] for lang in languages}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--methods", nargs="*", default=["zsjoint", "cosda"])
@@ -71,11 +83,7 @@ def main() -> None:
     parser.add_argument("--raw-data-root", default="../shared/data", help="where muse/ is (the cosda dictionaries)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    params = yaml.safe_load(open("conf/base/parameters_slu.yml"))["slu"]
-    extraction = yaml.safe_load(open("conf/base/parameters_embeddings.yml"))["embeddings"]["extraction"]
-    rows = pd.read_parquet("data/03_primary/massive_slu.parquet")
-    rows = rows.assign(words=rows["words"].map(list), labels=rows["labels"].map(list))
-    encoder = load_encoder("bundled")
+    params, extraction, rows, encoder, languages, dictionaries = slu_inputs(args.raw_data_root)
     batch_size = int(params["data"]["batch_size"])
     precision = resolve_precision(str(params["training"].get("mixed_precision", "no")), torch.device("cpu"))
     print(f"machine: {platform.processor() or platform.machine()}, torch {torch.__version__}, threads "
@@ -96,9 +104,6 @@ def main() -> None:
         print(f"| Adam step over the encoder ({sum(p.numel() for p in model.parameters()) / 1e6:.0f}M parameters), {kind} | "
               f"{statistics.median(seconds):.3f} s | {[round(s, 3) for s in seconds]} |", flush=True)
     model.eval()
-    muse = MuseDirectory(Path(args.raw_data_root) / "muse")
-    languages = code_switch_languages(params["code_switch"], rows[rows["locale"].isin(params["locales"])], muse)
-    dictionaries = {lang: muse.read(lang)[0] for lang in languages}
     for name in args.methods:
         spec = dict(params["methods"][name])
         method, training_overrides, data_overrides = method_settings(name, {k: v for k, v in spec.items() if k != "code_switch"})
