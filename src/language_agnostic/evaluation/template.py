@@ -39,13 +39,16 @@ def mean_average_precision(sources: np.ndarray, targets: np.ndarray, k: int, blo
         raise ValueError(f"{len(targets)} targets for {n} sources and k={k}: expected {n * k}")
     total = 0.0
     hits = np.arange(1, k + 1)
+    index = np.arange(targets.shape[0])
     for start in range(0, n, block):
         scores = sources[start : start + block] @ targets.T
-        order = np.argsort(-scores, axis=1, kind="stable")
-        ranks = np.empty_like(order)
-        rows = np.arange(len(order))[:, None]
-        ranks[rows, order] = np.arange(targets.shape[0])[None, :]
-        own = (np.arange(start, start + len(order))[:, None] * k) + np.arange(k)[None, :]
-        relevant_ranks = np.sort(np.take_along_axis(ranks, own, axis=1), axis=1) + 1
+        own = (np.arange(start, start + len(scores))[:, None] * k) + np.arange(k)[None, :]
+        relevant = np.take_along_axis(scores, own, axis=1)
+        # the 0-based position of each relevant item in a stable descending sort, without
+        # sorting every row (a full argsort was 70 % of an FMDA evaluation): the items scored
+        # higher, plus the items scored equal that come earlier
+        above = (scores[:, None, :] > relevant[:, :, None]).sum(axis=2)
+        tied = ((scores[:, None, :] == relevant[:, :, None]) & (index[None, None, :] < own[:, :, None])).sum(axis=2)
+        relevant_ranks = np.sort(above + tied, axis=1) + 1
         total += float((hits[None, :] / relevant_ranks).mean(axis=1).sum())
     return total / n
