@@ -226,6 +226,45 @@ def test_two_stage_freezes_the_template_encoder_after_stage_one(tiny_hub_model: 
     assert {k for k, v in stage2.items() if v} == {"lang", "utt_rec", "rs_rec", "rs_rec_cl", "m_con"}
 
 
+def test_two_stage_stage_one_selects_on_held_out_template_retrieval(tiny_hub_model: Path, tmp_path: Path, monkeypatch):
+    from language_agnostic.pipelines.fmda import nodes
+    from language_agnostic.training.fmda_data import encode_with_fmda
+
+    catalog = _catalog(tiny_hub_model, tmp_path / "store")
+    for name in ("en_de.fmda_inputs", "en_de.fmda_template_pairs"):
+        catalog[name] = EmbeddingManifestDataset(str(tmp_path / f"{name}.json"))
+    pipeline = create_pipeline(pairs=["en_de"], variants=VARIANTS, unified=[], figure_pair="", methods={"dream": METHODS["dream"]})
+    SequentialRunner().run(pipeline.to_outputs("en_de.fmda_inputs", "en_de.fmda_template_pairs"), catalog)
+    pairs = catalog["en_de.fmda_template_pairs"].load()
+    stages = []
+    real_train = fmda_training.train
+
+    def recording_train(model, loss_fn, train_data, dev_data, settings, dev_score=None):
+        result = real_train(model, loss_fn, train_data, dev_data, settings, dev_score)
+        stages.append((result, {k: v.clone() for k, v in model.state_dict().items()}))
+        return result
+
+    monkeypatch.setattr(fmda_training, "train", recording_train)
+    training = {**TRAINING, "select_on": "dev_retrieval"}
+    trained, _ = nodes.train_fmda_two_stage(catalog["en_de.fmda_inputs"].load(), pairs,
+                                            catalog["massive_negative_pools"].load(), {}, {}, training)
+    (first, state), _ = stages
+    scores = [record["dev_score"] for record in first.history]
+    assert len(scores) == 2 and first.best_epoch == 1 + int(np.argmax(scores))
+    # the kept stage-1 score is emb_tp's accuracy@1 between the held-out pairs' two utterances, both ways, both languages
+    model = fmda_training._new_model(catalog["en_de.fmda_inputs"].load(), {}, 2, 0)
+    model.load_state_dict(state)
+    expected = []
+    for side in ("source", "target"):
+        a, b = (encode_with_fmda(model, pairs["sets"][f"dev.{side}.{end}"])["tp"] for end in ("a", "b"))
+        expected += [retrieval_accuracy_at_1(a, b), retrieval_accuracy_at_1(b, a)]
+    assert max(scores) == pytest.approx(float(np.mean(expected)))
+    # under dev-loss selection stage 1 records no score
+    stages.clear()
+    nodes.train_fmda_two_stage(catalog["en_de.fmda_inputs"].load(), pairs, catalog["massive_negative_pools"].load(), {}, {}, TRAINING)
+    assert "dev_score" not in stages[0][0].history[0]
+
+
 def test_unknown_ablation_is_named(tiny_hub_model: Path, tmp_path: Path):
     from language_agnostic.pipelines.fmda.nodes import train_fmda
 
