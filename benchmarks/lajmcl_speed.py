@@ -55,8 +55,7 @@ def main() -> None:
     print("| variant | setup (s) | one epoch (utterances/s) | runs | mean padded batch (rows x sub-tokens) |\n|---|---:|---:|---|---|")
     for name in args.variants:
         method, switched = VARIANTS[name]
-        data = {k: v for k, v in params["data"].items() if k != "group_by_length"}  # LajBatches has no grouping yet
-        data["max_train"] = args.max_train
+        data = {**params["data"], "max_train": args.max_train}
         if switched:
             data["code_switch"] = {**params["code_switch"], "languages": languages}
         training = {**params["training"], "max_epochs": 1, "progress": False}

@@ -162,7 +162,8 @@ def prepare_lajmcl(table: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[
                             switch_seed=switch.seed if switch else 0, ignore_index=config.ignore_index,
                             what=f"slu {name} train", keep_source=bool(switch and switch.keep_source),
                             mcl=bool(on), slot_negatives=slot_negatives,
-                            word_negatives=mcl_data.word_negatives if weights["word"] > 0 else 0)
+                            word_negatives=mcl_data.word_negatives if weights["word"] > 0 else 0,
+                            group_by_length=settings_data.group_by_length)
     known = split.dev_loss_rows()
     dev_data = LajBatches(encoder, _words(known), _labels(known), known["intent"].map(intent_index).tolist(), label_to_id,
                           slots, extraction, 64, shuffle=False, ignore_index=config.ignore_index, what=f"slu {name} dev")
