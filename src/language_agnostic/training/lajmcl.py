@@ -34,8 +34,9 @@ from language_agnostic.methods.registry import build_spec
 from language_agnostic.text.slot_negatives import SlotNegatives, mean_pooled_embedder
 from language_agnostic.training.lajmcl_data import LajBatches, label_tokenisation, prefix_tokens
 from language_agnostic.training.loop import TrainResult, TrainSettings, train
-from language_agnostic.training.slu import (_labels, _predict_ids, _switcher, _words, load_over_base, slu_split,
-                                            trained_state)
+from language_agnostic.evaluation.slu import slu_scores
+from language_agnostic.training.slu import (_labels, _predict_ids, _rows, _switcher, _words, freeze_below,
+                                            kept_checkpoint_info, load_over_base, slu_split, timed_training, trained_state)
 from language_agnostic.training.slu_data import tokenise_spaced_words, tokenise_words
 
 logger = logging.getLogger(__name__)
@@ -176,6 +177,7 @@ def prepare_lajmcl(table: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[
     base = copy.deepcopy(encoder.model)
     init = initial_label_embeddings(base, encoder.tokenizer, config.label_texts(), mcl_data.init_layers)
     model = LajMcl(base, int(base.config.hidden_size), config, mcl_config, init)
+    parameters = freeze_below(model.encoder, split.train_layers)  # the label embeddings stay trained (freeze_below)
     info: dict[str, Any] = {
         "name": name, "intents": intents, "labels": labels, "slots": slots, "training_locale": settings_data.training_locale,
         "dev_locale": dev_locale, "n_train": len(train_rows), "n_dev": len(dev_rows), "n_dev_loss": len(known),
@@ -186,6 +188,7 @@ def prepare_lajmcl(table: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[
                                                     "seed": switch.seed, "keep_source": switch.keep_source},
         "n_truncated": {"train": train_data.n_truncated, "dev": int(dev_tokens.truncated.sum())},
         "similar_slots": dict(slot_negatives.similar or {}) if slot_negatives is not None else None,
+        "train_layers": split.train_layers, "encoder_parameters": parameters,
     }
     return LajRun(model, train_data, dev_data, settings, dev_score, weights, info)
 
@@ -210,11 +213,26 @@ def train_lajmcl(table: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[st
                  training: Mapping[str, Any], extraction: Mapping[str, Any] | None = None,
                  dictionaries: Mapping[str, Mapping[str, Sequence[str]]] | None = None, name: str = "lajmcl"
                  ) -> tuple[LajMcl, TrainResult, dict[str, Any]]:
-    """Fine-tune a copy of ``encoder`` as LAJoint / LAJ-MCL (:func:`prepare_lajmcl`), selected on dev exact match."""
+    """Fine-tune a copy of ``encoder`` as LAJoint / LAJ-MCL (:func:`prepare_lajmcl`), selected on dev exact match.
+
+    Returns:
+        ``(model, result, info)`` as :func:`~language_agnostic.training.slu.train_slu`: the model at
+        its best dev exact match, the loop's result, and what was trained on with the kept
+        checkpoint's dev scores and the training's seconds
+        (:func:`~language_agnostic.training.slu.kept_checkpoint_info`).
+    """
     run = prepare_lajmcl(table, encoder, method, data, training, extraction, dictionaries, name)
-    result = train(run.model, lajmcl_loss_fn(run.loss_weights), run.train_data, run.dev_data, run.settings, run.dev_score)
-    info = {**run.info, "best_epoch": result.best_epoch, "best_step": result.best_step, "epochs_run": result.epochs_run,
-            "n_truncated": {**run.info["n_truncated"], "train_switched": sum(run.train_data.truncated_by_epoch.values())}}
+    info = run.info
+    logger.info("lajmcl %s: %d %s train utterances (%d intents, %d slots), MCL levels %s, code-switch %s, train_layers %s",
+                name, info["n_train"], info["training_locale"], len(info["intents"]), len(info["slots"]), info["mcl_levels"],
+                info["code_switch"], info["train_layers"])
+    result, seconds = timed_training(lambda: train(run.model, lajmcl_loss_fn(run.loss_weights), run.train_data, run.dev_data,
+                                                   run.settings, run.dev_score))
+    dev_rows = _rows(table, info["dev_locale"], "dev")
+    predicted, predicted_labels = predict_lajmcl(run.model, dev_rows, encoder, info["intents"], info["labels"],
+                                                 len(info["slots"]), extraction)
+    scores = slu_scores(dev_rows["intent"].tolist(), predicted, _labels(dev_rows), predicted_labels)
+    info = kept_checkpoint_info(info, result, scores, seconds, sum(run.train_data.truncated_by_epoch.values()), name)
     return run.model, result, info
 
 
