@@ -138,3 +138,19 @@ def test_train_layers_keeps_the_label_embeddings_trained_and_their_gradient_flow
     # the label embeddings enter at the input: the frozen layer is in the graph, its weights get no gradient
     assert seen == [True] and run.model.label_embeddings.grad is not None
     assert all(p.grad is None for p in layers[0].parameters())
+
+
+def test_lajmcl_intent_vectors_read_cls_with_the_label_prefix(encoder):
+    from language_agnostic.training.lajmcl import lajmcl_intent_vectors
+
+    model, _, info = train_lajmcl(_table(), encoder, {**METHOD, "loss_weights": NO_MCL}, {}, {**TRAINING, "max_epochs": 1},
+                                  EXTRACTION, name="lajoint")
+    rows = _table()
+    vectors = lajmcl_intent_vectors(model, rows, encoder, 3, EXTRACTION, batch_size=4)
+    assert vectors.shape == (len(rows), 16)
+    intents, _ = predict_lajmcl(model, rows, encoder, info["intents"], info["labels"], 3, EXTRACTION)
+    with torch.no_grad():
+        from_vectors = model.intent_head(torch.from_numpy(vectors)).argmax(-1).tolist()
+    assert [info["intents"][i] for i in from_vectors] == intents
+    spaced = pd.DataFrame({"words": [["wake", "me", "up"], ["we", "ather"]], "spaced": [[True, True, True], [True, False]]})
+    assert lajmcl_intent_vectors(model, spaced, encoder, 3, EXTRACTION).shape == (2, 16)

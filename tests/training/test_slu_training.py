@@ -264,3 +264,19 @@ def test_the_kept_checkpoint_info_has_the_dev_scores_and_the_seconds_per_epoch(e
     assert {"dev_exact_match", "dev_intent_accuracy", "dev_slot_f1", "best_epoch", "epochs_run"} <= set(info)
     assert info["train_seconds"] > 0 and info["train_seconds_per_epoch"] == pytest.approx(info["train_seconds"] / 2)
     assert info["train_layers"] is None and info["encoder_parameters"]["frozen"] == 0
+
+
+def test_intent_vectors_are_what_the_intent_head_reads(encoder):
+    from language_agnostic.training.slu import intent_vectors
+
+    model, _, info = train_slu(_table(), encoder, {}, {}, {**TRAINING, "max_epochs": 1}, EXTRACTION)
+    rows = _table()
+    vectors = intent_vectors(model, rows, encoder, EXTRACTION, batch_size=3)
+    assert vectors.shape == (len(rows), 16) and vectors.dtype == "float32"
+    intents, _ = predict_slu(model, rows, encoder, info["intents"], info["labels"], EXTRACTION)
+    with torch.no_grad():
+        from_vectors = model.intent_head(torch.from_numpy(vectors)).argmax(-1).tolist()
+    assert [info["intents"][i] for i in from_vectors] == intents
+    one = intent_vectors(model, [rows["words"].iloc[0]], encoder, EXTRACTION)
+    assert torch.allclose(torch.from_numpy(one[0]), torch.from_numpy(vectors[0]), atol=1e-5)  # batching changes nothing
+    assert intent_vectors(model, [], encoder, EXTRACTION).shape == (0, 16)

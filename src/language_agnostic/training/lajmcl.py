@@ -23,21 +23,24 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import torch
 
 from language_agnostic.config import settings_from_params
 from language_agnostic.encoders.loading import LoadedEncoder
 from language_agnostic.methods.lajmcl import DEFAULT_LAMBDA, WEIGHTS, LajMcl, MclConfig, lajmcl_losses
-from language_agnostic.methods.lajoint import INIT_LAYERS, LajointConfig, initial_label_embeddings, label_names, prefix_shift
+from language_agnostic.methods.lajoint import (INIT_LAYERS, LAJoint, LajointConfig, initial_label_embeddings, label_names,
+                                               prefix_shift)
 from language_agnostic.methods.registry import build_spec
 from language_agnostic.text.slot_negatives import SlotNegatives, mean_pooled_embedder
 from language_agnostic.training.lajmcl_data import LajBatches, label_tokenisation, prefix_tokens
 from language_agnostic.training.loop import TrainResult, TrainSettings, train
 from language_agnostic.evaluation.slu import slu_scores
-from language_agnostic.training.slu import (_labels, _predict_ids, _rows, _switcher, _words, freeze_below,
-                                            kept_checkpoint_info, load_over_base, slu_split, timed_training, trained_state)
-from language_agnostic.training.slu_data import tokenise_spaced_words, tokenise_words
+from language_agnostic.training.slu import (_labels, _predict_ids, _rows, _switcher, _words, first_token_states, freeze_below,
+                                            kept_checkpoint_info, load_over_base, prediction_tokens, slu_split, timed_training,
+                                            trained_state)
+from language_agnostic.training.slu_data import tokenise_words
 
 logger = logging.getLogger(__name__)
 
@@ -244,27 +247,33 @@ def predict_lajmcl(model: torch.nn.Module, rows: pd.DataFrame | Sequence[Sequenc
     Rows whose ``spaced`` flags say words were written together (ja/zh) are tokenised as their
     text reads and a character inside a longer sub-token continues its label, as in ``predict_slu``.
     """
-    words = _words(rows) if isinstance(rows, pd.DataFrame) else [[str(w) for w in x] for x in rows]
-    if not words:
+    if len(rows) == 0:
         return [], []
-    tokenisation = label_tokenisation(encoder, extraction, n_slots)
     names = list(label_names_)
     fill = names.index("O") if "O" in names else 0
     pad_id = int(encoder.tokenizer.pad_token_id)
-    spaced = ([list(map(bool, s)) for s in rows["spaced"]] if isinstance(rows, pd.DataFrame) and "spaced" in rows.columns
-              else None)
-    if spaced is not None and not all(all(s) for s in spaced):
-        tokens, covering = tokenise_spaced_words(encoder.tokenizer, words, spaced, tokenisation, what="lajmcl predictions")
+    tokens, covering = prediction_tokens(rows, encoder, label_tokenisation(encoder, extraction, n_slots), "lajmcl predictions")
+    prefixed = prefix_tokens(tokens, n_slots, encoder.tokenizer)
+    if covering is not None:
         shift = prefix_shift(n_slots)
         covering = [[None if c is None else c + shift for c in row] for row in covering]
         inside = [names.index("I-" + n[2:]) if n.startswith("B-") and "I-" + n[2:] in names else j
                   for j, n in enumerate(names)]
-        intents, labels = _predict_ids(model, prefix_tokens(tokens, n_slots, encoder.tokenizer), pad_id, batch_size, fill,
-                                       covering, inside)
+        intents, labels = _predict_ids(model, prefixed, pad_id, batch_size, fill, covering, inside)
     else:
-        tokens = tokenise_words(encoder.tokenizer, words, tokenisation, on_too_long="truncate", what="lajmcl predictions")
-        intents, labels = _predict_ids(model, prefix_tokens(tokens, n_slots, encoder.tokenizer), pad_id, batch_size, fill)
+        intents, labels = _predict_ids(model, prefixed, pad_id, batch_size, fill)
     return [intent_names[i] for i in intents], [[names[j] for j in row] for row in labels]
+
+
+def lajmcl_intent_vectors(model: LAJoint, rows: pd.DataFrame | Sequence[Sequence[str]], encoder: LoadedEncoder, n_slots: int,
+                          extraction: Mapping[str, Any] | None = None, batch_size: int = 64) -> np.ndarray:
+    """The ``[CLS]`` (intent) representation of every utterance ``(N, D)``: the encoder's output at position 0
+    with the label prefix in front (eq. 1), tokenised as :func:`predict_lajmcl` tokenises it (LAJ-MCL Figure 3)."""
+    if len(rows) == 0:
+        return np.zeros((0, int(model.intent_head.in_features)), dtype=np.float32)
+    tokens, _ = prediction_tokens(rows, encoder, label_tokenisation(encoder, extraction, n_slots), "lajmcl intent vectors")
+    return first_token_states(model, prefix_tokens(tokens, n_slots, encoder.tokenizer), int(encoder.tokenizer.pad_token_id),
+                              batch_size)
 
 
 def lajmcl_artifact(model: LajMcl, encoder: LoadedEncoder, **extra: Any) -> dict[str, Any]:

@@ -27,8 +27,8 @@ from language_agnostic.methods.registry import build_spec
 from language_agnostic.methods.slu import WEIGHTS, JointSlu, SluConfig, slu_losses
 from language_agnostic.text.code_switch import CodeSwitcher
 from language_agnostic.training.loop import TrainResult, TrainSettings, train
-from language_agnostic.training.slu_data import (SluBatches, WordTokens, id_batch, tokenise_spaced_words, tokenise_words,
-                                                 word_tokenisation)
+from language_agnostic.training.slu_data import (SluBatches, WordTokenisation, WordTokens, id_batch, tokenise_spaced_words,
+                                                 tokenise_words, word_tokenisation)
 
 logger = logging.getLogger(__name__)
 
@@ -169,25 +169,68 @@ def predict_slu(model: JointSlu, rows: pd.DataFrame | Sequence[Sequence[str]], e
     Returns:
         ``(intents, labels)``: one intent per utterance and one label per word, in input order.
     """
-    words = _words(rows) if isinstance(rows, pd.DataFrame) else [[str(w) for w in x] for x in rows]
-    if not words:
+    if len(rows) == 0:
         return [], []
-    tokenisation = word_tokenisation(encoder, extraction)
     fill = list(label_names).index("O") if "O" in label_names else 0
     pad_id = int(encoder.tokenizer.pad_token_id)
-    spaced = ([list(map(bool, s)) for s in rows["spaced"]] if isinstance(rows, pd.DataFrame) and "spaced" in rows.columns
-              else None)
-    if spaced is not None and not all(all(s) for s in spaced):
-        # ja/zh split into characters: tokenised as the text reads (slu_data.tokenise_spaced_words)
-        tokens, covering = tokenise_spaced_words(encoder.tokenizer, words, spaced, tokenisation, what="slu predictions")
+    # ja/zh split into characters: tokenised as the text reads (slu_data.tokenise_spaced_words)
+    tokens, covering = prediction_tokens(rows, encoder, word_tokenisation(encoder, extraction), "slu predictions")
+    if covering is not None:
         names = list(label_names)
         inside = [names.index("I-" + n[2:]) if n.startswith("B-") and "I-" + n[2:] in names else j
                   for j, n in enumerate(names)]
         intents, labels = _predict_ids(model, tokens, pad_id, batch_size, fill, covering, inside)
     else:
-        tokens = tokenise_words(encoder.tokenizer, words, tokenisation, on_too_long="truncate", what="slu predictions")
         intents, labels = _predict_ids(model, tokens, pad_id, batch_size, fill)
     return [intent_names[i] for i in intents], [[label_names[j] for j in row] for row in labels]
+
+
+def prediction_tokens(rows: pd.DataFrame | Sequence[Sequence[str]], encoder: LoadedEncoder, tokenisation: WordTokenisation,
+                      what: str) -> tuple[WordTokens, list[list[int | None]] | None]:
+    """Utterances tokenised for prediction: as pre-split words, or, for rows whose ``spaced`` flags
+    say some words were written together (ja/zh), as their text reads
+    (:func:`~language_agnostic.training.slu_data.tokenise_spaced_words`, with the covering sub-token
+    of every word; ``None`` otherwise). Too long utterances are cut."""
+    words = _words(rows) if isinstance(rows, pd.DataFrame) else [[str(w) for w in x] for x in rows]
+    spaced = ([list(map(bool, s)) for s in rows["spaced"]] if isinstance(rows, pd.DataFrame) and "spaced" in rows.columns
+              else None)
+    if spaced is not None and not all(all(s) for s in spaced):
+        return tokenise_spaced_words(encoder.tokenizer, words, spaced, tokenisation, what=what)
+    return tokenise_words(encoder.tokenizer, words, tokenisation, on_too_long="truncate", what=what), None
+
+
+def first_token_states(model: torch.nn.Module, tokens: WordTokens, pad_id: int, batch_size: int = 64) -> np.ndarray:
+    """The encoder's final state at the first position (``[CLS]``: what the intent head reads) of every
+    tokenised utterance ``(N, D)`` float32, in input order (eval mode, no gradients, batches sorted by length).
+
+    ``model`` is a :class:`~language_agnostic.methods.slu.JointSlu` (``states``) or a LAJoint
+    (``encode``: the label embeddings in place, so ``tokens`` carry the label prefix).
+    """
+    encode = model.encode if hasattr(model, "encode") else model.states
+    device = next(model.parameters()).device
+    out = np.zeros((len(tokens), int(model.intent_head.in_features)), dtype=np.float32)
+    order = np.argsort(tokens.lengths, kind="stable")
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            for start in range(0, len(order), batch_size):
+                index = order[start:start + batch_size].tolist()
+                ids, mask = id_batch(tokens, index, pad_id)
+                out[index] = encode(ids.to(device), mask.to(device))[:, 0].float().cpu().numpy()
+    finally:
+        model.train(was_training)
+    return out
+
+
+def intent_vectors(model: JointSlu, rows: pd.DataFrame | Sequence[Sequence[str]], encoder: LoadedEncoder,
+                   extraction: Mapping[str, Any] | None = None, batch_size: int = 64) -> np.ndarray:
+    """The ``[CLS]`` (intent) representation of every utterance ``(N, D)``, tokenised as :func:`predict_slu`
+    tokenises it (LAJ-MCL Figure 3: "the encoder output of [CLS] is obtained as the utterance representation")."""
+    if len(rows) == 0:
+        return np.zeros((0, int(model.intent_head.in_features)), dtype=np.float32)
+    tokens, _ = prediction_tokens(rows, encoder, word_tokenisation(encoder, extraction), "slu intent vectors")
+    return first_token_states(model, tokens, int(encoder.tokenizer.pad_token_id), batch_size)
 
 
 @dataclass
