@@ -154,3 +154,14 @@ def test_lajmcl_intent_vectors_read_cls_with_the_label_prefix(encoder):
     assert [info["intents"][i] for i in from_vectors] == intents
     spaced = pd.DataFrame({"words": [["wake", "me", "up"], ["we", "ather"]], "spaced": [[True, True, True], [True, False]]})
     assert lajmcl_intent_vectors(model, spaced, encoder, 3, EXTRACTION).shape == (2, 16)
+
+
+def test_p_v_0_needs_pool_values(encoder):
+    method = {**METHOD, "loss_weights": {"utterance": 0, "word": 0}, "mcl": {"init_layers": 2, "p_s": 1, "p_v": 0}}
+    with pytest.raises(ValueError, match=r"slu.methods.lajmcl.mcl: p_v 0 with pool_values null .* set mcl.pool_values"):
+        prepare_lajmcl(_table(), encoder, method, {"batch_size": 6, **SWITCH}, TRAINING, EXTRACTION, DICTIONARIES)
+    method["mcl"]["pool_values"] = 20
+    run = prepare_lajmcl(_table(), encoder, method, {"batch_size": 6, **SWITCH}, TRAINING, EXTRACTION, DICTIONARIES)
+    assert run.info["mcl"]["p_v"] == 0 and run.info["mcl"]["pool_values"] == 20
+    with pytest.raises(ValueError, match="mcl.pool_values must be an integer >= 1"):
+        MclData(pool_values=0)

@@ -57,6 +57,10 @@ class MclData:
         p_v: Frequent values per slot (``B_k``; the paper's 20, Table 6's grid {0, 10, 20}).
         p_s: Similar slots per slot (the paper's 5, Table 6's grid {5, 10}).
         init_layers: Bottom encoder layers the label embeddings are initialised from (§3.1's 3).
+        pool_values: Frequent values per similar slot that make the negative pool ``V_k``
+            (Algorithm 1, line 8); ``None``: ``p_v``, as written. Table 6's ``p_v = 0`` describes
+            slots by their names only ("not concatenating ``B_k`` for slot representation") but
+            still draws negatives, so it needs this set (``conf/slu_grid``: 20).
     """
 
     slot_negatives: int = 2
@@ -64,10 +68,13 @@ class MclData:
     p_v: int = 20
     p_s: int = 5
     init_layers: int = INIT_LAYERS
+    pool_values: int | None = None
 
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
+            if f.name == "pool_values" and value is None:
+                continue
             low = 0 if f.name == "p_v" else 1
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ValueError(f"mcl.{f.name} must be an integer >= {low}, got {value!r}")
@@ -160,7 +167,11 @@ def prepare_lajmcl(table: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[
     if weights["slot_value"] > 0:  # Algorithm 1 on the training data, embedded by the (unchanged) base encoder
         embed = mean_pooled_embedder(encoder.model, encoder.tokenizer, prefix=str((extraction or {}).get("prefix", "")))
         p_s = max(1, min(mcl_data.p_s, len(slots) - 1))  # a slot set smaller than p_s + 1: every other slot
-        slot_negatives = SlotNegatives.build(words, tags, slots, embed, mcl_data.p_v, p_s, switcher, mcl_data.slot_negatives)
+        if (mcl_data.p_v if mcl_data.pool_values is None else mcl_data.pool_values) == 0:
+            raise ValueError(f"slu.methods.{name}.mcl: p_v 0 with pool_values null leaves every negative pool V_k empty "
+                             "(Algorithm 1, line 8): set mcl.pool_values (Table 6's p_v = 0: slots described by name only)")
+        slot_negatives = SlotNegatives.build(words, tags, slots, embed, mcl_data.p_v, p_s, switcher, mcl_data.slot_negatives,
+                                             mcl_data.pool_values)
     train_data = LajBatches(encoder, words, tags, train_rows["intent"].map(intent_index).tolist(), label_to_id, slots,
                             extraction, settings_data.batch_size, shuffle=True, switcher=switcher,
                             switch_seed=switch.seed if switch else 0, ignore_index=config.ignore_index,
