@@ -293,6 +293,8 @@ def test_the_ablation_and_grid_envs_restate_base_but_for_their_methods(project: 
         pipeline = register_pipelines()["slu"]
         tables = context.catalog["slu_tables_markdown"]
         params = context.params
+        loaded = {m: context.catalog.load(f"params:slu.methods.{m}") for m in study["methods"]}
+    assert loaded == study["methods"]
     names = {n.name for n in pipeline.nodes}
     assert {f"train_{method_key(m)}_node" for m in study["methods"]} <= names and "train_zsjoint_node" not in names
     assert "plot_slu_figure_node" not in names  # no figure method in these runs
