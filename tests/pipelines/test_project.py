@@ -223,5 +223,82 @@ def test_the_paper_env_trains_slu_at_paper_scale_and_nothing_else_differs(projec
     assert {"train_cosda_cs_only_node", "evaluate_cosda_cs_only_node"} <= names and "train_zsjoint_node" not in names
     assert "slu_controls_tables.md" in str(tables._describe())
     assert (paper["training"]["max_epochs"], base["training"]["max_epochs"]) == (20, 3)
-    strip = lambda c: {**c, "training": {k: v for k, v in c["training"].items() if k not in ("max_epochs", "patience")}}  # noqa: E731
+    assert paper["training"]["train_layers"] is base["training"]["train_layers"] is None
+    # the paper env trains every method of conf/base, the LAJ methods without their reduced-setting overrides
+    assert paper["methods"] == {name: {k: v for k, v in spec.items() if k != "training"} for name, spec in base["methods"].items()}
+    strip = lambda c: {**c, "methods": None,  # noqa: E731
+                       "training": {k: v for k, v in c["training"].items() if k not in ("max_epochs", "patience")}}
     assert strip(paper) == strip(base)
+
+
+LAJ = {"lajoint", "lajoint-cs", "lajmcl"}
+MCL_ABLATIONS = {"lajoint-cs+ucl": {"utterance"}, "lajoint-cs+scl": {"slot_value"}, "lajoint-cs+wcl": {"word"},
+                 "lajoint-cs+ucl+scl": {"utterance", "slot_value"}, "lajoint-cs+ucl+wcl": {"utterance", "word"},
+                 "lajoint-cs+scl+wcl": {"slot_value", "word"}}
+LAJOINT_ABLATIONS = {"lajoint-no_compressor": {"compressor": False}, "lajoint-no_projector": {"projector": False},
+                     "lajoint-no_comp_proj": {"compressor": False, "projector": False}}
+
+
+def _slu(env: str) -> dict:
+    import yaml
+
+    return yaml.safe_load((PROJECT_ROOT / "conf" / env / "parameters_slu.yml").read_text())["slu"]
+
+
+def test_the_default_slu_run_has_the_laj_methods_in_a_reduced_setting(project: Path, forget_env):
+    from language_agnostic.pipeline_registry import register_pipelines
+
+    base = _slu("base")
+    assert LAJ < set(base["methods"]) and {"zsjoint", "cosda"} < set(base["methods"])
+    reduced = [base["methods"][m]["training"] for m in sorted(LAJ)]
+    assert all(r == reduced[0] and set(r) == {"max_epochs", "train_layers"} for r in reduced)
+    assert "training" not in base["methods"]["zsjoint"] and "training" not in base["methods"]["cosda"]
+    assert base["methods"]["lajmcl"].get("loss_weights") is None  # λ1 = λ2 = λ3 = 0.5
+    assert set(base["methods"]["lajoint-cs"]["loss_weights"].values()) == {0}
+    assert base["figure"]["methods"] == ["zsjoint", "cosda", "lajoint-cs", "lajmcl"] and base["figure"]["n_utterances"] == 100
+    with KedroSession.create(PROJECT_ROOT) as session:
+        session.load_context()
+        pipeline = register_pipelines()["slu"]
+    names = {n.name for n in pipeline.nodes}
+    assert {"train_lajoint_cs_node", "evaluate_lajmcl_node", "plot_slu_figure_node", "report_slu_node"} <= names
+    assert "slu_figure" in pipeline.outputs()
+
+
+@pytest.mark.parametrize("env", ["slu_ablations", "slu_grid"])
+def test_the_ablation_and_grid_envs_restate_base_but_for_their_methods(project: Path, forget_env, env: str):
+    from language_agnostic.pipeline_registry import register_pipelines
+    from language_agnostic.pipelines.slu.nodes import method_key
+
+    base, study = _slu("base"), _slu(env)
+    assert {k: v for k, v in study.items() if k != "methods"} == {k: v for k, v in base.items() if k != "methods"}
+    # every method of the env takes the LAJ methods' reduced setting, so the default run's references compare
+    assert all(spec["training"] == base["methods"]["lajmcl"]["training"] for spec in study["methods"].values())
+    if env == "slu_ablations":
+        assert set(study["methods"]) == set(MCL_ABLATIONS) | set(LAJOINT_ABLATIONS)
+        for name, levels in MCL_ABLATIONS.items():
+            spec = study["methods"][name]
+            assert spec["method"] == "lajoint" and spec["code_switch"] is True
+            assert set(spec["loss_weights"]) == {"utterance", "slot_value", "word"} - levels  # the others weighted 0
+            assert set(spec["loss_weights"].values()) == {0}
+        for name, options in LAJOINT_ABLATIONS.items():
+            spec = study["methods"][name]
+            assert spec["options"] == options and "code_switch" not in spec and set(spec["loss_weights"].values()) == {0}
+    else:  # Table 6: LAJoint+SCL over p_s {5, 10} x p_v {0, 10, 20}
+        from language_agnostic.pipelines.slu.nodes import grid_methods
+
+        assert sorted(grid_methods(study["methods"]).values()) == [(p_s, p_v) for p_s in (5, 10) for p_v in (0, 10, 20)]
+        assert all(spec["loss_weights"] == {"utterance": 0, "word": 0} for spec in study["methods"].values())
+    with KedroSession.create(PROJECT_ROOT, env=env) as session:
+        context = session.load_context()
+        pipeline = register_pipelines()["slu"]
+        tables = context.catalog["slu_tables_markdown"]
+        params = context.params
+        loaded = {m: context.catalog.load(f"params:slu.methods.{m}") for m in study["methods"]}
+    assert loaded == study["methods"]
+    names = {n.name for n in pipeline.nodes}
+    assert {f"train_{method_key(m)}_node" for m in study["methods"]} <= names and "train_zsjoint_node" not in names
+    assert "plot_slu_figure_node" not in names  # no figure method in these runs
+    assert f"{env}_tables.md" in str(tables._describe())
+    # the methods keep their names in the parameters the nodes read (params:slu.methods.lajoint-cs+ucl)
+    assert set(params["slu"]["methods"]) == set(study["methods"])
+    assert {i for i in pipeline.inputs() if i.startswith("params:slu.methods.")} == {f"params:slu.methods.{m}" for m in study["methods"]}

@@ -145,3 +145,62 @@ def test_the_tables_average_the_non_training_locales():
 def test_a_bad_method_is_named():
     with pytest.raises(ValueError, match=r"slu.methods.x: unknown key\(s\) \['lr'\]"):
         create_pipeline(methods={"x": {"lr": 1}})
+
+
+ABLATION_METHODS = {
+    "zsjoint": {"method": "slu"},
+    "lajoint-cs+ucl": {"method": "lajoint", "code_switch": True, "loss_weights": {"slot_value": 0, "word": 0},
+                       "options": {"mcl": {"init_layers": 1}}, "training": {"max_epochs": 1, "train_layers": 1}},
+}
+class _Kept(MemoryDataset):
+    """A memory dataset the runner does not empty once its readers have run."""
+
+    def _release(self) -> None:
+        pass
+
+
+FIGURE = {"methods": ["zsjoint", "lajoint-cs+ucl", "lajmcl"], "intent": "music", "n_utterances": 100, "locales": [], "seed": 0}
+
+
+def test_a_method_named_with_plus_runs_under_a_node_safe_key_and_keeps_its_name_in_the_rows(tiny_hub_model: Path,
+                                                                                              tmp_path: Path):
+    (tmp_path / "en-de.txt").write_text("play spiel\nweather wetter\nalarm wecker\nset stelle\n", encoding="utf-8")
+    catalog = _catalog(tiny_hub_model, tmp_path, ABLATION_METHODS, keep_source=True)
+    catalog["params:slu.figure"] = MemoryDataset(FIGURE)
+    catalog["slu_details_lajoint_cs_plus_ucl"] = _Kept()  # an intermediate output, read after the run
+    pipeline = create_pipeline(methods=ABLATION_METHODS, figure=FIGURE)
+    names = {n.name for n in pipeline.nodes}
+    assert {"train_lajoint_cs_plus_ucl_node", "evaluate_lajoint_cs_plus_ucl_node", "plot_slu_figure_node"} <= names
+    SequentialRunner().run(pipeline, catalog)
+    table = catalog["slu_metrics_table"].load()
+    assert set(table["method"]) == {"zsjoint", "lajoint-cs+ucl"}
+    # every MLflow metric name is one MLflow takes (no '+')
+    metrics = {**catalog["slu_metrics"].load(), **catalog["slu_history_lajoint_cs_plus_ucl"].load()}
+    assert all(re.fullmatch(r"[/\w.\- :]+", k) for k in metrics), [k for k in metrics if "+" in k]
+    assert {"slu.lajoint-cs_plus_ucl.train_seconds_per_epoch", "slu.lajoint-cs_plus_ucl.kept.dev_exact_match",
+            "slu.lajoint-cs_plus_ucl.de-DE.inference_seconds", "slu.zsjoint.de-DE.slot_errors.slot_num"} <= set(metrics)
+    details = catalog["slu_details_lajoint_cs_plus_ucl"].load()
+    assert details["train_seconds_per_epoch"] > 0 and details["epochs_run"] == 1
+    assert set(details["slot_errors"]) == {"en-US", "de-DE"} and details["n_test"] == {"en-US": 3, "de-DE": 3}
+    # Figure 3: the same test utterance of the intent in both locales, a [CLS] vector each, for the methods run
+    assert details["figure"]["ids"] == ["10"] and {k: v.shape for k, v in details["figure"]["vectors"].items()} == {
+        "en-US": (1, 16), "de-DE": (1, 16)}
+    assert catalog["slu_figure"].load() is not None
+    markdown = catalog["slu_tables_markdown"].load()
+    for title in ("## Table 2 layout", "## Table 4 layout", "## Table 15 layout", "## Table 5 layout", "## Table 10 layout"):
+        assert title in markdown
+    assert "| + UCL | `lajoint-cs+ucl` |" in markdown and "### `lajoint-cs+ucl`" in markdown
+    assert "## Table 6 layout" not in markdown  # no grid configured
+
+
+def test_method_names_map_to_distinct_node_names():
+    from language_agnostic.pipelines.slu.nodes import grid_methods, method_key
+
+    assert method_key("lajoint-cs+ucl+scl") == "lajoint_cs_plus_ucl_plus_scl" and method_key("cosda-cs_only") == "cosda_cs_only"
+    with pytest.raises(ValueError, match=r"slu.methods: 'a.b' is not a method name"):
+        method_key("a.b")
+    with pytest.raises(ValueError, match=r"'x-y' and 'x_y' both become the node name 'x_y'"):
+        create_pipeline(methods={"x-y": {"method": "slu"}, "x_y": {"method": "slu"}})
+    spec = lambda **mcl: {"method": "lajoint", "options": {"mcl": mcl}}  # noqa: E731
+    assert grid_methods({"a": spec(p_s=10), "b": spec(p_v=0), "c": {"method": "lajoint"}}) == {"a": (10, 20), "b": (5, 0)}
+    assert grid_methods({"a": spec(p_s=10)}) == {}

@@ -132,3 +132,18 @@ def test_build_with_the_tiny_encoder(tiny_hub_model: Path):
     for slot, pool in sampler.pools.items():
         (other,) = sampler.similar[slot]
         assert other != slot and pool == frequent_values(WORDS, TAGS, 20)[other]
+
+
+def test_p_v_0_describes_slots_by_name_and_pool_values_still_fill_the_pools():
+    # Table 6's p_v = 0: "not concatenating B_k for slot representation"; V_k from pool_values frequent values
+    described = []
+
+    def recording(texts):
+        described.extend(texts)
+        return embed(texts)
+
+    built = SlotNegatives.build(WORDS, TAGS, ["date", "time", "place_name"], recording, p_v=0, p_s=1, pool_values=2)
+    assert described == ["date", "time", "place name"]
+    assert built.pools["date"] == [("nine", "am"), ("six",)]
+    empty = SlotNegatives.build(WORDS, TAGS, ["date", "time", "place_name"], embed, p_v=0, p_s=1)  # as line 8 writes it
+    assert all(v == [] for v in empty.pools.values())

@@ -141,3 +141,28 @@ def test_word_pairs_are_slot_words_against_other_labels_and_the_batches_are_seed
     base = next(iter(plain.batches(0, torch.Generator().manual_seed(0))))
     assert set(base) == {"input_ids", "attention_mask", "intents", "slot_labels"}
     assert all(torch.equal(base[k], batch[k]) for k in base)
+
+
+def test_grouping_by_length_covers_every_utterance_is_seeded_and_pads_less(encoder):
+    # slu.data.group_by_length, as SluBatches: 🤗's get_length_grouped_indices on the prefixed rows
+    words = [["play"] * n for n in (1, 9, 2, 8, 3, 7, 4, 6)] * 8
+    labels = [["O"] * len(w) for w in words]
+    intents = list(range(len(words)))
+
+    def batches(group: bool, seed: int = 0, **kwargs) -> list[dict[str, torch.Tensor]]:
+        data = LajBatches(encoder, words, labels, intents, LABELS, SLOTS, {"prefix": ""}, batch_size=4,
+                          group_by_length=group, **kwargs)
+        return list(data.batches(1, torch.Generator().manual_seed(seed)))
+
+    grouped = batches(True)
+    assert sorted(i for b in grouped for i in b["intents"].tolist()) == intents  # every utterance once
+    assert all(torch.equal(a["input_ids"], b["input_ids"]) for a, b in zip(grouped, batches(True)))
+    assert [b["intents"].tolist() for b in grouped] != [b["intents"].tolist() for b in batches(True, seed=1)]
+    assert grouped[0]["input_ids"].shape[1] == max(b["input_ids"].shape[1] for b in grouped)  # the longest first
+    padded = sum(int(b["attention_mask"].numel() - b["attention_mask"].sum()) for b in grouped)
+    assert padded < sum(int(b["attention_mask"].numel() - b["attention_mask"].sum()) for b in batches(False))
+    # with keep_source an utterance and its switched version stay in one batch, and MCL's extras still come
+    switched = batches(True, switcher=CodeSwitcher(DICTIONARIES, ratio=1.0), keep_source=True, mcl=True)
+    assert all(torch.equal(b["intents"][:4], b["intents"][4:]) for b in switched)
+    assert sorted(i for b in switched for i in b["intents"][: len(b["intents"]) // 2].tolist()) == intents
+    assert all("value_ids" in b for b in switched)

@@ -110,3 +110,58 @@ def test_bad_parameters_are_named(encoder, method, data, match):
 
 def test_mcl_data_defaults_are_appendix_b():
     assert MclData() == MclData(slot_negatives=2, word_negatives=2, p_v=20, p_s=5, init_layers=3)
+
+
+def test_train_lajmcl_reports_what_train_slu_reports(encoder):
+    from language_agnostic.training.slu import train_slu
+
+    _, _, slu_info = train_slu(_table(), encoder, {}, {}, {**TRAINING, "max_epochs": 1}, EXTRACTION)
+    _, result, info = train_lajmcl(_table(), encoder, {**METHOD, "loss_weights": NO_MCL}, {}, {**TRAINING, "max_epochs": 1},
+                                   EXTRACTION, name="lajoint")
+    shared = {"dev_exact_match", "dev_intent_accuracy", "dev_slot_f1", "best_epoch", "best_step", "epochs_run",
+              "train_seconds", "train_seconds_per_epoch", "train_layers", "encoder_parameters", "n_truncated"}
+    assert shared <= set(slu_info) and shared <= set(info)
+    assert info["dev_exact_match"] == pytest.approx(result.history[result.best_epoch - 1]["dev_score"])
+    assert set(info["n_truncated"]) == set(slu_info["n_truncated"]) == {"train", "dev", "train_switched"}
+
+
+def test_train_layers_keeps_the_label_embeddings_trained_and_their_gradient_flowing_through_every_layer(encoder):
+    run = prepare_lajmcl(_table(), encoder, {**METHOD, "loss_weights": NO_MCL}, {"batch_size": 3},
+                         {**TRAINING, "train_layers": 1}, EXTRACTION)
+    layers = run.model.encoder.encoder.layer
+    assert not any(p.requires_grad for p in [*run.model.encoder.embeddings.parameters(), *layers[0].parameters()])
+    assert run.model.label_embeddings.requires_grad and all(p.requires_grad for p in layers[1].parameters())
+    seen = []
+    layers[0].register_forward_hook(lambda m, i, o: seen.append(o[0].requires_grad if isinstance(o, tuple) else o.requires_grad))
+    batch = next(iter(run.train_data.batches(1, torch.Generator().manual_seed(0))))
+    lajmcl_losses(run.model, batch, NO_MCL)["total"].backward()
+    # the label embeddings enter at the input: the frozen layer is in the graph, its weights get no gradient
+    assert seen == [True] and run.model.label_embeddings.grad is not None
+    assert all(p.grad is None for p in layers[0].parameters())
+
+
+def test_lajmcl_intent_vectors_read_cls_with_the_label_prefix(encoder):
+    from language_agnostic.training.lajmcl import lajmcl_intent_vectors
+
+    model, _, info = train_lajmcl(_table(), encoder, {**METHOD, "loss_weights": NO_MCL}, {}, {**TRAINING, "max_epochs": 1},
+                                  EXTRACTION, name="lajoint")
+    rows = _table()
+    vectors = lajmcl_intent_vectors(model, rows, encoder, 3, EXTRACTION, batch_size=4)
+    assert vectors.shape == (len(rows), 16)
+    intents, _ = predict_lajmcl(model, rows, encoder, info["intents"], info["labels"], 3, EXTRACTION)
+    with torch.no_grad():
+        from_vectors = model.intent_head(torch.from_numpy(vectors)).argmax(-1).tolist()
+    assert [info["intents"][i] for i in from_vectors] == intents
+    spaced = pd.DataFrame({"words": [["wake", "me", "up"], ["we", "ather"]], "spaced": [[True, True, True], [True, False]]})
+    assert lajmcl_intent_vectors(model, spaced, encoder, 3, EXTRACTION).shape == (2, 16)
+
+
+def test_p_v_0_needs_pool_values(encoder):
+    method = {**METHOD, "loss_weights": {"utterance": 0, "word": 0}, "mcl": {"init_layers": 2, "p_s": 1, "p_v": 0}}
+    with pytest.raises(ValueError, match=r"slu.methods.lajmcl.mcl: p_v 0 with pool_values null .* set mcl.pool_values"):
+        prepare_lajmcl(_table(), encoder, method, {"batch_size": 6, **SWITCH}, TRAINING, EXTRACTION, DICTIONARIES)
+    method["mcl"]["pool_values"] = 20
+    run = prepare_lajmcl(_table(), encoder, method, {"batch_size": 6, **SWITCH}, TRAINING, EXTRACTION, DICTIONARIES)
+    assert run.info["mcl"]["p_v"] == 0 and run.info["mcl"]["pool_values"] == 20
+    with pytest.raises(ValueError, match="mcl.pool_values must be an integer >= 1"):
+        MclData(pool_values=0)

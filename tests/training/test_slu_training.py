@@ -225,3 +225,58 @@ def test_method_settings_read_a_methods_entry():
         method_settings("a", {"method": "emu"})
     assert code_switch_settings({"ratio": 1, "languages": ["de", "es"]}).languages == ("de", "es")
     assert code_switch_settings({"ratio": 1, "languages": ["de"], "keep_source": True}).keep_source is True
+
+
+def test_train_layers_freezes_the_embeddings_and_bottom_layers_and_nothing_below_keeps_a_graph(encoder):
+    run = prepare_slu(_table(), encoder, {}, {"batch_size": 3}, {**TRAINING, "train_layers": 1}, EXTRACTION)
+    layers = run.model.encoder.encoder.layer
+    frozen = [n for n, p in run.model.named_parameters() if not p.requires_grad]
+    assert frozen and all(n.startswith(("encoder.embeddings.", "encoder.encoder.layer.0.")) for n in frozen)
+    assert all(p.requires_grad for p in [*layers[1].parameters(), *run.model.intent_head.parameters()])
+    assert run.info["train_layers"] == 1 and run.info["encoder_parameters"]["frozen"] == sum(
+        p.numel() for p in run.model.encoder.parameters() if not p.requires_grad)
+    # autograd records nothing below the first trained layer: the frozen layer's output needs no gradient
+    seen = []
+    layers[0].register_forward_hook(lambda m, i, o: seen.append(o[0].requires_grad if isinstance(o, tuple) else o.requires_grad))
+    batch = next(iter(run.train_data.batches(1, torch.Generator().manual_seed(0))))
+    slu_losses(run.model, batch)["total"].backward()
+    assert seen == [False]
+    assert all(p.grad is None for n, p in run.model.named_parameters() if n in frozen)
+    assert layers[1].attention.self.query.weight.grad is not None
+    # the artifact leaves the frozen tensors to the base encoder, and rebuilds the same model
+    model, _, info = train_slu(_table(), encoder, {}, {}, {**TRAINING, "max_epochs": 1, "train_layers": 0}, EXTRACTION)
+    saved = slu_artifact(model, encoder, method="zsjoint", intents=info["intents"], labels=info["labels"])
+    assert not any(k.startswith("encoder.") and "weight" in k for k in saved["state_dict"])
+    test = _table().query("partition == 'test'")
+    assert predict_slu(rebuild_slu(encoder, saved), test, encoder, info["intents"], info["labels"], EXTRACTION) == \
+        predict_slu(model, test, encoder, info["intents"], info["labels"], EXTRACTION)
+
+
+@pytest.mark.parametrize("value, match", [(-1, "train_layers must be null .* or an integer >= 0"),
+                                          ("2", "train_layers must be null"), (3, r"train_layers must be null or in 0..2")])
+def test_a_bad_train_layers_is_named(encoder, value, match):
+    with pytest.raises(ValueError, match=f"slu.training.{match}"):
+        prepare_slu(_table(), encoder, {}, {}, {**TRAINING, "train_layers": value}, EXTRACTION)
+
+
+def test_the_kept_checkpoint_info_has_the_dev_scores_and_the_seconds_per_epoch(encoder):
+    _, result, info = train_slu(_table(), encoder, {}, {}, {**TRAINING, "max_epochs": 2}, EXTRACTION)
+    assert {"dev_exact_match", "dev_intent_accuracy", "dev_slot_f1", "best_epoch", "epochs_run"} <= set(info)
+    assert info["train_seconds"] > 0 and info["train_seconds_per_epoch"] == pytest.approx(info["train_seconds"] / 2)
+    assert info["train_layers"] is None and info["encoder_parameters"]["frozen"] == 0
+
+
+def test_intent_vectors_are_what_the_intent_head_reads(encoder):
+    from language_agnostic.training.slu import intent_vectors
+
+    model, _, info = train_slu(_table(), encoder, {}, {}, {**TRAINING, "max_epochs": 1}, EXTRACTION)
+    rows = _table()
+    vectors = intent_vectors(model, rows, encoder, EXTRACTION, batch_size=3)
+    assert vectors.shape == (len(rows), 16) and vectors.dtype == "float32"
+    intents, _ = predict_slu(model, rows, encoder, info["intents"], info["labels"], EXTRACTION)
+    with torch.no_grad():
+        from_vectors = model.intent_head(torch.from_numpy(vectors)).argmax(-1).tolist()
+    assert [info["intents"][i] for i in from_vectors] == intents
+    one = intent_vectors(model, [rows["words"].iloc[0]], encoder, EXTRACTION)
+    assert torch.allclose(torch.from_numpy(one[0]), torch.from_numpy(vectors[0]), atol=1e-5)  # batching changes nothing
+    assert intent_vectors(model, [], encoder, EXTRACTION).shape == (0, 16)

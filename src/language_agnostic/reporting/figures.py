@@ -1,4 +1,4 @@
-"""Figures: FMDA's Figure 4 and EMU's Figure 2 (t-SNE), and the PCA of a head's meaning and language embeddings (SEED Fig. 1, DREAM Fig. 5)."""
+"""Figures: FMDA's Figure 4, EMU's Figure 2 and LAJ-MCL's Figure 3 (t-SNE), and the PCA of a head's meaning and language embeddings (SEED Fig. 1, DREAM Fig. 5)."""
 
 from __future__ import annotations
 
@@ -191,4 +191,77 @@ def plot_intent_tsne(panels: Mapping[str, Mapping[str, Any]], params: Mapping[st
     axes[0][-1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.tight_layout()
     logger.info("EMU figure 2: %d methods, %d sentences per locale, %d intents", len(panels), n, len(intents))
+    return fig
+
+
+def parallel_intent_sample(rows: pd.DataFrame, locales: Sequence[str], intent: str, n: int, seed: int,
+                           source: str) -> list[str]:
+    """LAJ-MCL Figure 3's utterances: ``n`` parallel test utterances of one intent, the same MASSIVE ids in every locale.
+
+    The ids of ``source``'s test utterances of ``intent`` that every locale of ``locales`` has
+    in its test split with the same intent; ``n`` of them drawn with ``seed`` (all if fewer), sorted.
+
+    Args:
+        rows: SLU rows (``locale, id, partition, intent``).
+        locales: The figure's locales.
+        intent: ``slu.figure.intent``.
+        n: ``slu.figure.n_utterances`` (the paper's 100).
+        seed: ``slu.figure.seed``.
+        source: The locale whose test split is sampled (the training locale).
+
+    Raises:
+        ValueError: no such utterance, or a locale without test rows, naming the parameter.
+    """
+    test = rows[rows["partition"] == "test"]
+    ids = None
+    for locale in dict.fromkeys([source, *locales]):
+        mine = test[(test["locale"] == locale) & (test["intent"] == intent)]
+        if not (test["locale"] == locale).any():
+            raise ValueError(f"slu.figure.locales: {locale!r} has no test utterances here")
+        ids = set(mine["id"].astype(str)) if ids is None else ids & set(mine["id"].astype(str))
+    common = sorted(ids or (), key=lambda i: (len(i), i))
+    if not common:
+        raise ValueError(f"slu.figure.intent {intent!r}: no test utterance of that intent in every one of {list(locales)}")
+    rng = np.random.default_rng(seed)
+    picked = rng.choice(len(common), size=min(int(n), len(common)), replace=False)
+    return [common[i] for i in sorted(picked)]
+
+
+def plot_parallel_tsne(panels: Mapping[str, Mapping[str, np.ndarray]], params: Mapping[str, Any]) -> Any:
+    """LAJ-MCL Figure 3: t-SNE of the ``[CLS]`` vectors of parallel utterances of one intent, one panel per
+    method, one colour per locale (the same utterances in every panel and locale).
+
+    Args:
+        panels: ``{method: {locale: vectors (n, D)}}`` in panel order, row ``i`` the same utterance in every locale.
+        params: ``slu.figure``: ``intent``, ``seed``.
+
+    Returns:
+        A matplotlib figure.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from sklearn.manifold import TSNE
+
+    if not panels:
+        raise ValueError("slu.figure: no method to plot")
+    seed = int(params.get("seed", 0))
+    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 5), squeeze=False)
+    colours = plt.get_cmap("tab10")
+    for ax, (name, sets) in zip(axes[0], panels.items()):
+        locales = list(sets)
+        both = np.concatenate([np.asarray(sets[loc], dtype=np.float32) for loc in locales])
+        points = TSNE(random_state=seed, init="pca", perplexity=min(30.0, len(both) - 1.0)).fit_transform(both)
+        start = 0
+        for k, loc in enumerate(locales):
+            n = len(sets[loc])
+            ax.scatter(*points[start:start + n].T, s=8, color=colours(k % colours.N), label=loc)
+            start += n
+        ax.set_title(f"{name}: {len(sets[locales[0]])} utterances × {len(locales)} locales")
+        ax.set_xticks([]), ax.set_yticks([])
+    axes[0][-1].legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    fig.suptitle(f"[CLS] of parallel test utterances of {params.get('intent')} (t-SNE)")
+    fig.tight_layout()
+    logger.info("slu figure 3: %d methods, %d locales", len(panels), len(next(iter(panels.values()))))
     return fig

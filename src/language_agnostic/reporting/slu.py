@@ -1,4 +1,16 @@
-"""The ``slu`` tables (LAJ-MCL Tables 12-13 layout) from the long metrics table: a locale per column, their average."""
+"""The ``slu`` tables from the long metrics table and each method's evaluation details, in LAJ-MCL's layouts.
+
+- per metric, a locale per column (Tables 12–13), averaged over the non-training locales (the
+  project's claim average);
+- Table 2: the three metrics per method, averaged over every test locale (the paper's "Avg.",
+  English included);
+- Tables 4 / 15: the ablations (LAJoint's compressor and projector, the MCL levels);
+- Table 5: slot error statistics (``evaluation.slu.slot_error_statistics``);
+- Table 6: the slot-level CL grid over ``p_s`` and ``p_v``;
+- Table 10: training and inference seconds.
+
+A table is written only when one of its methods was run; a row only when its method was.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +20,23 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from language_agnostic.evaluation.slu import SLOT_ERRORS
 from language_agnostic.reporting.markdown import table
 
 METRICS = {"exact_match": "Semantic exact match", "intent_accuracy": "Intent accuracy", "slot_f1": "Slot F1"}
-METHOD_ORDER = ["zsjoint", "cosda"]
+# Table 2's rows (data EN, then EN+CS), the paper's names
+MAIN_METHODS = {"zsjoint": ("EN", "ZSJoint"), "lajoint": ("EN", "LAJoint"), "cosda": ("EN+CS", "CoSDA-ML"),
+                "lajmcl": ("EN+CS", "LAJ-MCL"), "lajoint-cs": ("EN+CS", "w/o MCL (LAJoint+CS)")}
+# Tables 4 and 15: (row label, method), the paper's order; lajoint, lajoint-cs and lajmcl are the references
+ABLATIONS = [("LAJoint", "lajoint"), ("− Compressor", "lajoint-no_compressor"), ("− Projector", "lajoint-no_projector"),
+             ("− Comp&Proj", "lajoint-no_comp_proj"), ("LAJoint+CS", "lajoint-cs"), ("+ UCL", "lajoint-cs+ucl"),
+             ("+ SCL", "lajoint-cs+scl"), ("+ WCL", "lajoint-cs+wcl"), ("+ UCL&SCL", "lajoint-cs+ucl+scl"),
+             ("+ UCL&WCL", "lajoint-cs+ucl+wcl"), ("+ SCL&WCL", "lajoint-cs+scl+wcl"), ("+ MCL", "lajmcl")]
+REFERENCES = {"lajoint", "lajoint-cs", "lajmcl"}
+METHOD_ORDER = ["zsjoint", "cosda", "lajoint", "lajoint-cs", "lajmcl", *(m for _, m in ABLATIONS if m not in REFERENCES)]
+# Table 5's rows: the paper's names
+ERROR_NAMES = {"utterance": "#utterance", "slot_num": "#slot_num", "slot_type": "†slot_type", "slot_bound": "†slot_bound",
+               "slot_both": "†slot_both"}
 
 
 def slu_rows(scores: Mapping[str, Mapping[str, float]], method: str, encoder: str, source: str) -> pd.DataFrame:
@@ -26,25 +51,159 @@ def _lang(locale: str) -> str:
     return locale.split("-")[0]
 
 
-def slu_tables(rows: pd.DataFrame, training_locale: str, notes: Sequence[str] = ()) -> str:
-    """Markdown: one table per metric (%, methods × test locales) with the average over the non-training locales."""
-    rows = rows[rows["task"] == "slu"]
+def _pct(value: float) -> str:
+    return f"{100 * value:.2f}" if not np.isnan(value) else "—"
+
+
+def ordered_methods(methods: Sequence[str]) -> list[str]:
+    """``methods`` in the tables' order: the paper's methods and ablations first, any other after, by name."""
+    present = set(methods)
+    return [m for m in METHOD_ORDER if m in present] + sorted(present - set(METHOD_ORDER))
+
+
+def _locales(rows: pd.DataFrame, training_locale: str) -> list[str]:
     locales = list(dict.fromkeys(rows["target"]))
     locales.sort(key=lambda loc: (loc != training_locale, loc))
+    return locales
+
+
+def _mean(cells: Mapping[tuple[str, str, str], float], method: str, locales: Sequence[str], metric: str) -> float:
+    values = [cells.get((method, loc, metric), np.nan) for loc in locales]
+    return float(np.nanmean(values)) if locales and not all(np.isnan(values)) else float("nan")
+
+
+def slu_tables(rows: pd.DataFrame, training_locale: str, notes: Sequence[str] = (),
+               details: Sequence[Mapping[str, Any]] = (), grid: Mapping[str, tuple[int, int]] | None = None) -> str:
+    """Markdown: one table per metric (%, methods × test locales, the average over the non-training
+    locales), then LAJ-MCL's Tables 2, 4, 15, 5, 6 and 10 where their methods were run.
+
+    Args:
+        rows: The metric rows (``task=slu``).
+        training_locale: The training locale (en-US).
+        notes: Lines put under the title.
+        details: Each method's evaluation details (``pipelines.slu.nodes.evaluate_slu_variant``):
+            ``method``, ``slot_errors`` per locale, ``train_seconds_per_epoch``, ``epochs_run``,
+            ``inference_seconds`` and ``n_test`` per locale.
+        grid: ``{method: (p_s, p_v)}`` of the Table 6 grid's methods (``None``: no Table 6).
+    """
+    rows = rows[rows["task"] == "slu"]
+    locales = _locales(rows, training_locale)
     targets = [loc for loc in locales if loc != training_locale]
-    methods = [m for m in METHOD_ORDER if m in set(rows["method"])] + sorted(set(rows["method"]) - set(METHOD_ORDER))
+    methods = ordered_methods(list(rows["method"]))
     cells: dict[tuple[str, str, str], float] = {(r.method, r.target, r.metric): float(r.value) for r in rows.itertuples()}
     out = ["# Zero-shot cross-lingual SLU on MASSIVE (test split)", "",
            f"Trained on {training_locale} train only; checkpoint selected on {training_locale} dev exact match. "
            f"In %; avg = mean over the {len(targets)} non-{_lang(training_locale)} locales.", "", *notes]
     for metric, title in METRICS.items():
-        body = []
-        for method in methods:
-            values = [cells.get((method, loc, metric), np.nan) for loc in locales]
-            avg = np.nanmean([cells.get((method, loc, metric), np.nan) for loc in targets]) if targets else np.nan
-            body.append([method, *(f"{100 * v:.2f}" if not np.isnan(v) else "—" for v in [*values, avg])])
+        body = [[method, *(_pct(cells.get((method, loc, metric), np.nan)) for loc in locales),
+                 _pct(_mean(cells, method, targets, metric))] for method in methods]
         out += [f"## {title}", "", *table(["method", *(_lang(loc) for loc in locales), "avg"], body), ""]
+    out += main_table(cells, methods, locales)
+    out += ablation_tables(cells, methods, locales)
+    out += error_table(details, locales, training_locale)
+    out += grid_table(cells, grid or {}, locales)
+    out += cost_table(details)
     return "\n".join(out)
+
+
+def main_table(cells: Mapping[tuple[str, str, str], float], methods: Sequence[str], locales: Sequence[str]) -> list[str]:
+    """LAJ-MCL Table 2's layout: per method, the three metrics averaged over every test locale (the paper's Avg.)."""
+    present = [m for m in MAIN_METHODS if m in methods]
+    if not present:
+        return []
+    present.sort(key=lambda m: (MAIN_METHODS[m][0], list(MAIN_METHODS).index(m)))
+    body = [[MAIN_METHODS[m][0], f"{MAIN_METHODS[m][1]} (`{m}`)",
+             *(_pct(_mean(cells, m, locales, k)) for k in ("intent_accuracy", "slot_f1", "exact_match"))] for m in present]
+    return ["## Table 2 layout: averages over all test locales", "",
+            f"Mean over all {len(locales)} test locales, {', '.join(_lang(loc) for loc in locales)}, the training locale "
+            "included (the paper's Avg.; the tables above average the other locales only).", "",
+            *table(["data", "method", "intent accuracy", "slot F1", "semantic EM"], body, left=2), ""]
+
+
+def ablation_tables(cells: Mapping[tuple[str, str, str], float], methods: Sequence[str], locales: Sequence[str]) -> list[str]:
+    """LAJ-MCL Table 4 (averages over every test locale) and Table 15 (per locale), when an ablation was run.
+
+    The references (``lajoint``, ``lajoint-cs``, ``lajmcl``) are rows when they were run in the
+    same run; an ablation environment that does not train them leaves them out (their rows are
+    in the default run's tables, under the same settings when the overrides match).
+    """
+    present = set(methods)
+    rows = [(label, m) for label, m in ABLATIONS if m in present]
+    if not any(m not in REFERENCES for _, m in rows):
+        return []
+    body = [[label, f"`{m}`", *(_pct(_mean(cells, m, locales, k)) for k in ("intent_accuracy", "slot_f1", "exact_match"))]
+            for label, m in rows]
+    out = ["## Table 4 layout: ablations, averages over all test locales", "",
+           *table(["method", "run as", "intent accuracy", "slot F1", "semantic EM"], body, left=2), "",
+           "## Table 15 layout: ablations per locale", ""]
+    for metric, title in METRICS.items():
+        body = [[label, *(_pct(cells.get((m, loc, metric), np.nan)) for loc in locales), _pct(_mean(cells, m, locales, metric))]
+                for label, m in rows]
+        out += [f"### {title}", "", *table(["method", *(_lang(loc) for loc in locales), "avg (all)"], body), ""]
+    return out
+
+
+def error_table(details: Sequence[Mapping[str, Any]], locales: Sequence[str], training_locale: str) -> list[str]:
+    """LAJ-MCL Table 5: slot error statistics per method and locale (counts), averaged over the non-training
+    locales as the paper averages its target languages (``evaluation.slu.slot_error_statistics``)."""
+    with_errors = {str(d["method"]): d["slot_errors"] for d in details if d.get("slot_errors")}
+    if not with_errors:
+        return []
+    targets = [loc for loc in locales if loc != training_locale]
+    out = ["## Table 5 layout: slot error statistics (test utterances)", "",
+           "#utterance: utterances whose predicted slot spans are not the gold ones; #slot_num: those with another "
+           "number of spans; †: span pairs (the j-th predicted against the j-th gold span) in the other erroneous "
+           "utterances with another type (†slot_type), other boundaries (†slot_bound) or both (†slot_both). "
+           f"avg = mean over the {len(targets)} non-{_lang(training_locale)} locales.", ""]
+    for method in ordered_methods(list(with_errors)):
+        errors = with_errors[method]
+        body = []
+        for key in SLOT_ERRORS:
+            values = [errors.get(loc, {}).get(key, np.nan) for loc in locales]
+            target_values = [errors[loc][key] for loc in targets if loc in errors]
+            avg = f"{np.mean(target_values):.1f}" if target_values else "—"
+            body.append([ERROR_NAMES[key], *(str(int(v)) if not np.isnan(v) else "—" for v in values), avg])
+        out += [f"### `{method}`", "", *table(["errors", *(_lang(loc) for loc in locales), "avg"], body), ""]
+    return out
+
+
+def grid_table(cells: Mapping[tuple[str, str, str], float], grid: Mapping[str, tuple[int, int]],
+               locales: Sequence[str]) -> list[str]:
+    """LAJ-MCL Table 6: semantic EM averaged over every test locale, a row per ``p_s``, a column per ``p_v``."""
+    run = {m: ps_pv for m, ps_pv in grid.items() if any((m, loc, "exact_match") in cells for loc in locales)}
+    if not run:
+        return []
+    p_s = sorted({a for a, _ in run.values()})
+    p_v = sorted({b for _, b in run.values()})
+    by_cell = {ps_pv: m for m, ps_pv in run.items()}
+    body = [[f"p_s = {a}", *(_pct(_mean(cells, by_cell[(a, b)], locales, "exact_match")) if (a, b) in by_cell else "—"
+                             for b in p_v)] for a in p_s]
+    return ["## Table 6 layout: slot-level CL's p_s and p_v (semantic EM, mean over all test locales)", "",
+            *table(["", *(f"p_v = {b}" for b in p_v)], body), "",
+            "Methods: " + ", ".join(f"`{m}` ({a}, {b})" for m, (a, b) in run.items()), ""]
+
+
+def cost_table(details: Sequence[Mapping[str, Any]]) -> list[str]:
+    """LAJ-MCL Table 10: training seconds per epoch (wall clock of the training loop, the per-epoch dev
+    evaluation included, over the epochs run) and inference seconds per test split (one locale's
+    predictions, mean over the locales)."""
+    timed = {str(d["method"]): d for d in details if d.get("train_seconds_per_epoch") is not None or d.get("inference_seconds")}
+    if not timed:
+        return []
+    body = []
+    for method in ordered_methods(list(timed)):
+        d = timed[method]
+        train_s = d.get("train_seconds_per_epoch")
+        inference = dict(d.get("inference_seconds") or {})
+        n_test = dict(d.get("n_test") or {})
+        body.append([f"`{method}`", f"{train_s:.1f}" if train_s is not None else "—", str(d.get("epochs_run") or "—"),
+                     f"{np.mean(list(inference.values())):.1f}" if inference else "—",
+                     f"{np.mean(list(n_test.values())):.0f}" if n_test else "—"])
+    return ["## Table 10 layout: runtime (seconds)", "",
+            "Training: wall clock of the training loop per epoch (the dev loss and dev exact match of every epoch "
+            "included). Inference: predicting one locale's test split, mean over the locales. Machine-dependent; "
+            "not comparable across runs on other hardware.", "",
+            *table(["method", "training, s/epoch", "epochs run", "inference, s/test split", "test utterances"], body), ""]
 
 
 def average_over_targets(rows: pd.DataFrame, method: str, metric: str, training_locale: str) -> float:

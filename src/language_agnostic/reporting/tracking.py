@@ -98,7 +98,7 @@ def log_child_model(run_id: str | None, name: str, trained: Mapping[str, Any]) -
 def metric_key(row: Any) -> str:
     """An MLflow-safe metric name for a metrics-table row."""
     return (f"{row.task}.{row.method}.{row.embedding}.{row.dataset.split(':')[-1]}.{row.source}_to_{row.target}.{row.metric}"
-            .replace("-", "_").replace(">", "__").replace("@", "at"))
+            .replace("-", "_").replace(">", "__").replace("@", "at").replace("+", "_plus_"))
 
 
 def log_child_metrics(run_id: str | None, rows: pd.DataFrame) -> None:

@@ -99,22 +99,25 @@ def similar_slots(embeddings: np.ndarray, p_s: int) -> list[list[int]]:
     return out
 
 
-def negative_pools(slots: Sequence[str], frequent: Mapping[str, Sequence[Value]], embed: Embed, p_s: int
-                   ) -> tuple[dict[str, list[Value]], dict[str, list[str]]]:
+def negative_pools(slots: Sequence[str], frequent: Mapping[str, Sequence[Value]], embed: Embed, p_s: int,
+                   described: Mapping[str, Sequence[Value]] | None = None) -> tuple[dict[str, list[Value]], dict[str, list[str]]]:
     """``V_k`` of every slot: the union of its similar slots' frequent values (Algorithm 1, lines 1–9).
 
     Args:
         slots: The slot set.
-        frequent: ``B_k`` per slot (:func:`frequent_values`); a slot without values is described by its name.
+        frequent: ``B_k`` per slot (:func:`frequent_values`): the values ``V_k`` is made of (line 8).
         embed: Texts → ``(n, d)`` embeddings (:func:`mean_pooled_embedder`).
         p_s: Similar slots per slot.
+        described: The values each slot is described by (line 4; a slot without values is
+            described by its name); ``None``: ``frequent``, as Algorithm 1 writes it.
 
     Returns:
         ``(pools, similar)``: slot → ``V_k`` (values in order of similarity then frequency, each
         once), and slot → its similar slots' names.
     """
     slots = list(slots)
-    embeddings = np.asarray(embed([slot_description(s, frequent.get(s, [])) for s in slots]))
+    described = frequent if described is None else described
+    embeddings = np.asarray(embed([slot_description(s, described.get(s, [])) for s in slots]))
     if embeddings.shape[0] != len(slots):
         raise ValueError(f"embed returned {embeddings.shape[0]} embeddings for {len(slots)} slots")
     similar = {s: [slots[j] for j in js] for s, js in zip(slots, similar_slots(embeddings, p_s))}
@@ -170,9 +173,17 @@ class SlotNegatives:
 
     @classmethod
     def build(cls, words: Sequence[Sequence[str]], labels: Sequence[Sequence[str]], slots: Sequence[str], embed: Embed,
-              p_v: int = 20, p_s: int = 5, switcher: CodeSwitcher | None = None, n_negatives: int = 2) -> SlotNegatives:
-        """Pools from the training utterances (Appendix B.1's ``p_v = 20``, ``p_s = 5``, ``N_s = 2``)."""
-        pools, similar = negative_pools(slots, frequent_values(words, labels, p_v), embed, p_s)
+              p_v: int = 20, p_s: int = 5, switcher: CodeSwitcher | None = None, n_negatives: int = 2,
+              pool_values: int | None = None) -> SlotNegatives:
+        """Pools from the training utterances (Appendix B.1's ``p_v = 20``, ``p_s = 5``, ``N_s = 2``).
+
+        ``p_v`` values describe each slot (line 4); ``pool_values`` (``None``: ``p_v``, as line 8
+        writes it) per similar slot make ``V_k``. Table 6's ``p_v = 0`` ("not concatenating
+        ``B_k`` for slot representation") leaves ``V_k`` empty unless ``pool_values`` is set.
+        """
+        described = frequent_values(words, labels, p_v)
+        frequent = described if pool_values is None or pool_values == p_v else frequent_values(words, labels, pool_values)
+        pools, similar = negative_pools(slots, frequent, embed, p_s, described)
         return cls(pools, switcher, n_negatives, similar)
 
     def negatives(self, words: Sequence[str], labels: Sequence[str], rng: np.random.Generator,

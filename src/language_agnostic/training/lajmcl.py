@@ -23,20 +23,24 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import torch
 
 from language_agnostic.config import settings_from_params
 from language_agnostic.encoders.loading import LoadedEncoder
 from language_agnostic.methods.lajmcl import DEFAULT_LAMBDA, WEIGHTS, LajMcl, MclConfig, lajmcl_losses
-from language_agnostic.methods.lajoint import INIT_LAYERS, LajointConfig, initial_label_embeddings, label_names, prefix_shift
+from language_agnostic.methods.lajoint import (INIT_LAYERS, LAJoint, LajointConfig, initial_label_embeddings, label_names,
+                                               prefix_shift)
 from language_agnostic.methods.registry import build_spec
 from language_agnostic.text.slot_negatives import SlotNegatives, mean_pooled_embedder
 from language_agnostic.training.lajmcl_data import LajBatches, label_tokenisation, prefix_tokens
 from language_agnostic.training.loop import TrainResult, TrainSettings, train
-from language_agnostic.training.slu import (_labels, _predict_ids, _switcher, _words, load_over_base, slu_split,
+from language_agnostic.evaluation.slu import slu_scores
+from language_agnostic.training.slu import (_labels, _predict_ids, _rows, _switcher, _words, first_token_states, freeze_below,
+                                            kept_checkpoint_info, load_over_base, prediction_tokens, slu_split, timed_training,
                                             trained_state)
-from language_agnostic.training.slu_data import tokenise_spaced_words, tokenise_words
+from language_agnostic.training.slu_data import tokenise_words
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +57,10 @@ class MclData:
         p_v: Frequent values per slot (``B_k``; the paper's 20, Table 6's grid {0, 10, 20}).
         p_s: Similar slots per slot (the paper's 5, Table 6's grid {5, 10}).
         init_layers: Bottom encoder layers the label embeddings are initialised from (§3.1's 3).
+        pool_values: Frequent values per similar slot that make the negative pool ``V_k``
+            (Algorithm 1, line 8); ``None``: ``p_v``, as written. Table 6's ``p_v = 0`` describes
+            slots by their names only ("not concatenating ``B_k`` for slot representation") but
+            still draws negatives, so it needs this set (``conf/slu_grid``: 20).
     """
 
     slot_negatives: int = 2
@@ -60,10 +68,13 @@ class MclData:
     p_v: int = 20
     p_s: int = 5
     init_layers: int = INIT_LAYERS
+    pool_values: int | None = None
 
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
+            if f.name == "pool_values" and value is None:
+                continue
             low = 0 if f.name == "p_v" else 1
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ValueError(f"mcl.{f.name} must be an integer >= {low}, got {value!r}")
@@ -156,13 +167,18 @@ def prepare_lajmcl(table: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[
     if weights["slot_value"] > 0:  # Algorithm 1 on the training data, embedded by the (unchanged) base encoder
         embed = mean_pooled_embedder(encoder.model, encoder.tokenizer, prefix=str((extraction or {}).get("prefix", "")))
         p_s = max(1, min(mcl_data.p_s, len(slots) - 1))  # a slot set smaller than p_s + 1: every other slot
-        slot_negatives = SlotNegatives.build(words, tags, slots, embed, mcl_data.p_v, p_s, switcher, mcl_data.slot_negatives)
+        if (mcl_data.p_v if mcl_data.pool_values is None else mcl_data.pool_values) == 0:
+            raise ValueError(f"slu.methods.{name}.mcl: p_v 0 with pool_values null leaves every negative pool V_k empty "
+                             "(Algorithm 1, line 8): set mcl.pool_values (Table 6's p_v = 0: slots described by name only)")
+        slot_negatives = SlotNegatives.build(words, tags, slots, embed, mcl_data.p_v, p_s, switcher, mcl_data.slot_negatives,
+                                             mcl_data.pool_values)
     train_data = LajBatches(encoder, words, tags, train_rows["intent"].map(intent_index).tolist(), label_to_id, slots,
                             extraction, settings_data.batch_size, shuffle=True, switcher=switcher,
                             switch_seed=switch.seed if switch else 0, ignore_index=config.ignore_index,
                             what=f"slu {name} train", keep_source=bool(switch and switch.keep_source),
                             mcl=bool(on), slot_negatives=slot_negatives,
-                            word_negatives=mcl_data.word_negatives if weights["word"] > 0 else 0)
+                            word_negatives=mcl_data.word_negatives if weights["word"] > 0 else 0,
+                            group_by_length=settings_data.group_by_length)
     known = split.dev_loss_rows()
     dev_data = LajBatches(encoder, _words(known), _labels(known), known["intent"].map(intent_index).tolist(), label_to_id,
                           slots, extraction, 64, shuffle=False, ignore_index=config.ignore_index, what=f"slu {name} dev")
@@ -175,6 +191,7 @@ def prepare_lajmcl(table: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[
     base = copy.deepcopy(encoder.model)
     init = initial_label_embeddings(base, encoder.tokenizer, config.label_texts(), mcl_data.init_layers)
     model = LajMcl(base, int(base.config.hidden_size), config, mcl_config, init)
+    parameters = freeze_below(model.encoder, split.train_layers)  # the label embeddings stay trained (freeze_below)
     info: dict[str, Any] = {
         "name": name, "intents": intents, "labels": labels, "slots": slots, "training_locale": settings_data.training_locale,
         "dev_locale": dev_locale, "n_train": len(train_rows), "n_dev": len(dev_rows), "n_dev_loss": len(known),
@@ -185,6 +202,7 @@ def prepare_lajmcl(table: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[
                                                     "seed": switch.seed, "keep_source": switch.keep_source},
         "n_truncated": {"train": train_data.n_truncated, "dev": int(dev_tokens.truncated.sum())},
         "similar_slots": dict(slot_negatives.similar or {}) if slot_negatives is not None else None,
+        "train_layers": split.train_layers, "encoder_parameters": parameters,
     }
     return LajRun(model, train_data, dev_data, settings, dev_score, weights, info)
 
@@ -209,11 +227,26 @@ def train_lajmcl(table: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[st
                  training: Mapping[str, Any], extraction: Mapping[str, Any] | None = None,
                  dictionaries: Mapping[str, Mapping[str, Sequence[str]]] | None = None, name: str = "lajmcl"
                  ) -> tuple[LajMcl, TrainResult, dict[str, Any]]:
-    """Fine-tune a copy of ``encoder`` as LAJoint / LAJ-MCL (:func:`prepare_lajmcl`), selected on dev exact match."""
+    """Fine-tune a copy of ``encoder`` as LAJoint / LAJ-MCL (:func:`prepare_lajmcl`), selected on dev exact match.
+
+    Returns:
+        ``(model, result, info)`` as :func:`~language_agnostic.training.slu.train_slu`: the model at
+        its best dev exact match, the loop's result, and what was trained on with the kept
+        checkpoint's dev scores and the training's seconds
+        (:func:`~language_agnostic.training.slu.kept_checkpoint_info`).
+    """
     run = prepare_lajmcl(table, encoder, method, data, training, extraction, dictionaries, name)
-    result = train(run.model, lajmcl_loss_fn(run.loss_weights), run.train_data, run.dev_data, run.settings, run.dev_score)
-    info = {**run.info, "best_epoch": result.best_epoch, "best_step": result.best_step, "epochs_run": result.epochs_run,
-            "n_truncated": {**run.info["n_truncated"], "train_switched": sum(run.train_data.truncated_by_epoch.values())}}
+    info = run.info
+    logger.info("lajmcl %s: %d %s train utterances (%d intents, %d slots), MCL levels %s, code-switch %s, train_layers %s",
+                name, info["n_train"], info["training_locale"], len(info["intents"]), len(info["slots"]), info["mcl_levels"],
+                info["code_switch"], info["train_layers"])
+    result, seconds = timed_training(lambda: train(run.model, lajmcl_loss_fn(run.loss_weights), run.train_data, run.dev_data,
+                                                   run.settings, run.dev_score))
+    dev_rows = _rows(table, info["dev_locale"], "dev")
+    predicted, predicted_labels = predict_lajmcl(run.model, dev_rows, encoder, info["intents"], info["labels"],
+                                                 len(info["slots"]), extraction)
+    scores = slu_scores(dev_rows["intent"].tolist(), predicted, _labels(dev_rows), predicted_labels)
+    info = kept_checkpoint_info(info, result, scores, seconds, sum(run.train_data.truncated_by_epoch.values()), name)
     return run.model, result, info
 
 
@@ -225,27 +258,33 @@ def predict_lajmcl(model: torch.nn.Module, rows: pd.DataFrame | Sequence[Sequenc
     Rows whose ``spaced`` flags say words were written together (ja/zh) are tokenised as their
     text reads and a character inside a longer sub-token continues its label, as in ``predict_slu``.
     """
-    words = _words(rows) if isinstance(rows, pd.DataFrame) else [[str(w) for w in x] for x in rows]
-    if not words:
+    if len(rows) == 0:
         return [], []
-    tokenisation = label_tokenisation(encoder, extraction, n_slots)
     names = list(label_names_)
     fill = names.index("O") if "O" in names else 0
     pad_id = int(encoder.tokenizer.pad_token_id)
-    spaced = ([list(map(bool, s)) for s in rows["spaced"]] if isinstance(rows, pd.DataFrame) and "spaced" in rows.columns
-              else None)
-    if spaced is not None and not all(all(s) for s in spaced):
-        tokens, covering = tokenise_spaced_words(encoder.tokenizer, words, spaced, tokenisation, what="lajmcl predictions")
+    tokens, covering = prediction_tokens(rows, encoder, label_tokenisation(encoder, extraction, n_slots), "lajmcl predictions")
+    prefixed = prefix_tokens(tokens, n_slots, encoder.tokenizer)
+    if covering is not None:
         shift = prefix_shift(n_slots)
         covering = [[None if c is None else c + shift for c in row] for row in covering]
         inside = [names.index("I-" + n[2:]) if n.startswith("B-") and "I-" + n[2:] in names else j
                   for j, n in enumerate(names)]
-        intents, labels = _predict_ids(model, prefix_tokens(tokens, n_slots, encoder.tokenizer), pad_id, batch_size, fill,
-                                       covering, inside)
+        intents, labels = _predict_ids(model, prefixed, pad_id, batch_size, fill, covering, inside)
     else:
-        tokens = tokenise_words(encoder.tokenizer, words, tokenisation, on_too_long="truncate", what="lajmcl predictions")
-        intents, labels = _predict_ids(model, prefix_tokens(tokens, n_slots, encoder.tokenizer), pad_id, batch_size, fill)
+        intents, labels = _predict_ids(model, prefixed, pad_id, batch_size, fill)
     return [intent_names[i] for i in intents], [[names[j] for j in row] for row in labels]
+
+
+def lajmcl_intent_vectors(model: LAJoint, rows: pd.DataFrame | Sequence[Sequence[str]], encoder: LoadedEncoder, n_slots: int,
+                          extraction: Mapping[str, Any] | None = None, batch_size: int = 64) -> np.ndarray:
+    """The ``[CLS]`` (intent) representation of every utterance ``(N, D)``: the encoder's output at position 0
+    with the label prefix in front (eq. 1), tokenised as :func:`predict_lajmcl` tokenises it (LAJ-MCL Figure 3)."""
+    if len(rows) == 0:
+        return np.zeros((0, int(model.intent_head.in_features)), dtype=np.float32)
+    tokens, _ = prediction_tokens(rows, encoder, label_tokenisation(encoder, extraction, n_slots), "lajmcl intent vectors")
+    return first_token_states(model, prefix_tokens(tokens, n_slots, encoder.tokenizer), int(encoder.tokenizer.pad_token_id),
+                              batch_size)
 
 
 def lajmcl_artifact(model: LajMcl, encoder: LoadedEncoder, **extra: Any) -> dict[str, Any]:

@@ -95,7 +95,7 @@ class LajBatches(SluBatches):
 
     Args:
         encoder, words, labels, intents, label_to_id, extraction, batch_size, shuffle, switcher,
-            switch_seed, ignore_index, what, keep_source: as for
+            switch_seed, ignore_index, what, keep_source, group_by_length: as for
             :class:`~language_agnostic.training.slu_data.SluBatches`.
         slots: The slot names in label order (``LajointConfig.slots``).
         mcl: Add the value spans (``value_ids``, ``value_slots``, ``value_rows``); needs
@@ -113,12 +113,12 @@ class LajBatches(SluBatches):
                  extraction: Mapping[str, object] | None = None, batch_size: int = 32, shuffle: bool = True,
                  switcher: CodeSwitcher | None = None, switch_seed: int = 0, ignore_index: int = -100,
                  what: str = "utterances", keep_source: bool = False, mcl: bool = False,
-                 slot_negatives: SlotNegatives | None = None, word_negatives: int = 0) -> None:
+                 slot_negatives: SlotNegatives | None = None, word_negatives: int = 0, group_by_length: bool = False) -> None:
         self.slots = tuple(str(s) for s in slots)
         limited = dict(extraction or {})
         limited["max_length"] = label_tokenisation(encoder, extraction, len(self.slots)).max_length
         super().__init__(encoder, words, labels, intents, label_to_id, limited, batch_size, shuffle, switcher, switch_seed,
-                         ignore_index, what, keep_source)
+                         ignore_index, what, keep_source, group_by_length)
         if word_negatives < 0:
             raise ValueError(f"word_negatives must be >= 0, got {word_negatives}")
         wants_mcl = mcl or slot_negatives is not None or word_negatives > 0
@@ -154,7 +154,9 @@ class LajBatches(SluBatches):
             else:
                 ids_rows, slot_labels, word_ids = tokens.input_ids, sw_slot_labels, tokens.word_ids
         n = len(self.words)
-        order = torch.randperm(n, generator=generator) if self.shuffle else torch.arange(n)
+        # length grouping (slu.data.group_by_length) sees the prefixed rows: the prefix adds the same K + 4 to
+        # every row, so the groups are SluBatches'; the slot-level negatives (rows of their own) are not grouped
+        order = self.epoch_order(ids_rows, generator)
         # MCL's draws come from their own stream, so that turning a level on does not change the batches
         rng = np.random.default_rng([self.switch_seed, int(torch.randint(2**31 - 1, (1,), generator=generator)), 17])
         for index in order.split(self.batch_size):

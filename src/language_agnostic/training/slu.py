@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -26,8 +27,8 @@ from language_agnostic.methods.registry import build_spec
 from language_agnostic.methods.slu import WEIGHTS, JointSlu, SluConfig, slu_losses
 from language_agnostic.text.code_switch import CodeSwitcher
 from language_agnostic.training.loop import TrainResult, TrainSettings, train
-from language_agnostic.training.slu_data import (SluBatches, WordTokens, id_batch, tokenise_spaced_words, tokenise_words,
-                                                 word_tokenisation)
+from language_agnostic.training.slu_data import (SluBatches, WordTokenisation, WordTokens, id_batch, tokenise_spaced_words,
+                                                 tokenise_words, word_tokenisation)
 
 logger = logging.getLogger(__name__)
 
@@ -168,25 +169,68 @@ def predict_slu(model: JointSlu, rows: pd.DataFrame | Sequence[Sequence[str]], e
     Returns:
         ``(intents, labels)``: one intent per utterance and one label per word, in input order.
     """
-    words = _words(rows) if isinstance(rows, pd.DataFrame) else [[str(w) for w in x] for x in rows]
-    if not words:
+    if len(rows) == 0:
         return [], []
-    tokenisation = word_tokenisation(encoder, extraction)
     fill = list(label_names).index("O") if "O" in label_names else 0
     pad_id = int(encoder.tokenizer.pad_token_id)
-    spaced = ([list(map(bool, s)) for s in rows["spaced"]] if isinstance(rows, pd.DataFrame) and "spaced" in rows.columns
-              else None)
-    if spaced is not None and not all(all(s) for s in spaced):
-        # ja/zh split into characters: tokenised as the text reads (slu_data.tokenise_spaced_words)
-        tokens, covering = tokenise_spaced_words(encoder.tokenizer, words, spaced, tokenisation, what="slu predictions")
+    # ja/zh split into characters: tokenised as the text reads (slu_data.tokenise_spaced_words)
+    tokens, covering = prediction_tokens(rows, encoder, word_tokenisation(encoder, extraction), "slu predictions")
+    if covering is not None:
         names = list(label_names)
         inside = [names.index("I-" + n[2:]) if n.startswith("B-") and "I-" + n[2:] in names else j
                   for j, n in enumerate(names)]
         intents, labels = _predict_ids(model, tokens, pad_id, batch_size, fill, covering, inside)
     else:
-        tokens = tokenise_words(encoder.tokenizer, words, tokenisation, on_too_long="truncate", what="slu predictions")
         intents, labels = _predict_ids(model, tokens, pad_id, batch_size, fill)
     return [intent_names[i] for i in intents], [[label_names[j] for j in row] for row in labels]
+
+
+def prediction_tokens(rows: pd.DataFrame | Sequence[Sequence[str]], encoder: LoadedEncoder, tokenisation: WordTokenisation,
+                      what: str) -> tuple[WordTokens, list[list[int | None]] | None]:
+    """Utterances tokenised for prediction: as pre-split words, or, for rows whose ``spaced`` flags
+    say some words were written together (ja/zh), as their text reads
+    (:func:`~language_agnostic.training.slu_data.tokenise_spaced_words`, with the covering sub-token
+    of every word; ``None`` otherwise). Too long utterances are cut."""
+    words = _words(rows) if isinstance(rows, pd.DataFrame) else [[str(w) for w in x] for x in rows]
+    spaced = ([list(map(bool, s)) for s in rows["spaced"]] if isinstance(rows, pd.DataFrame) and "spaced" in rows.columns
+              else None)
+    if spaced is not None and not all(all(s) for s in spaced):
+        return tokenise_spaced_words(encoder.tokenizer, words, spaced, tokenisation, what=what)
+    return tokenise_words(encoder.tokenizer, words, tokenisation, on_too_long="truncate", what=what), None
+
+
+def first_token_states(model: torch.nn.Module, tokens: WordTokens, pad_id: int, batch_size: int = 64) -> np.ndarray:
+    """The encoder's final state at the first position (``[CLS]``: what the intent head reads) of every
+    tokenised utterance ``(N, D)`` float32, in input order (eval mode, no gradients, batches sorted by length).
+
+    ``model`` is a :class:`~language_agnostic.methods.slu.JointSlu` (``states``) or a LAJoint
+    (``encode``: the label embeddings in place, so ``tokens`` carry the label prefix).
+    """
+    encode = model.encode if hasattr(model, "encode") else model.states
+    device = next(model.parameters()).device
+    out = np.zeros((len(tokens), int(model.intent_head.in_features)), dtype=np.float32)
+    order = np.argsort(tokens.lengths, kind="stable")
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            for start in range(0, len(order), batch_size):
+                index = order[start:start + batch_size].tolist()
+                ids, mask = id_batch(tokens, index, pad_id)
+                out[index] = encode(ids.to(device), mask.to(device))[:, 0].float().cpu().numpy()
+    finally:
+        model.train(was_training)
+    return out
+
+
+def intent_vectors(model: JointSlu, rows: pd.DataFrame | Sequence[Sequence[str]], encoder: LoadedEncoder,
+                   extraction: Mapping[str, Any] | None = None, batch_size: int = 64) -> np.ndarray:
+    """The ``[CLS]`` (intent) representation of every utterance ``(N, D)``, tokenised as :func:`predict_slu`
+    tokenises it (LAJ-MCL Figure 3: "the encoder output of [CLS] is obtained as the utterance representation")."""
+    if len(rows) == 0:
+        return np.zeros((0, int(model.intent_head.in_features)), dtype=np.float32)
+    tokens, _ = prediction_tokens(rows, encoder, word_tokenisation(encoder, extraction), "slu intent vectors")
+    return first_token_states(model, tokens, int(encoder.tokenizer.pad_token_id), batch_size)
 
 
 @dataclass
@@ -239,6 +283,7 @@ class SluSplit:
     dev_locale: str
     intents: list[str]
     labels: list[str]
+    train_layers: int | None = None
 
     def dev_loss_rows(self) -> pd.DataFrame:
         """The dev loss's utterances (a curve in the history): the first :data:`DEV_LOSS_ROWS` dev
@@ -284,6 +329,10 @@ def slu_split(table: pd.DataFrame, data: Mapping[str, Any], training: Mapping[st
         raise ValueError(f"slu.data.batch_size must be >= 1, got {settings_data.batch_size}")
     if settings_data.max_train is not None and settings_data.max_train < 1:
         raise ValueError(f"slu.data.max_train must be >= 1 or null, got {settings_data.max_train}")
+    training = dict(training)
+    train_layers = training.pop("train_layers", None)  # the encoder's, not the loop's: applied by freeze_below
+    if train_layers is not None and (isinstance(train_layers, bool) or not isinstance(train_layers, int) or train_layers < 0):
+        raise ValueError(f"slu.training.train_layers must be null (every layer trains) or an integer >= 0, got {train_layers!r}")
     settings = settings_from_params(TrainSettings, training, "slu.training")
     dev_locale = settings_data.dev_locale or settings_data.training_locale
     train_rows = _rows(table, settings_data.training_locale, "train")
@@ -298,7 +347,87 @@ def slu_split(table: pd.DataFrame, data: Mapping[str, Any], training: Mapping[st
     intents = sorted(set(train_rows["intent"]))
     if len(intents) < 2:
         raise ValueError(f"slu.data: the training utterances have {len(intents)} intent(s); a classifier needs 2")
-    return SluSplit(settings_data, settings, train_rows, dev_rows, dev_locale, intents, label_vocabulary(train_rows))
+    return SluSplit(settings_data, settings, train_rows, dev_rows, dev_locale, intents, label_vocabulary(train_rows),
+                    train_layers)
+
+
+def encoder_layers(encoder: torch.nn.Module) -> tuple[torch.nn.Module, list[torch.nn.Module]]:
+    """The embedding module and the transformer layers, bottom first, of a BERT-style encoder
+    (``BertModel``, ``XLMRobertaModel``: ``embeddings`` and ``encoder.layer``).
+
+    Raises:
+        ValueError: another layout, naming ``slu.training.train_layers``.
+    """
+    layers = getattr(getattr(encoder, "encoder", None), "layer", None)
+    embeddings = getattr(encoder, "embeddings", None)
+    if layers is None or embeddings is None:
+        raise ValueError(f"slu.training.train_layers needs a BERT-style encoder (embeddings, encoder.layer); "
+                         f"{type(encoder).__name__} is not one: set train_layers: null")
+    return embeddings, list(layers)
+
+
+def freeze_below(encoder: torch.nn.Module, train_layers: int | None) -> dict[str, int]:
+    """``slu.training.train_layers``: only the top ``train_layers`` transformer layers of ``encoder`` train.
+
+    The embedding layer (token, position and type embeddings) and every layer below the top
+    ``train_layers`` have their parameters frozen (``requires_grad`` off: no weight gradient, no
+    optimiser update, not saved in the artifact; the base encoder has them). The heads (and
+    LAJoint's label embeddings, compressor, projector and MCL's heads) always train. ``None``:
+    nothing is frozen.
+
+    No ``torch.no_grad`` is needed, and none is used: autograd records an operation only when
+    one of its inputs requires a gradient, so where nothing below the first trained layer does
+    (the joint baseline: token ids → frozen embeddings → frozen layers) the frozen part runs
+    without a graph — no activations kept, the backward stops at the first trained layer.
+    LAJoint's label embeddings are trained and enter at the input (eq. 1), so their gradient
+    must flow back through every layer: there the frozen layers still carry the graph and the
+    backward (input gradients only), and freezing saves their weight gradients and optimiser
+    updates — the 96M-parameter token embeddings' AdamW step above all — not their backward.
+
+    Returns:
+        ``{"trained": ..., "frozen": ...}`` parameter counts of the encoder.
+
+    Raises:
+        ValueError: ``train_layers`` outside ``0 .. the encoder's layers`` or an encoder that is
+            not BERT-style (naming the parameter).
+    """
+    if train_layers is not None:
+        embeddings, layers = encoder_layers(encoder)
+        if not 0 <= train_layers <= len(layers):
+            raise ValueError(f"slu.training.train_layers must be null or in 0..{len(layers)} (the encoder's layers), "
+                             f"got {train_layers}")
+        for module in [embeddings, *layers[: len(layers) - train_layers]]:
+            for parameter in module.parameters():
+                parameter.requires_grad_(False)
+    trained = sum(p.numel() for p in encoder.parameters() if p.requires_grad)
+    return {"trained": int(trained), "frozen": int(sum(p.numel() for p in encoder.parameters()) - trained)}
+
+
+def timed_training(run_train: Callable[[], TrainResult]) -> tuple[TrainResult, float]:
+    """``run_train()`` and its wall-clock seconds (every epoch with its dev loss and dev exact match: LAJ-MCL Table 10's
+    "training, second/epoch" is this divided by the epochs run)."""
+    start = time.perf_counter()
+    result = run_train()
+    return result, time.perf_counter() - start
+
+
+def kept_checkpoint_info(info: Mapping[str, Any], result: TrainResult, dev_scores: Mapping[str, float], seconds: float,
+                         truncated_switched: int, name: str) -> dict[str, Any]:
+    """What every SLU fine-tuning (``slu`` and ``lajoint`` methods alike) reports about the checkpoint it keeps.
+
+    ``info`` with ``best_epoch``, ``best_step``, ``epochs_run``, the kept checkpoint's
+    ``dev_intent_accuracy``, ``dev_slot_f1``, ``dev_exact_match`` (on the whole dev split),
+    ``train_seconds`` and ``train_seconds_per_epoch`` (wall clock, the per-epoch dev
+    evaluation included), and the switched utterances cut (``n_truncated.train_switched``).
+    """
+    out = {**info, "best_epoch": result.best_epoch, "best_step": result.best_step, "epochs_run": result.epochs_run,
+           **{f"dev_{k}": float(v) for k, v in dev_scores.items()},
+           "train_seconds": float(seconds), "train_seconds_per_epoch": float(seconds) / max(result.epochs_run, 1),
+           "n_truncated": {**dict(info["n_truncated"]), "train_switched": int(truncated_switched)}}
+    logger.info("slu %s: kept epoch %d (step %d) of %d (%.0f s an epoch): %s dev exact match %.4f, intent accuracy %.4f, "
+                "slot F1 %.4f", name, result.best_epoch, result.best_step, result.epochs_run, out["train_seconds_per_epoch"],
+                info["dev_locale"], dev_scores["exact_match"], dev_scores["intent_accuracy"], dev_scores["slot_f1"])
+    return out
 
 
 def load_over_base(model: torch.nn.Module, artifact: Mapping[str, Any], what: str) -> torch.nn.Module:
@@ -346,6 +475,7 @@ def prepare_slu(table: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[str
 
     torch.manual_seed(settings.seed)
     model = JointSlu(copy.deepcopy(encoder.model), int(encoder.model.config.hidden_size), config)
+    parameters = freeze_below(model.encoder, split.train_layers)
     info: dict[str, Any] = {
         "name": name, "intents": intents, "labels": labels, "training_locale": settings_data.training_locale,
         "dev_locale": dev_locale, "n_train": len(train_rows), "n_dev": len(dev_rows), "n_dev_loss": len(known),
@@ -354,6 +484,7 @@ def prepare_slu(table: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[str
                                                     "keep_source": switch.keep_source},
         "n_truncated": {"train": train_data.n_truncated, "dev": int(dev_tokens.truncated.sum())},
         "dev_words_cut": int(dev_tokens.words_cut.sum()),
+        "train_layers": split.train_layers, "encoder_parameters": parameters,
     }
     if switcher is not None:
         info["code_switch"]["coverage"] = switcher.coverage(train_data.words)
@@ -374,7 +505,7 @@ def train_slu(table: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[str, 
             ``dropout``, ``ignore_index``), and ``loss_weights`` (``intent``, ``slot``).
         data: :class:`SluData` fields.
         training: ``TrainSettings`` fields (``lr`` for the heads, ``encoder_lr``, ``weight_decay``,
-            ``schedule``, ``warmup_ratio``, ...).
+            ``schedule``, ``warmup_ratio``, ...) and ``train_layers`` (:func:`freeze_below`).
         extraction: ``embeddings.extraction`` (prefix, ``max_length``, ``on_too_long``).
         dictionaries: Language → MUSE dictionary (``text.code_switch.load_muse``), for ``data.code_switch``.
         name: The variant's name (messages and parameter paths).
@@ -383,7 +514,7 @@ def train_slu(table: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[str, 
         ``(model, result, info)``: the model at its best dev exact match, the loop's result, and
         what was trained on (intents and labels in id order, sizes, truncation counts, the
         code-switching) with the kept checkpoint's ``dev_intent_accuracy``, ``dev_slot_f1`` and
-        ``dev_exact_match``.
+        ``dev_exact_match`` and the training's seconds (:func:`kept_checkpoint_info`).
     """
     run = prepare_slu(table, encoder, method, data, training, extraction, dictionaries, name)
     info = run.info
@@ -391,17 +522,12 @@ def train_slu(table: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[str, 
                 name, info["n_train"], info["training_locale"], len(info["intents"]), len(info["labels"]),
                 info["dev_locale"], info["n_dev"], info["code_switch"], run.settings.encoder_lr)
     weights = run.loss_weights
-    result = train(run.model, lambda m, b: slu_losses(m, b, weights), run.train_data, run.dev_data, run.settings,
-                   run.dev_score)
+    result, seconds = timed_training(lambda: train(run.model, lambda m, b: slu_losses(m, b, weights), run.train_data,
+                                                   run.dev_data, run.settings, run.dev_score))
     dev_rows = _rows(table, info["dev_locale"], "dev")
     predicted, predicted_labels = predict_slu(run.model, dev_rows, encoder, info["intents"], info["labels"], extraction)
     scores = slu_scores(dev_rows["intent"].tolist(), predicted, _labels(dev_rows), predicted_labels)
-    info = {**info, "best_epoch": result.best_epoch, "best_step": result.best_step, "epochs_run": result.epochs_run,
-            **{f"dev_{k}": v for k, v in scores.items()},
-            "n_truncated": {**info["n_truncated"], "train_switched": sum(run.train_data.truncated_by_epoch.values())}}
-    logger.info("slu %s: kept epoch %d (step %d) of %d: %s dev exact match %.4f, intent accuracy %.4f, slot F1 %.4f",
-                name, result.best_epoch, result.best_step, result.epochs_run, info["dev_locale"], scores["exact_match"],
-                scores["intent_accuracy"], scores["slot_f1"])
+    info = kept_checkpoint_info(info, result, scores, seconds, sum(run.train_data.truncated_by_epoch.values()), name)
     return run.model, result, info
 
 

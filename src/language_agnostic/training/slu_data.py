@@ -313,6 +313,23 @@ class SluBatches:
         pairs = [self.switcher.switch(w, l, rng) for w, l in zip(self.words, self.labels)]
         return [p[0] for p in pairs], [p[1] for p in pairs]
 
+    def epoch_order(self, ids_rows: Sequence[Sequence[int]], generator: torch.Generator) -> torch.Tensor:
+        """The order the epoch's utterances are batched in: reshuffled from ``generator``, length-grouped
+        (``group_by_length``), or as given (``shuffle: false``).
+
+        Args:
+            ids_rows: The epoch's token rows: the utterances, then (``keep_source``) their switched
+                versions; an utterance's length is the longer of its two rows, as both share a batch.
+            generator: The epoch's generator (one draw of it either way).
+        """
+        n = len(self.words)
+        if self.shuffle and self.group_by_length:
+            from transformers.trainer_pt_utils import get_length_grouped_indices
+
+            lengths = [max(len(ids_rows[i]), len(ids_rows[i + n]) if self.keep_source else 0) for i in range(n)]
+            return torch.tensor(get_length_grouped_indices(lengths, self.batch_size, generator=generator))
+        return torch.randperm(n, generator=generator) if self.shuffle else torch.arange(n)
+
     def batches(self, epoch: int, generator: torch.Generator) -> Iterator[dict[str, torch.Tensor]]:
         """The epoch's batches (switched first, when a switcher is given; then shuffled).
 
@@ -331,15 +348,7 @@ class SluBatches:
             else:
                 ids_rows, slot_labels = tokens.input_ids, switched_labels
         n = len(self.words)
-        if self.shuffle and self.group_by_length:
-            from transformers.trainer_pt_utils import get_length_grouped_indices
-
-            # an utterance's length: the longer of its two rows when both are in the batch
-            lengths = [max(len(ids_rows[i]), len(ids_rows[i + n]) if self.keep_source else 0) for i in range(n)]
-            order = torch.tensor(get_length_grouped_indices(lengths, self.batch_size, generator=generator))
-        else:
-            order = torch.randperm(n, generator=generator) if self.shuffle else torch.arange(n)
-        for index in order.split(self.batch_size):
+        for index in self.epoch_order(ids_rows, generator).split(self.batch_size):
             index = index.tolist()
             rows = index + [i + n for i in index] if self.keep_source else index
             ids = pad(ids_rows, rows, self.pad_id)

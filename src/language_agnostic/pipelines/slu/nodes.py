@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import logging
+import re
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -12,15 +14,52 @@ import pandas as pd
 from language_agnostic.corpora.massive_slu import slu_table
 from language_agnostic.datasets.muse import MuseDirectory
 from language_agnostic.encoders.loading import LoadedEncoder
-from language_agnostic.evaluation.slu import slu_scores
+from language_agnostic.evaluation.slu import slot_error_statistics, slu_scores
+from language_agnostic.reporting.figures import parallel_intent_sample, plot_parallel_tsne
 from language_agnostic.reporting.slu import slu_rows, slu_tables, summary
 from language_agnostic.reporting.tracking import log_child_metrics, log_child_run, metric_key
 from language_agnostic.training.loop import history_metrics
-from language_agnostic.training.lajmcl import lajmcl_artifact, predict_lajmcl, rebuild_lajmcl, train_lajmcl
-from language_agnostic.training.slu import (SluData, method_kind, method_settings, predict_slu, rebuild_slu, slu_artifact,
-                                            train_slu)
+from language_agnostic.training.lajmcl import (MclData, lajmcl_artifact, lajmcl_intent_vectors, predict_lajmcl, rebuild_lajmcl,
+                                               train_lajmcl)
+from language_agnostic.training.slu import (SluData, intent_vectors, method_kind, method_settings, predict_slu, rebuild_slu,
+                                            slu_artifact, train_slu)
 
 logger = logging.getLogger(__name__)
+
+
+METHOD_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_+-]*")
+
+
+def method_key(name: str) -> str:
+    """A ``slu.methods`` name as node and dataset names hold it: ``-`` → ``_``, ``+`` → ``_plus_``
+    (Kedro node names allow letters, digits, ``-``, ``_`` and ``.`` only), e.g. ``lajoint-cs+ucl`` →
+    ``lajoint_cs_plus_ucl``. The rows keep the name as configured (``method=lajoint-cs+ucl``).
+
+    Raises:
+        ValueError: a name with other characters (``.`` would split ``params:slu.methods.<name>``).
+    """
+    if not METHOD_NAME.fullmatch(str(name)):
+        raise ValueError(f"slu.methods: {name!r} is not a method name: letters, digits, '_', '-' and '+' only")
+    return str(name).replace("-", "_").replace("+", "_plus_")
+
+
+def metric_prefix(name: str) -> str:
+    """``slu.<name>`` as an MLflow metric prefix (MLflow takes no ``+``)."""
+    return f"slu.{str(name).replace('+', '_plus_')}"
+
+
+def grid_methods(methods: Mapping[str, Any]) -> dict[str, tuple[int, int]]:
+    """LAJ-MCL Table 6's cells: ``{name: (p_s, p_v)}`` of the ``lajoint`` methods whose ``options.mcl`` sets
+    ``p_s`` or ``p_v`` (the other from :class:`~language_agnostic.training.lajmcl.MclData`); ``{}`` when
+    fewer than two do (no grid to show)."""
+    defaults = MclData()
+    grid = {}
+    for name, spec in methods.items():
+        spec = dict(spec or {})
+        mcl = dict(dict(spec.get("options") or {}).get("mcl") or {})
+        if spec.get("method") == "lajoint" and ("p_s" in mcl or "p_v" in mcl):
+            grid[str(name)] = (int(mcl.get("p_s", defaults.p_s)), int(mcl.get("p_v", defaults.p_v)))
+    return grid if len(grid) >= 2 else {}
 
 
 def parse_slu_locales(archive: Mapping[str, Any], locales: list[str], data: Mapping[str, Any], ingest: Mapping[str, Any]
@@ -105,35 +144,100 @@ def train_slu_variant(rows: pd.DataFrame, encoder: LoadedEncoder, spec: Mapping[
     artifact = saver(model, encoder, method=name, base_encoder=dict(encoder.identity), mlflow_run_id=run_id,
                      **{k: v for k, v in info.items() if k not in ("n_truncated",)},
                      n_truncated={k: int(v) for k, v in info["n_truncated"].items()})
-    return artifact, history_metrics(result.history, f"slu.{name}")
+    metrics = history_metrics(result.history, metric_prefix(name))
+    # the kept checkpoint's dev scores and the training's pace, the same for both kinds (Table 10's training column)
+    metrics.update({f"{metric_prefix(name)}.kept.{k}": {"value": float(info[k]), "step": int(info["best_epoch"])}
+                    for k in ("dev_exact_match", "dev_intent_accuracy", "dev_slot_f1")})
+    metrics[f"{metric_prefix(name)}.train_seconds_per_epoch"] = {"value": float(info["train_seconds_per_epoch"]), "step": 0}
+    return artifact, metrics
 
 
 def evaluate_slu_variant(rows: pd.DataFrame, encoder: LoadedEncoder, artifact: Mapping[str, Any], locales: list[str] | None,
-                         extraction: Mapping[str, Any], identity: Mapping[str, Any]) -> pd.DataFrame:
-    """Intent accuracy, slot F1 and exact match on the test split of every test locale."""
+                         extraction: Mapping[str, Any], identity: Mapping[str, Any], figure: Mapping[str, Any] | None = None
+                         ) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Intent accuracy, slot F1 and exact match on the test split of every test locale, and the details the
+    tables and the figure read.
+
+    Returns:
+        ``(rows, details)``: the metric rows, and ``{method, train_seconds_per_epoch, epochs_run,
+        inference_seconds, n_test, slot_errors}`` (per locale: Table 10's inference column and
+        Table 5's counts) with ``figure``: ``{ids, vectors: {locale: (n, D)}}`` of Figure 3's
+        utterances when ``figure`` (``slu.figure``) is given, else ``None``.
+    """
     lajoint = artifact["build"]["method"] == "lajoint"
     model = rebuild_lajmcl(encoder, artifact) if lajoint else rebuild_slu(encoder, artifact)
-    scores = {}
-    for locale in test_locales(rows, locales):
+    name, intent_names, label_names = str(artifact["method"]), list(artifact["intents"]), list(artifact["labels"])
+    wanted = test_locales(rows, locales)
+    scores, seconds, n_test, errors = {}, {}, {}, {}
+    for locale in wanted:
         test = rows[(rows["locale"] == locale) & (rows["partition"] == "test")]
+        start = time.perf_counter()
         if lajoint:
-            intents, labels = predict_lajmcl(model, test, encoder, list(artifact["intents"]), list(artifact["labels"]),
-                                             len(artifact["slots"]), extraction)
+            intents, labels = predict_lajmcl(model, test, encoder, intent_names, label_names, len(artifact["slots"]), extraction)
         else:
-            intents, labels = predict_slu(model, test, encoder, list(artifact["intents"]), list(artifact["labels"]), extraction)
-        scores[locale] = slu_scores(test["intent"].tolist(), intents, [list(x) for x in test["labels"]], labels)
-        logger.info("slu %s on %s: %s", artifact["method"], locale, {k: round(v, 4) for k, v in scores[locale].items()})
-    table = slu_rows(scores, str(artifact["method"]), str(identity.get("name")), str(artifact.get("training_locale", "en-US")))
+            intents, labels = predict_slu(model, test, encoder, intent_names, label_names, extraction)
+        seconds[locale], n_test[locale] = time.perf_counter() - start, len(test)
+        gold = [list(x) for x in test["labels"]]
+        scores[locale] = slu_scores(test["intent"].tolist(), intents, gold, labels)
+        errors[locale] = slot_error_statistics(gold, labels)
+        logger.info("slu %s on %s: %s", name, locale, {k: round(v, 4) for k, v in scores[locale].items()})
+    training_locale = str(artifact.get("training_locale", "en-US"))
+    table = slu_rows(scores, name, str(identity.get("name")), training_locale)
     log_child_metrics(artifact.get("mlflow_run_id"), table)
-    return table
+    details: dict[str, Any] = {
+        "method": name, "train_seconds_per_epoch": artifact.get("train_seconds_per_epoch"), "epochs_run": artifact.get("epochs_run"),
+        "inference_seconds": seconds, "n_test": n_test, "slot_errors": errors, "figure": None}
+    if figure is not None:
+        details["figure"] = figure_vectors(rows, encoder, model, artifact, extraction, figure, wanted, training_locale)
+    return table, details
 
 
-def report_slu(data: Mapping[str, Any], *tables: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any], str]:
-    """All rows: the metrics table, MLflow metrics (and the averages) and the markdown tables."""
+def figure_vectors(rows: pd.DataFrame, encoder: LoadedEncoder, model: Any, artifact: Mapping[str, Any],
+                   extraction: Mapping[str, Any], figure: Mapping[str, Any], locales: list[str], training_locale: str
+                   ) -> dict[str, Any]:
+    """Figure 3's ``[CLS]`` vectors: the same ``slu.figure.n_utterances`` test utterances of ``slu.figure.intent``
+    (seeded) in every locale of ``slu.figure.locales`` ([]: the test locales)."""
+    figure_locales = list(figure.get("locales") or locales)
+    ids = parallel_intent_sample(rows, figure_locales, str(figure.get("intent", "play_music")),
+                                 int(figure.get("n_utterances", 100)), int(figure.get("seed", 0)), training_locale)
+    vectors = {}
+    for locale in figure_locales:
+        test = rows[(rows["locale"] == locale) & (rows["partition"] == "test")]
+        picked = test.set_index(test["id"].astype(str)).loc[ids].reset_index(drop=True)
+        vectors[locale] = (lajmcl_intent_vectors(model, picked, encoder, len(artifact["slots"]), extraction)
+                           if artifact["build"]["method"] == "lajoint" else intent_vectors(model, picked, encoder, extraction))
+    return {"ids": ids, "vectors": vectors}
+
+
+def plot_slu_figure(figure: Mapping[str, Any], *details: Mapping[str, Any], names: list[str]) -> Any:
+    """LAJ-MCL Figure 3: one t-SNE panel per method of ``names`` (those of ``slu.figure.methods`` that were run), in that order."""
+    return plot_parallel_tsne({name: d["figure"]["vectors"] for name, d in zip(names, details, strict=True)}, figure)
+
+
+def report_slu(data: Mapping[str, Any], *parts: Any, names: list[str],
+               grid: Mapping[str, tuple[int, int]] | None = None) -> tuple[pd.DataFrame, dict[str, Any], str]:
+    """All rows: the metrics table, MLflow metrics (the averages, seconds and slot error counts too) and the markdown tables.
+
+    Args:
+        data: ``slu.data``.
+        parts: Each method's metric rows, then each method's details, in ``names`` order
+            (:func:`evaluate_slu_variant`).
+        names: The methods.
+        grid: Table 6's ``{method: (p_s, p_v)}`` (:func:`grid_methods`).
+    """
+    if len(parts) != 2 * len(names):
+        raise ValueError(f"report_slu: {len(parts)} inputs for {len(names)} methods (rows and details of each)")
+    tables, details = parts[: len(names)], parts[len(names):]
     rows = pd.concat(tables, ignore_index=True)
     training_locale = str(data.get("training_locale", SluData.training_locale))
     metrics = {metric_key(r): {"value": float(r.value), "step": 0} for r in rows.itertuples()}
     for method, values in summary(rows, training_locale).items():
-        metrics.update({f"slu.{method}.avg_non_{training_locale.split('-')[0]}.{k}": {"value": v, "step": 0}
+        metrics.update({f"{metric_prefix(method)}.avg_non_{training_locale.split('-')[0]}.{k}": {"value": v, "step": 0}
                         for k, v in values.items() if v == v})
-    return rows, metrics, slu_tables(rows, training_locale)
+    for d in details:
+        prefix = metric_prefix(d["method"])
+        for locale, value in d["inference_seconds"].items():
+            metrics[f"{prefix}.{locale}.inference_seconds"] = {"value": float(value), "step": 0}
+        for locale, counts in d["slot_errors"].items():
+            metrics.update({f"{prefix}.{locale}.slot_errors.{k}": {"value": float(v), "step": 0} for k, v in counts.items()})
+    return rows, metrics, slu_tables(rows, training_locale, details=details, grid=grid)

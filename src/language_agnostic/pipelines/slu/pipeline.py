@@ -1,5 +1,5 @@
-"""``slu``: MASSIVE (``slu.locales``) → words + BIO labels → fine-tune the joint intent / slot model on en-US (ZSJoint, CoSDA-ML) →
-evaluate on every test locale → report.
+"""``slu``: MASSIVE (``slu.locales``) → words + BIO labels → fine-tune the joint intent / slot models on en-US (ZSJoint, CoSDA-ML,
+LAJoint, LAJ-MCL and its ablations) → evaluate on every test locale → report (tables; LAJ-MCL's Figure 3).
 
 The methods trained (``slu.methods``) are read from ``conf/`` when the pipeline is built, so a
 variant is a YAML edit and kedro-viz shows each. Strict zero-shot: training and checkpoint
@@ -20,24 +20,34 @@ from language_agnostic.pipelines.slu import nodes
 DEFAULT_METHODS: dict[str, Any] = {"zsjoint": {"method": "slu"}, "cosda": {"method": "slu", "code_switch": True}}
 
 
-def create_pipeline(methods: Mapping[str, Any] | None = None) -> Pipeline:
-    """Build ``slu`` from ``slu.methods`` (``methods`` given here replaces the configuration).
+def create_pipeline(methods: Mapping[str, Any] | None = None, figure: Mapping[str, Any] | None = None) -> Pipeline:
+    """Build ``slu`` from ``slu.methods`` and ``slu.figure`` (arguments given here replace the configuration;
+    with ``methods`` given and no ``figure``, no figure is drawn).
 
     A configuration error gives :func:`configuration_error_pipeline`, so the other pipelines
     still build and ``kedro run --pipeline=slu`` stops naming the parameter.
     """
     if methods is None:
         try:
-            return _create_pipeline(dict((load_parameters().get("slu") or {}).get("methods") or DEFAULT_METHODS))
+            slu = load_parameters().get("slu") or {}
+            return _create_pipeline(dict(slu.get("methods") or DEFAULT_METHODS), dict(slu.get("figure") or {}))
         except ValueError as exc:
             return configuration_error_pipeline("slu", exc)
-    return _create_pipeline(methods)
+    return _create_pipeline(methods, dict(figure or {}))
 
 
-def _create_pipeline(methods: Mapping[str, Any]) -> Pipeline:
+def _create_pipeline(methods: Mapping[str, Any], figure: Mapping[str, Any]) -> Pipeline:
+    keys: dict[str, str] = {}
     for name, spec in methods.items():
         # unknown keys named now, not an hour into the run
         nodes.method_settings(str(name), {k: v for k, v in dict(spec or {}).items() if k != "code_switch"})
+        key = nodes.method_key(str(name))
+        if key in keys.values():
+            other = next(n for n, k in keys.items() if k == key)
+            raise ValueError(f"slu.methods: {other!r} and {name!r} both become the node name {key!r}; rename one")
+        keys[str(name)] = key
+    # Figure 3: the methods of slu.figure.methods that are run, in that order ([] or none run: no figure)
+    figure_methods = [str(n) for n in figure.get("methods") or [] if str(n) in keys]
     parts = [
         # the SLU locales are read here, not through massive.locales, so that testing on six
         # locales does not change what FMDA and EMU train and evaluate on
@@ -50,8 +60,9 @@ def _create_pipeline(methods: Mapping[str, Any]) -> Pipeline:
         parts.append(node(nodes.load_dictionaries, inputs=["muse_dictionaries", "params:slu.code_switch", "slu_rows"],
                           outputs=["slu_dictionaries", "slu_dictionary_counts"], name="load_muse_dictionaries_node"))
     for name, spec in methods.items():
-        key = str(name).replace("-", "_")
+        key = keys[str(name)]
         switched = bool(dict(spec or {}).get("code_switch"))
+        drawn = str(name) in figure_methods
         parts += [
             node(bind(nodes.train_slu_variant, name=str(name)) if switched
                  else bind(nodes.train_slu_variant, name=str(name), dictionaries=None),
@@ -60,9 +71,15 @@ def _create_pipeline(methods: Mapping[str, Any]) -> Pipeline:
                  outputs=[f"slu_model_{key}", f"slu_history_{key}"], name=f"train_{key}_node"),
             node(nodes.evaluate_slu_variant,
                  inputs=["slu_rows", "encoder", f"slu_model_{key}", "params:slu.locales", "params:embeddings.extraction",
-                         "encoder_identity"],
-                 outputs=f"slu_rows_{key}", name=f"evaluate_{key}_node"),
+                         "encoder_identity", *(["params:slu.figure"] if drawn else [])],
+                 outputs=[f"slu_rows_{key}", f"slu_details_{key}"], name=f"evaluate_{key}_node"),
         ]
-    parts.append(node(nodes.report_slu, inputs=["params:slu.data", *[f"slu_rows_{str(n).replace('-', '_')}" for n in methods]],
+    names = [str(n) for n in methods]
+    parts.append(node(bind(nodes.report_slu, names=names, grid=nodes.grid_methods(methods)),
+                      inputs=["params:slu.data", *[f"slu_rows_{keys[n]}" for n in names], *[f"slu_details_{keys[n]}" for n in names]],
                       outputs=["slu_metrics_table", "slu_metrics", "slu_tables_markdown"], name="report_slu_node"))
+    if figure_methods:
+        parts.append(node(bind(nodes.plot_slu_figure, names=figure_methods),
+                          inputs=["params:slu.figure", *[f"slu_details_{keys[n]}" for n in figure_methods]],
+                          outputs="slu_figure", name="plot_slu_figure_node"))
     return Pipeline([load_encoder_pipeline(), *parts], tags="slu")

@@ -1,0 +1,85 @@
+"""The ``slu`` report's LAJ-MCL layouts (Tables 2, 4, 15, 5, 6, 10) on hand-made rows, and Figure 3's sample."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from language_agnostic.reporting.figures import parallel_intent_sample, plot_parallel_tsne
+from language_agnostic.reporting.slu import ordered_methods, slu_tables
+
+LOCALES = ("en-US", "de-DE", "ja-JP")
+
+
+def _rows(values: dict[str, dict[str, tuple[float, float, float]]]) -> pd.DataFrame:
+    """``{method: {metric: (en, de, ja)}}`` as metric rows."""
+    return pd.DataFrame([{"method": m, "task": "slu", "target": loc, "metric": metric, "value": v}
+                         for m, metrics in values.items() for metric, per in metrics.items() for loc, v in zip(LOCALES, per)])
+
+
+def _three(em: tuple[float, float, float]) -> dict[str, tuple[float, float, float]]:
+    return {"exact_match": em, "intent_accuracy": (0.9, 0.6, 0.3), "slot_f1": (0.8, 0.5, 0.2)}
+
+
+def test_only_the_tables_of_methods_run_are_written():
+    markdown = slu_tables(_rows({"zsjoint": _three((0.9, 0.5, 0.2)), "cosda": _three((0.8, 0.6, 0.4))}), "en-US")
+    # Table 2: the paper's Avg. over every locale, en included: (0.9 + 0.5 + 0.2) / 3; EN rows before EN+CS
+    assert "| EN | ZSJoint (`zsjoint`) | 60.00 | 50.00 | 53.33 |" in markdown
+    assert markdown.index("ZSJoint (`zsjoint`)") < markdown.index("CoSDA-ML (`cosda`)")
+    for absent in ("Table 4", "Table 15", "Table 5", "Table 6", "Table 10"):
+        assert f"## {absent} layout" not in markdown
+
+
+def test_the_ablation_tables_follow_the_papers_rows():
+    rows = _rows({"lajmcl": _three((0.9, 0.6, 0.3)), "lajoint-cs+scl+wcl": _three((0.9, 0.3, 0.3)),
+                  "lajoint-cs+ucl": _three((0.6, 0.6, 0.6)), "lajoint-no_projector": _three((0.3, 0.3, 0.3))})
+    markdown = slu_tables(rows, "en-US")
+    table4 = markdown.split("## Table 4 layout")[1].split("##")[0]
+    labels = [line.split("|")[1].strip() for line in table4.splitlines() if line.startswith("| ") and "run as" not in line]
+    assert labels == ["− Projector", "+ UCL", "+ SCL&WCL", "+ MCL"]
+    assert "| + SCL&WCL | `lajoint-cs+scl+wcl` | 60.00 | 50.00 | 50.00 |" in table4
+    table15 = markdown.split("## Table 15 layout")[1]
+    assert "| + UCL | 60.00 | 60.00 | 60.00 | 60.00 |" in table15 and "| method | en | de | ja | avg (all) |" in table15
+    assert ordered_methods(["zz", "lajmcl", "lajoint-cs+ucl", "zsjoint"]) == ["zsjoint", "lajmcl", "lajoint-cs+ucl", "zz"]
+
+
+def test_slot_errors_grid_and_runtime():
+    errors = {loc: {"utterance": n, "slot_num": 1, "slot_type": 2, "slot_bound": 0, "slot_both": 3}
+              for loc, n in zip(LOCALES, (4, 5, 8))}
+    details = [{"method": "lajmcl", "slot_errors": errors, "train_seconds_per_epoch": 123.44, "epochs_run": 2,
+                "inference_seconds": {"en-US": 1.0, "de-DE": 2.0, "ja-JP": 3.0}, "n_test": dict.fromkeys(LOCALES, 10)},
+               {"method": "zsjoint", "slot_errors": {}, "train_seconds_per_epoch": None, "inference_seconds": {}}]
+    grid = {"a": (5, 0), "b": (5, 20), "c": (10, 20), "d": (10, 10)}
+    rows = _rows({"lajmcl": _three((0.9, 0.6, 0.3)), "a": _three((0.3, 0.3, 0.3)), "b": _three((0.6, 0.6, 0.3)),
+                  "c": _three((0.9, 0.9, 0.9)), "d": _three((0.0, 0.3, 0.6))})
+    markdown = slu_tables(rows, "en-US", details=details, grid=grid)
+    table5 = markdown.split("## Table 5 layout")[1].split("## Table")[0]
+    # avg over the non-en locales, as the paper's Table 5 averages its target languages
+    assert "| #utterance | 4 | 5 | 8 | 6.5 |" in table5 and "| †slot_both | 3 | 3 | 3 | 3.0 |" in table5
+    assert "### `zsjoint`" not in table5
+    table6 = markdown.split("## Table 6 layout")[1].split("## Table")[0]
+    assert "|  | p_v = 0 | p_v = 10 | p_v = 20 |" in table6
+    assert "| p_s = 5 | 30.00 | — | 50.00 |" in table6 and "| p_s = 10 | — | 30.00 | 90.00 |" in table6
+    table10 = markdown.split("## Table 10 layout")[1]
+    assert "| `lajmcl` | 123.4 | 2 | 2.0 | 10 |" in table10 and "`zsjoint`" not in table10
+
+
+def test_figure_3_takes_the_same_ids_of_one_intent_in_every_locale():
+    rows = pd.DataFrame(
+        [{"locale": loc, "id": str(i), "partition": "test", "intent": "play_music" if i % 2 else "alarm_set"}
+         for loc in LOCALES for i in range(20)]
+        + [{"locale": "en-US", "id": "99", "partition": "test", "intent": "play_music"},  # en only: never taken
+           {"locale": "de-DE", "id": "1", "partition": "train", "intent": "play_music"}])
+    ids = parallel_intent_sample(rows, list(LOCALES), "play_music", 4, seed=0, source="en-US")
+    assert len(ids) == 4 and all(int(i) % 2 for i in ids) and ids == sorted(ids, key=int)
+    assert ids == parallel_intent_sample(rows, list(LOCALES), "play_music", 4, seed=0, source="en-US")
+    assert len(parallel_intent_sample(rows, list(LOCALES), "play_music", 100, seed=0, source="en-US")) == 10
+    with pytest.raises(ValueError, match="slu.figure.intent 'nope'"):
+        parallel_intent_sample(rows, list(LOCALES), "nope", 4, seed=0, source="en-US")
+    with pytest.raises(ValueError, match="slu.figure.locales: 'fr-FR' has no test utterances"):
+        parallel_intent_sample(rows, ["fr-FR"], "play_music", 4, seed=0, source="en-US")
+    rng = np.random.default_rng(0)
+    fig = plot_parallel_tsne({"zsjoint": {loc: rng.normal(size=(10, 8)) for loc in LOCALES},
+                              "lajmcl": {loc: rng.normal(size=(10, 8)) for loc in LOCALES}}, {"intent": "play_music"})
+    assert len(fig.axes) == 2
