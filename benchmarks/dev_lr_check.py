@@ -29,7 +29,8 @@ default must beat, and trains nothing::
 
     .venv/bin/python -u benchmarks/dev_lr_check.py --pair en_ja --baselines
 
-``--model KEY=VALUE ...`` overrides ``fmda.model`` (e.g. ``utterance_target=mean``).
+``--model KEY=VALUE ...`` overrides ``fmda.model`` (e.g. ``utterance_target=mean``) and
+``--training KEY=VALUE ...`` ``fmda.training`` (e.g. ``mixed_precision=bf16``).
 
 ``--select-on dev_retrieval`` selects FMDA's epoch by the dev accuracy@1 of ``emb_m`` instead of
 the dev loss. ``--test`` then also prints the kept model's MASSIVE **test** rows (retrieval and
@@ -81,6 +82,8 @@ def main() -> None:
                         help="fmda.loss overrides on top of the variant's, e.g. negative=linear margin=0.2")
     parser.add_argument("--model", nargs="*", default=[], metavar="KEY=VALUE",
                         help="fmda.model overrides, e.g. utterance_target=mean")
+    parser.add_argument("--training", nargs="*", default=[], metavar="KEY=VALUE",
+                        help="fmda.training overrides, e.g. mixed_precision=bf16")
     parser.add_argument("--seed", type=int, default=None, help="training seed (default: the configured one)")
     parser.add_argument("--test", action="store_true", help="print the selected model's test rows")
     parser.add_argument("--baselines", action="store_true", help="print the dev figures of raw/mean and centering/mean only")
@@ -101,7 +104,8 @@ def main() -> None:
     for lr in args.lrs:
         training = {**base, "lr": lr, "max_epochs": args.max_epochs, "progress": False,
                     **({"patience": args.patience} if args.patience else {}),
-                    **({"seed": args.seed} if args.seed is not None else {})}
+                    **({"seed": args.seed} if args.seed is not None else {}),
+                    **{k: yaml.safe_load(v) for k, v in (item.split("=", 1) for item in args.training)}}
         start = time.perf_counter()
         if args.method == "fmda":
             training["select_on"] = args.select_on or base.get("select_on", "dev_loss")
