@@ -48,6 +48,10 @@ def test_ratio_margin_demotes_a_hub_by_hand():
 
 def test_ties_go_to_the_first_candidate_and_bad_shapes_are_refused():
     assert accuracy_at_1(np.array([[1.0, 1.0], [1.0, 1.0]])) == 0.5  # row 1's tie goes to column 0
+    # opposite pairs: every neighbourhood mean is 0, so the margin is ±inf, and 0 / 0 is never chosen
+    margin = ratio_margin(np.array([[0.5, -0.5], [-0.5, 0.5]]), k=2)
+    assert margin.tolist() == [[np.inf, -np.inf], [-np.inf, np.inf]] and accuracy_at_1(margin) == 1.0
+    assert ratio_margin(np.zeros((2, 2)), k=2).tolist() == [[-np.inf, -np.inf], [-np.inf, -np.inf]]
     with pytest.raises(ValueError, match=r"^3 x rows but 2 y rows: a parallel set is aligned pairs$"):
         bitext_accuracies(X, Y[:2])
     with pytest.raises(ValueError, match=r"square matrix"):

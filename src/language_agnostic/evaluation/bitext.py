@@ -56,12 +56,15 @@ def ratio_margin(similarities: np.ndarray, k: int = 4) -> np.ndarray:
     Returns:
         ``(n, m)`` margin scores: ``cos(x_i, y_j) / ((r_x[i] + r_y[j]) / 2)``, with ``r_x[i]`` the
         mean cosine of ``x_i`` to its ``k`` nearest ``y``'s and ``r_y[j]`` that of ``y_j`` to its
-        ``k`` nearest ``x``'s.
+        ``k`` nearest ``x``'s. A zero denominator (degenerate sets only) gives ``±inf``, and
+        ``0 / 0`` gives ``-inf``, never chosen (``numpy.argmax`` would pick a NaN first).
     """
     sims = np.asarray(similarities, dtype=np.float64)
     r_x = mean_top_k(sims, k, axis=1)
     r_y = mean_top_k(sims, k, axis=0)
-    return sims / ((r_x[:, None] + r_y[None, :]) / 2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        margin = sims / ((r_x[:, None] + r_y[None, :]) / 2)
+    return np.where(np.isnan(margin), -np.inf, margin)
 
 
 def accuracy_at_1(scores: np.ndarray) -> float:
