@@ -11,8 +11,8 @@ import torch
 import yaml
 
 from language_agnostic.datasets.directory import ModelShelf
-from language_agnostic.methods.apply import (ModelSpec, expected_models, fmda_meanings, head_meaning, load_models,
-                                             training_languages)
+from language_agnostic.methods.apply import (ModelSpec, expected_models, fmda_meaning_table, fmda_meanings, head_meaning,
+                                             load_models, training_languages)
 from language_agnostic.methods.registry import artifact, build
 from language_agnostic.methods.trained import write_artifact
 from tests.conftest import PROJECT_ROOT
@@ -121,3 +121,12 @@ def test_heads_and_fmda_models_give_their_meaning_embedding(tiny_hub_model: Path
     index = np.array([3, 0, 2])
     for got, model in zip(fmda_meanings(loaded[:2], entry, index, batch_size=2), loaded[:2], strict=True):
         np.testing.assert_allclose(got, encode_with_fmda(model.module, entry)["m"][index], rtol=1e-5, atol=1e-6)
+    # the cached table of every text: float16 of the same numbers, computed once, keyed by the weights
+    table = fmda_meaning_table(loaded[0], entry)
+    assert table.dtype == np.float16 and table.shape == (4, 16)
+    np.testing.assert_allclose(table, encode_with_fmda(loaded[0].module, entry)["m"], rtol=2e-3, atol=2e-3)
+    derived = tmp_path / "store" / "derived"
+    assert len(list(derived.iterdir())) == 1
+    np.testing.assert_array_equal(fmda_meaning_table(loaded[0], entry), table)
+    fmda_meaning_table(loaded[1], entry)
+    assert len(list(derived.iterdir())) == 2  # other weights, another table

@@ -1,10 +1,12 @@
 """Tatoeba bitext retrieval of every method, language by language: the raw encoder, centering, heads, FMDA, fine-tuned encoders.
 
 Every method's embedding of a language's two sides is computed from the cached encoder
-output (sentence vectors, or token states for FMDA; a fine-tuned encoder's own entry), then
+output (sentence vectors; a fine-tuned encoder's own entry; FMDA's meaning of every distinct
+sentence, computed once from the token states and cached beside them), then
 scored by :func:`evaluation.bitext.bitext_accuracies` in both directions and both scorings.
-Languages are the outer loop, so only one language's embeddings are ever held (every
-method's embedding of all 158k sentences at once would take gigabytes).
+Languages are the outer loop, so only one language's embeddings are ever held in memory
+(every method's embedding of all 158k sentences at once would take gigabytes; the cached FMDA
+tables are memory-mapped).
 
 Mean centering subtracts per-language means estimated on a pipeline's training corpus, never
 on the test set; a language without such a mean (every language the QE/STS corpora do not
@@ -25,7 +27,7 @@ from language_agnostic.corpora.languages import to_iso639_3
 from language_agnostic.corpora.tatoeba import text_index
 from language_agnostic.encoders.extraction import texts_sha256
 from language_agnostic.evaluation.bitext import bitext_accuracies
-from language_agnostic.methods.apply import LoadedModel, fmda_meanings, head_meaning
+from language_agnostic.methods.apply import LoadedModel, fmda_meaning_table, head_meaning
 
 logger = logging.getLogger(__name__)
 
@@ -44,20 +46,20 @@ def _centering_means(model: LoadedModel) -> dict[str, np.ndarray]:
     return {code: mean for key, mean in model.module.items() if (code := to_iso639_3(key))}
 
 
-def language_embeddings(raw: Any, finetuned: Mapping[str, Any], models: Sequence[LoadedModel], poolings: Sequence[str],
-                        language: str, xxx: np.ndarray, eng: np.ndarray, vectors: Mapping[str, np.ndarray]
-                        ) -> dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]:
+def language_embeddings(finetuned: Mapping[str, Any], models: Sequence[LoadedModel], poolings: Sequence[str],
+                        language: str, xxx: np.ndarray, eng: np.ndarray, vectors: Mapping[str, np.ndarray],
+                        meanings: Mapping[str, np.ndarray]) -> dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]:
     """Every method's ``(xxx side, English side)`` embeddings of one language.
 
     Args:
-        raw: The configured encoder's store entry of the distinct texts (token states if FMDA is used).
         finetuned: ``{model name: store entry}`` of each fine-tuned encoder.
         models: The loaded models (``methods/apply.py:load_models``).
         poolings: The raw encoder's poolings to score.
         language: The ISO 639-3 code of the non-English side.
         xxx: Positions of its sentences in the distinct texts.
         eng: Positions of their English translations.
-        vectors: ``{pooling: (n_texts, d)}`` of ``raw`` (opened once by the caller).
+        vectors: ``{pooling: (n_texts, d)}`` of the configured encoder (opened once by the caller).
+        meanings: ``{FMDA model name: (n_texts, d)}`` (``methods/apply.py:fmda_meaning_table``).
 
     Returns:
         ``{(method, embedding): (X, E)}``; centering only where both languages have a training mean.
@@ -65,14 +67,12 @@ def language_embeddings(raw: Any, finetuned: Mapping[str, Any], models: Sequence
     out: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
     for pooling in poolings:
         out[("raw", pooling)] = (np.asarray(vectors[pooling][xxx]), np.asarray(vectors[pooling][eng]))
-    fmda = [m for m in models if m.spec.kind == "fmda"]
-    if fmda:
-        both = np.concatenate([xxx, eng])
-        for model, m in zip(fmda, fmda_meanings(fmda, raw, both), strict=True):
-            out[(model.spec.name, model.spec.embedding)] = (m[: len(xxx)], m[len(xxx):])
     for model in models:
         key = (model.spec.name, model.spec.embedding)
-        if model.spec.kind == "head":
+        if model.spec.kind == "fmda":
+            table = meanings[model.spec.name]
+            out[key] = (np.asarray(table[xxx], dtype=np.float32), np.asarray(table[eng], dtype=np.float32))
+        elif model.spec.kind == "head":
             out[key] = (head_meaning(model, vectors[model.pooling][xxx]), head_meaning(model, vectors[model.pooling][eng]))
         elif model.spec.kind == "centering":
             means = _centering_means(model)
@@ -108,13 +108,17 @@ def evaluate_tatoeba(pairs: pd.DataFrame, raw: Any, finetuned: Mapping[str, Any]
         check_entry(entry, texts, name)
     needed = {*poolings, *(m.pooling for m in models if m.spec.kind in ("head", "centering"))}
     vectors = {pooling: raw.vectors(pooling) for pooling in sorted(needed)}
+    fmda = [m for m in models if m.spec.kind == "fmda"]
+    # each FMDA over every distinct sentence once (cached): per language, English sentences would repeat
+    meanings = {m.spec.name: fmda_meaning_table(m, raw) for m in tqdm(fmda, desc="FMDA meaning", unit="model",
+                                                                      disable=not progress or not fmda)}
     rows = []
     languages = list(dict.fromkeys(pairs["language"]))
     for language in tqdm(languages, desc="tatoeba languages", unit="language", disable=not progress):
         mask = (pairs["language"] == language).to_numpy()
         xxx, eng = xxx_index[mask], eng_index[mask]
-        for (method, embedding), (x, e) in language_embeddings(raw, finetuned, models, poolings, language, xxx, eng,
-                                                               vectors).items():
+        for (method, embedding), (x, e) in language_embeddings(finetuned, models, poolings, language, xxx, eng,
+                                                               vectors, meanings).items():
             for (direction, scoring), accuracy in bitext_accuracies(x, e, k).items():
                 source, target = (language, PIVOT) if direction == "x>y" else (PIVOT, language)
                 rows.append([method, embedding, language, source, target, scoring, len(xxx),
