@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 
@@ -92,6 +93,21 @@ def test_missing_old_and_foreign_models_are_skipped_with_the_reason(tmp_path: Pa
     assert reasons["emu@massive"] == (f"{tmp_path}/emu/encoders/emu not found (no config.json); "
                                       "`kedro run --pipeline=emu (with 'emu' in emu.save_encoders)` makes it")
     assert f"tatoeba: seed_without_lc@qe skipped: {tmp_path}/qe/seed_without_lc.safetensors not found" in caplog.text
+
+    # a fine-tuned encoder is used when it started from the configured encoder (as emu's finetuned.json records it)
+    encoder_dir = tmp_path / "emu" / "encoders" / "emu"
+    encoder_dir.mkdir(parents=True)
+    (encoder_dir / "config.json").write_text("{}")
+    record = {"base": {"name": "emu/emu", "base": {"name": "tiny", "weights_sha256": "a" * 64}}, "dev_accuracy": 0.8}
+    (encoder_dir / "finetuned.json").write_text(json.dumps(record))
+    emu = [s for s in specs if s.name == "emu@massive"]
+    assert [m.spec.name for m in load_models(ModelShelf(tmp_path), emu, {}, IDENTITY)[0]] == ["emu@massive"]
+    record["base"]["base"]["weights_sha256"] = "c" * 64
+    (encoder_dir / "finetuned.json").write_text(json.dumps(record))
+    _, skipped = load_models(ModelShelf(tmp_path), emu, {}, IDENTITY)
+    assert skipped[0]["reason"] == (f"{encoder_dir} was fine-tuned from encoder 'tiny' (weights cccccccccccc), but "
+                                    "embeddings.encoder.name configures 'tiny' (weights aaaaaaaaaaaa); its rows would be "
+                                    "compared with another encoder's")
 
 
 def test_heads_and_fmda_models_give_their_meaning_embedding(tiny_hub_model: Path, tmp_path: Path):

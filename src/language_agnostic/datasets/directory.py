@@ -108,6 +108,13 @@ class ModelShelf:
 
         return read_artifact(self.path(relative))
 
+    def provenance(self, relative: str) -> dict[str, Any]:
+        """The ``finetuned.json`` a fine-tuned encoder directory records (``{}`` when it has none)."""
+        import json
+
+        path = self.path(relative) / "finetuned.json"
+        return json.loads(path.read_text()) if path.is_file() else {}
+
     def encoder(self, relative: str) -> Any:
         """The fine-tuned encoder in ``relative`` (a ``save_pretrained`` directory) as a ``LoadedEncoder``."""
         from language_agnostic.encoders.loading import load_encoder

@@ -208,6 +208,12 @@ def load_models(shelf: Any, specs: Sequence[ModelSpec], languages: Mapping[str, 
             if not shelf.has_encoder(spec.path):
                 skip(spec, f"{where} not found (no config.json); `{spec.command}` makes it")
                 continue
+            base = _base_encoder(shelf.provenance(spec.path))
+            if base.get("weights_sha256") and identity.get("weights_sha256") and base["weights_sha256"] != identity["weights_sha256"]:
+                skip(spec, f"{where} was fine-tuned from encoder {base.get('name')!r} (weights {str(base['weights_sha256'])[:12]}), "
+                           f"but embeddings.encoder.name configures {identity.get('name')!r} "
+                           f"(weights {str(identity['weights_sha256'])[:12]}); its rows would be compared with another encoder's")
+                continue
             loaded.append(LoadedModel(spec, list(languages.get(spec.source, [])), pooling=spec.embedding))
             continue
         if not shelf.has_artifact(spec.path):
@@ -235,6 +241,21 @@ def load_models(shelf: Any, specs: Sequence[ModelSpec], languages: Mapping[str, 
                                   str(saved.get("pooling", "mean")), module))
     logger.info("tatoeba: %d of %d expected models loaded, %d skipped", len(loaded), len(specs), len(skipped))
     return loaded, skipped
+
+
+def _base_encoder(provenance: Mapping[str, Any]) -> dict[str, Any]:
+    """The identity of the encoder a fine-tuned one started from, from its ``finetuned.json``.
+
+    ``save_encoder`` records the saved encoder's identity under ``base``; EMU's own identity
+    names its starting encoder under ``base`` again, so the innermost one with weights is it.
+    """
+    found: dict[str, Any] = {}
+    node = dict(provenance or {})
+    while isinstance(node.get("base"), Mapping):
+        node = dict(node["base"])
+        if node.get("weights_sha256"):
+            found = node
+    return found
 
 
 def spec_rows(models: Sequence[LoadedModel]) -> list[dict[str, Any]]:
