@@ -62,6 +62,9 @@ def test_the_real_files_sizes_and_alignment(real_tatoeba: Path):
 def test_the_language_table_covers_the_real_set_and_its_scripts(real_tatoeba: Path):
     files = _dataset(real_tatoeba).load()
     assert set(available_languages(list(files))) == set(language_table()) - {"eng"}
+    pairs, rejects, _, counts = ingest_tatoeba(files, {"languages": "all", "expected_pairs": 112})
+    assert counts["total"] == {"languages": 112, "pairs": 88877, "rejected": 0} and rejects.empty
+    assert len(text_index(pairs)[0]) == 158078  # distinct sentences: what the encoder sees
     # the table's script against the letters of a few real files
     expected = {"amh": "ETHIOPIC", "kat": "GEORGIAN", "ell": "GREEK", "ukr": "CYRILLIC", "urd": "ARABIC"}
     for language, script in expected.items():
