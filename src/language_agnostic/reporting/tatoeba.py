@@ -104,6 +104,10 @@ def metric_rows(scores: pd.DataFrame, encoder: str) -> pd.DataFrame:
     })
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _pct(value: float) -> str:
     return "—" if value is None or (isinstance(value, float) and np.isnan(value)) else f"{100 * value:.1f}"
 
@@ -140,11 +144,11 @@ def tatoeba_markdown(scores: pd.DataFrame, languages: pd.DataFrame, counts: Mapp
     seen = languages[languages["seen"].astype(bool)]
     total = counts.get("total", {})
     lines = ["# Tatoeba: bitext retrieval on the LASER Tatoeba sets", "",
-             f"Encoder `{identity.get('name')}`; {total.get('languages', len(languages))} languages paired with English, "
+             f"Encoder `{identity.get('name')}`; {_count(int(total.get('languages', len(languages))), 'language')} paired with English, "
              f"{total.get('pairs', '?')} sentence pairs ({total.get('rejected', 0)} rejected at ingestion). "
              "Accuracy@1 (%) of nearest-neighbour retrieval, the mean of both directions, averaged over languages "
              "(each language weighs the same); LASER's error rate is 100 − accuracy. "
-             f"*Seen*: the {len(seen)} language{'' if len(seen) == 1 else 's'} some configured training set holds "
+             f"*Seen*: the {_count(len(seen), 'language')} some configured training set holds "
              f"({', '.join(f'{r.language} ({r.seen_by})' for r in seen.itertuples()) or 'none'}); *unseen*: the other "
              f"{len(languages) - len(seen)}. *Own*: the method's own training languages, and the rest. "
              "English is the pivot of every pair and is not counted as a language here.", ""]
