@@ -118,3 +118,15 @@ def test_every_save_of_the_metrics_table_rewrites_the_leaderboard(tmp_path: Path
     assert stored[["method", "value", "best"]].values.tolist() == [["fmda", 0.61, True], ["raw", 0.51, False]]
     MetricsTableDataset(str(tmp_path / "other" / "metrics.csv"), leaderboard=None).save(_metrics())
     assert not (tmp_path / "other" / "leaderboard.md").exists()
+
+
+def test_bitext_retrieval_follows_cross_lingual_retrieval_and_many_languages_are_counted():
+    codes = [f"l{i:02d}" for i in range(13)]
+    rows = [_row("raw", "mean", "bitext_retrieval", "tatoeba", code, "eng", "accuracy@1", 0.5, "tatoeba") for code in codes]
+    rows += [_row("raw", "mean", "template_retrieval", "massive_template_multi:en-US>de-DE", "de-DE", "de-DE", "MAP", 0.4),
+             _row("raw", "mean", "cross_lingual_retrieval", "massive_test", "en-US", "de-DE", "accuracy@1", 0.6)]
+    board = leaderboard_table(pd.DataFrame(rows))
+    assert board["task"].tolist() == ["cross_lingual_retrieval", "bitext_retrieval", "template_retrieval"]
+    # 14 languages (13 and English) are counted, not listed; two are listed
+    assert board["languages"].tolist() == ["de-DE, en-US", "14 languages", "de-DE"]
+    assert "bitext_retrieval / tatoeba / accuracy@1 (14 languages: 13)" in leaderboard_markdown(board)

@@ -23,12 +23,14 @@ import pandas as pd
 from language_agnostic.reporting.markdown import table
 
 # the tasks in reading order (the papers' main tasks first); others follow alphabetically
-TASK_ORDER = ("cross_lingual_retrieval", "template_retrieval", "intent_nn", "intent_classification", "slu",
+TASK_ORDER = ("cross_lingual_retrieval", "bitext_retrieval", "template_retrieval", "intent_nn", "intent_classification", "slu",
               "quality_estimation", "semantic_textual_similarity")
 EXCLUDED_TASKS = frozenset({"language_leakage"})
 LEADERBOARD_COLUMNS = ["encoder", "method", "embedding", "task", "dataset", "metric", "languages", "n_directions",
                        "directions", "value", "best"]
 DECIMALS = 3
+# a column over more languages than this names their number, not each one (Tatoeba has 113)
+MAX_LISTED_LANGUAGES = 12
 
 
 def _is_score(metric: str) -> bool:
@@ -43,7 +45,7 @@ def _direction(dataset: str, source: str, target: str) -> str:
 
 def _languages(directions: tuple[str, ...]) -> str:
     ends = {end for d in directions for end in d.rsplit(":", 1)[-1].split(">")}
-    return ", ".join(sorted(ends))
+    return ", ".join(sorted(ends)) if len(ends) <= MAX_LISTED_LANGUAGES else f"{len(ends)} languages"
 
 
 def _column_sets(coverage: pd.Series) -> list[tuple[str, ...]]:
