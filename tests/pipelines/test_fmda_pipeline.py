@@ -196,14 +196,20 @@ def test_selection_on_dev_retrieval_records_the_score(tiny_hub_model: Path, tmp_
         nodes.train_fmda(manifest, pools, catalog["params:fmda.model"].load(), {}, {**TRAINING, "select_on": "test"})
 
 
-def test_two_stage_freezes_the_template_encoder_after_stage_one(tiny_hub_model: Path, tmp_path: Path, monkeypatch):
-    from language_agnostic.pipelines.fmda import nodes
-
+def _two_stage_catalog(tiny_hub_model: Path, tmp_path: Path) -> DataCatalog:
+    """A catalog holding the EN-DE FMDA inputs and template pairs, built by the pipeline's own nodes."""
     catalog = _catalog(tiny_hub_model, tmp_path / "store")
     for name in ("en_de.fmda_inputs", "en_de.fmda_template_pairs"):
         catalog[name] = EmbeddingManifestDataset(str(tmp_path / f"{name}.json"))
     pipeline = create_pipeline(pairs=["en_de"], variants=VARIANTS, unified=[], figure_pair="", methods={"dream": METHODS["dream"]})
     SequentialRunner().run(pipeline.to_outputs("en_de.fmda_inputs", "en_de.fmda_template_pairs"), catalog)
+    return catalog
+
+
+def test_two_stage_freezes_the_template_encoder_after_stage_one(tiny_hub_model: Path, tmp_path: Path, monkeypatch):
+    from language_agnostic.pipelines.fmda import nodes
+
+    catalog = _two_stage_catalog(tiny_hub_model, tmp_path)
     after_each_stage, weights_used = [], []
     real_train = fmda_training.train
 
@@ -230,11 +236,7 @@ def test_two_stage_stage_one_selects_on_held_out_template_retrieval(tiny_hub_mod
     from language_agnostic.pipelines.fmda import nodes
     from language_agnostic.training.fmda_data import encode_with_fmda
 
-    catalog = _catalog(tiny_hub_model, tmp_path / "store")
-    for name in ("en_de.fmda_inputs", "en_de.fmda_template_pairs"):
-        catalog[name] = EmbeddingManifestDataset(str(tmp_path / f"{name}.json"))
-    pipeline = create_pipeline(pairs=["en_de"], variants=VARIANTS, unified=[], figure_pair="", methods={"dream": METHODS["dream"]})
-    SequentialRunner().run(pipeline.to_outputs("en_de.fmda_inputs", "en_de.fmda_template_pairs"), catalog)
+    catalog = _two_stage_catalog(tiny_hub_model, tmp_path)
     pairs = catalog["en_de.fmda_template_pairs"].load()
     stages = []
     real_train = fmda_training.train
