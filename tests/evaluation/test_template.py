@@ -33,3 +33,12 @@ def test_perfect_and_single_target():
 def test_sizes_must_match():
     with pytest.raises(ValueError, match="5 targets for 2 sources and k=3: expected 6"):
         mean_average_precision(np.ones((2, 2)), np.ones((5, 2)), k=3)
+
+
+def test_map_breaks_ties_by_position_as_a_stable_sort():
+    # s0 ties t0 with t2 and t1 with t3; s1 ties t1 with t3 and t0 with t2 (targets 2i, 2i+1 belong to source i)
+    sources = np.array([[1.0, 0.0], [0.0, 1.0]])
+    targets = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [0.0, 1.0]])
+    # s0: order t0, t2, t1, t3 -> its t0, t1 at ranks 1, 3: AP (1/1 + 2/3) / 2 = 5/6
+    # s1: order t1, t3, t0, t2 -> its t2, t3 at ranks 4, 2: AP (1/2 + 2/4) / 2 = 1/2
+    assert mean_average_precision(sources, targets, k=2) == pytest.approx((5 / 6 + 1 / 2) / 2)
