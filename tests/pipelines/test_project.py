@@ -237,6 +237,8 @@ MCL_ABLATIONS = {"lajoint-cs+ucl": {"utterance"}, "lajoint-cs+scl": {"slot_value
                  "lajoint-cs+scl+wcl": {"slot_value", "word"}}
 LAJOINT_ABLATIONS = {"lajoint-no_compressor": {"compressor": False}, "lajoint-no_projector": {"projector": False},
                      "lajoint-no_comp_proj": {"compressor": False, "projector": False}}
+# the joint baselines trained at the LAJ methods' budget, for LAJ-MCL's claims at one budget
+BUDGET_CONTROLS = {"zsjoint-laj_budget": False, "cosda-laj_budget": True}
 
 
 def _slu(env: str) -> dict:
@@ -250,8 +252,9 @@ def test_the_default_slu_run_has_the_laj_methods_in_a_reduced_setting(project: P
 
     base = _slu("base")
     assert LAJ < set(base["methods"]) and {"zsjoint", "cosda"} < set(base["methods"])
-    reduced = [base["methods"][m]["training"] for m in sorted(LAJ)]
-    assert all(r == reduced[0] and set(r) == {"max_epochs", "train_layers"} for r in reduced)
+    reduced = [(base["methods"][m]["training"], base["methods"][m]["data"]) for m in sorted(LAJ)]
+    assert all(r == reduced[0] for r in reduced)
+    assert reduced[0] == ({"max_epochs": 1, "train_layers": 6}, {"max_train": 2000})  # docs/slu.md, as measured
     assert "training" not in base["methods"]["zsjoint"] and "training" not in base["methods"]["cosda"]
     assert base["methods"]["lajmcl"].get("loss_weights") is None  # λ1 = λ2 = λ3 = 0.5
     assert set(base["methods"]["lajoint-cs"]["loss_weights"].values()) == {0}
@@ -272,9 +275,13 @@ def test_the_ablation_and_grid_envs_restate_base_but_for_their_methods(project: 
     base, study = _slu("base"), _slu(env)
     assert {k: v for k, v in study.items() if k != "methods"} == {k: v for k, v in base.items() if k != "methods"}
     # every method of the env takes the LAJ methods' reduced setting, so the default run's references compare
-    assert all(spec["training"] == base["methods"]["lajmcl"]["training"] for spec in study["methods"].values())
+    assert all(spec["training"] == base["methods"]["lajmcl"]["training"] and spec["data"] == base["methods"]["lajmcl"]["data"]
+               for spec in study["methods"].values())
     if env == "slu_ablations":
-        assert set(study["methods"]) == set(MCL_ABLATIONS) | set(LAJOINT_ABLATIONS)
+        assert set(study["methods"]) == set(MCL_ABLATIONS) | set(LAJOINT_ABLATIONS) | set(BUDGET_CONTROLS)
+        for name, switched in BUDGET_CONTROLS.items():
+            spec = study["methods"][name]
+            assert spec["method"] == "slu" and bool(spec.get("code_switch")) is switched and "loss_weights" not in spec
         for name, levels in MCL_ABLATIONS.items():
             spec = study["methods"][name]
             assert spec["method"] == "lajoint" and spec["code_switch"] is True
