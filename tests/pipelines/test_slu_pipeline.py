@@ -13,6 +13,7 @@ from kedro.runner import SequentialRunner
 
 from language_agnostic.corpora.errors import CorpusFormatError
 from language_agnostic.datasets import TarArchiveDataset
+from language_agnostic.datasets.metrics import METRIC_COLUMNS
 from language_agnostic.datasets.muse import MuseDictionariesDataset
 from language_agnostic.datasets.torch_state import TrainedHeadDataset
 from language_agnostic.pipelines.slu.nodes import parse_slu_locales
@@ -63,6 +64,7 @@ def _catalog(model_dir: Path, muse_dir: Path, methods: dict[str, Any] | None = N
     return DataCatalog({"massive_archive": TarArchiveDataset(filepath=str(_archive(muse_dir))),
                         "encoder": MemoryDataset(copy_mode="assign"),
                         "muse_dictionaries": MuseDictionariesDataset(str(muse_dir)),
+                        "slu_metrics_before": MemoryDataset(pd.DataFrame(columns=METRIC_COLUMNS)),
                         **{k: MemoryDataset(v) for k, v in params.items()}})
 
 

@@ -83,3 +83,41 @@ def test_figure_3_takes_the_same_ids_of_one_intent_in_every_locale():
     fig = plot_parallel_tsne({"zsjoint": {loc: rng.normal(size=(10, 8)) for loc in LOCALES},
                               "lajmcl": {loc: rng.normal(size=(10, 8)) for loc in LOCALES}}, {"intent": "play_music"})
     assert len(fig.axes) == 2
+
+
+def _claims(markdown: str) -> list[list[str]]:
+    section = markdown.split("## Claims (LAJ-MCL), as measured")[1]
+    return [[c.strip() for c in line.strip("|").split("|")] for line in section.splitlines()
+            if line.startswith("| ") and "claim" not in line]
+
+
+def test_the_claims_compare_average_em_over_the_non_training_locales():
+    # EM over de, ja: lajoint (0.5 + 0.3) / 2 = 0.40, zsjoint-laj_budget 0.30, zsjoint 0.45; lajoint-cs+ucl 0.20 vs lajoint-cs 0.25
+    rows = _rows({"lajoint": _three((0.9, 0.5, 0.3)), "zsjoint-laj_budget": _three((0.1, 0.4, 0.2)),
+                  "zsjoint": _three((0.9, 0.6, 0.3)), "lajoint-cs": _three((0.9, 0.3, 0.2)),
+                  "lajoint-cs+ucl": _three((0.9, 0.2, 0.2))})
+    claims = _claims(slu_tables(rows, "en-US"))
+    assert claims == [
+        ["LAJoint > ZSJoint (§4.3, Table 2)", "`lajoint`", "`zsjoint-laj_budget`", "40.00", "30.00", "+10.00", "yes",
+         "this run; this run"],
+        ["LAJoint > ZSJoint (§4.3, Table 2)", "`lajoint`", "`zsjoint`", "40.00", "45.00", "-5.00", "no", "this run; this run"],
+        ["UCL > LAJoint+CS (§4.5, Table 4)", "`lajoint-cs+ucl`", "`lajoint-cs`", "20.00", "25.00", "-5.00", "no",
+         "this run; this run"]]
+    # no pair present: no section
+    assert "## Claims" not in slu_tables(_rows({"lajoint": _three((0.9, 0.5, 0.3))}), "en-US")
+
+
+def test_a_claims_baseline_not_trained_in_this_run_comes_from_the_earlier_metrics_table():
+    rows = _rows({"lajoint-cs+scl": _three((0.9, 0.5, 0.5))}).assign(encoder="e5", source="en-US")
+    earlier = pd.concat([
+        _rows({"lajoint-cs": _three((0.9, 0.4, 0.2))}).assign(encoder="e5", source="en-US", run_id="abcdef0123456789"),
+        # another encoder, and a method this run trained: neither is taken
+        _rows({"lajoint-cs": _three((0.0, 0.0, 0.0))}).assign(encoder="other", source="en-US", run_id="x" * 16),
+        _rows({"lajoint-cs+scl": _three((0.0, 0.0, 0.0))}).assign(encoder="e5", source="en-US", run_id="y" * 16)],
+        ignore_index=True)
+    claims = _claims(slu_tables(rows, "en-US", earlier=earlier))
+    assert claims == [["SCL > LAJoint+CS (§4.5, Table 4)", "`lajoint-cs+scl`", "`lajoint-cs`", "50.00", "30.00", "+20.00",
+                       "yes", "this run; run `abcdef01`"]]
+    # a baseline evaluated on fewer locales than this run is not compared
+    partial = earlier[(earlier["target"] != "ja-JP")]
+    assert "## Claims" not in slu_tables(rows, "en-US", earlier=partial)

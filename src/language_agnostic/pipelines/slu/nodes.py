@@ -214,12 +214,14 @@ def plot_slu_figure(figure: Mapping[str, Any], *details: Mapping[str, Any], name
     return plot_parallel_tsne({name: d["figure"]["vectors"] for name, d in zip(names, details, strict=True)}, figure)
 
 
-def report_slu(data: Mapping[str, Any], *parts: Any, names: list[str],
+def report_slu(data: Mapping[str, Any], earlier: pd.DataFrame, *parts: Any, names: list[str],
                grid: Mapping[str, tuple[int, int]] | None = None) -> tuple[pd.DataFrame, dict[str, Any], str]:
     """All rows: the metrics table, MLflow metrics (the averages, seconds and slot error counts too) and the markdown tables.
 
     Args:
         data: ``slu.data``.
+        earlier: The long metrics table before this run: the claims section takes the rows of methods
+            this run did not train from it (``reporting/slu.py:claims_table``).
         parts: Each method's metric rows, then each method's details, in ``names`` order
             (:func:`evaluate_slu_variant`).
         names: The methods.
@@ -240,4 +242,4 @@ def report_slu(data: Mapping[str, Any], *parts: Any, names: list[str],
             metrics[f"{prefix}.{locale}.inference_seconds"] = {"value": float(value), "step": 0}
         for locale, counts in d["slot_errors"].items():
             metrics.update({f"{prefix}.{locale}.slot_errors.{k}": {"value": float(v), "step": 0} for k, v in counts.items()})
-    return rows, metrics, slu_tables(rows, training_locale, details=details, grid=grid)
+    return rows, metrics, slu_tables(rows, training_locale, details=details, grid=grid, earlier=earlier)
