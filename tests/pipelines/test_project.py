@@ -225,7 +225,8 @@ def test_the_paper_env_trains_slu_at_paper_scale_and_nothing_else_differs(projec
     assert (paper["training"]["max_epochs"], base["training"]["max_epochs"]) == (20, 3)
     assert paper["training"]["train_layers"] is base["training"]["train_layers"] is None
     # the paper env trains every method of conf/base, the LAJ methods without their reduced-setting overrides
-    assert paper["methods"] == {name: {k: v for k, v in spec.items() if k != "training"} for name, spec in base["methods"].items()}
+    assert paper["methods"] == {name: {k: v for k, v in spec.items() if k not in ("training", "data")}
+                                for name, spec in base["methods"].items()}
     strip = lambda c: {**c, "methods": None,  # noqa: E731
                        "training": {k: v for k, v in c["training"].items() if k not in ("max_epochs", "patience")}}
     assert strip(paper) == strip(base)
@@ -254,7 +255,8 @@ def test_the_default_slu_run_has_the_laj_methods_in_a_reduced_setting(project: P
     assert LAJ < set(base["methods"]) and {"zsjoint", "cosda"} < set(base["methods"])
     reduced = [(base["methods"][m]["training"], base["methods"][m]["data"]) for m in sorted(LAJ)]
     assert all(r == reduced[0] for r in reduced)
-    assert reduced[0] == ({"max_epochs": 1, "train_layers": 6}, {"max_train": 2000})  # docs/slu.md, as measured
+    assert reduced[0] == ({"max_epochs": 1, "train_layers": 6, "lr": 5.0e-3, "encoder_lr": 1.0e-4},
+                          {"max_train": 2000, "batch_size": 8})  # docs/slu.md, as measured
     assert "training" not in base["methods"]["zsjoint"] and "training" not in base["methods"]["cosda"]
     assert base["methods"]["lajmcl"].get("loss_weights") is None  # λ1 = λ2 = λ3 = 0.5
     assert set(base["methods"]["lajoint-cs"]["loss_weights"].values()) == {0}
