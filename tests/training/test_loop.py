@@ -97,3 +97,43 @@ def test_bad_settings():
         train(nn.Linear(1, 1), _pull, Fixed(1), Fixed(1), TrainSettings(max_epochs=0, patience=5, progress=False))
     with pytest.raises(ValueError, match="the source partner pool needs at least 2 sentences, has 1"):
         QuadrupletBatches(np.zeros((3, 2)), np.zeros((3, 2)), np.zeros(3), np.zeros(3), 2, source_pool=np.array([0]))
+
+
+class Three(Fixed):
+    """Three batches an epoch, with the batch count the loop can show."""
+
+    def batches(self, epoch, generator):
+        for _ in range(3):
+            yield {"x": torch.tensor([self.target])}
+
+    def n_batches(self) -> int:
+        return 3
+
+
+def test_an_epoch_has_a_batch_bar_that_counts_every_batch(monkeypatch):
+    import language_agnostic.training.loop as loop
+
+    made = []
+
+    class Recorder:
+        def __init__(self, iterable=None, **kwargs):
+            self.iterable, self.kwargs, self.n, self.closed = iterable, kwargs, 0, False
+            made.append(self)
+
+        def __iter__(self):
+            return iter(self.iterable)
+
+        def update(self, n=1):
+            self.n += n
+
+        def set_postfix(self, *args, **kwargs):
+            pass
+
+        def close(self):
+            self.closed = True
+
+    monkeypatch.setattr(loop, "tqdm", Recorder)
+    train(nn.Linear(1, 1, bias=False), _pull, Three(1.0), Fixed(0.35), TrainSettings(lr=0.01, max_epochs=2, patience=5))
+    epochs = [b for b in made if b.kwargs.get("unit") == "batch"]
+    assert [b.kwargs["desc"] for b in epochs] == ["epoch 1", "epoch 2"]
+    assert all(b.kwargs["total"] == 3 and b.n == 3 and b.closed and b.kwargs["delay"] == 5 for b in epochs)

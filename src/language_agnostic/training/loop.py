@@ -351,10 +351,16 @@ def train(model: nn.Module, loss_fn: LossFn, train_data: BatchSource, dev_data: 
         return False
 
     bar = tqdm(range(1, settings.max_epochs + 1), desc="training", unit="epoch", disable=not settings.progress)
+    # this process's batches (several processes share them out, see below)
+    n_batches = -(-train_data.n_batches() // accelerator.num_processes) if hasattr(train_data, "n_batches") else None
     epoch = 0
     stop = False
     for epoch in bar:
         model.train()
+        # a bar inside the epoch, shown only once an epoch has run 5 s: a LAJ-MCL epoch on CPU takes
+        # minutes, an FMDA head's a second (no bar, no noise in the log)
+        batch_bar = tqdm(total=n_batches, desc=f"epoch {epoch}", unit="batch", leave=False, delay=5,
+                         disable=not settings.progress)
         generator = torch.Generator().manual_seed(settings.seed * 1_000_003 + epoch)
         seen = 0
         # the adversary's own batches, if the data has them: drawn from a generator of their own,
@@ -387,6 +393,7 @@ def train(model: nn.Module, loss_fn: LossFn, train_data: BatchSource, dev_data: 
             with contextlib.nullcontext() if closes else accelerator.no_sync(model):
                 accelerator.backward(losses["total"] / accumulate if accumulate > 1 else losses["total"])
             seen += 1
+            batch_bar.update()
             n = len(next(iter(batch.values())))
             for name, value in losses.items():
                 sums[name] = sums.get(name, 0.0) + float(value.detach()) * n
@@ -403,6 +410,7 @@ def train(model: nn.Module, loss_fn: LossFn, train_data: BatchSource, dev_data: 
             if settings.eval_every_steps and step % settings.eval_every_steps == 0 and evaluate(epoch):
                 stop = True
                 break
+        batch_bar.close()
         if seen == 0:
             raise ValueError("the training set yields no batches")
         if stop or (settings.eval_every_steps is None and evaluate(epoch)):

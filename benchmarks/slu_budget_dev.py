@@ -1,0 +1,88 @@
+"""What a short SLU training learns on en-US dev: the evidence behind the LAJ methods' reduced setting.
+
+Trains ``slu.methods`` entries of ``conf/base`` (``method: slu`` or ``lajoint``) on a seeded sample of
+``--max-train`` en-US train utterances for ``--epochs`` epochs, with ``conf/base``'s ``slu.data`` and
+``slu.training`` (bf16 where native, fused AdamW), the method's own ``data`` / ``training`` overrides
+replaced by ``--set`` values, and prints the kept checkpoint's en-US **dev** exact match, intent accuracy
+and slot F1 with the wall-clock seconds (setup, training, the dev scoring). Nothing here reads a test split.
+
+``--set KEY=VALUE`` sets ``slu.training.KEY``; ``--set data.KEY=VALUE`` sets ``slu.data.KEY``.
+Code-switched methods (``cosda``, ``lajoint-cs``, ``lajmcl``) take the MUSE dictionaries under
+``--raw-data-root``.
+
+Needs ``data/03_primary/massive_slu.parquet`` (any ``kedro run --pipeline=slu``).
+
+Usage::
+
+    .venv/bin/python -u benchmarks/slu_budget_dev.py --methods zsjoint --max-train 2000 --set data.batch_size=8 \\
+        --set lr=5e-3 --set encoder_lr=1e-4
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import platform
+import time
+from typing import Any
+
+import torch
+import yaml
+
+from language_agnostic.training.lajmcl import train_lajmcl
+from language_agnostic.training.slu import method_settings, train_slu
+from slu_speed import slu_inputs  # benchmarks/ is on the path when a script here runs
+
+
+def parse_sets(values: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``--set`` values as ``(training, data)`` overrides, each value read as YAML (``5e-3`` → 0.005)."""
+    training: dict[str, Any] = {}
+    data: dict[str, Any] = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"--set {item!r}: expected KEY=VALUE or data.KEY=VALUE")
+        parsed = yaml.safe_load(value)
+        if isinstance(parsed, str):  # YAML 1.1 reads 5e-3 as a string (no dot): a number was meant
+            try:
+                parsed = float(parsed)
+            except ValueError:
+                pass
+        (data if key.startswith("data.") else training)[key.removeprefix("data.")] = parsed
+    return training, data
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--methods", nargs="+", default=["zsjoint"], help="slu.methods entries of conf/base")
+    parser.add_argument("--max-train", type=int, default=2000)
+    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--train-layers", type=int, default=6)
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--raw-data-root", default="../shared/data", help="where muse/ is")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    sets, data_sets = parse_sets(args.set)
+    params, extraction, rows, encoder, languages, dictionaries = slu_inputs(args.raw_data_root)
+    print(f"machine: {platform.processor() or platform.machine()}, torch {torch.__version__}, threads {torch.get_num_threads()}; "
+          f"{args.max_train} en-US utterances, {args.epochs} epoch(s), top {args.train_layers} layers, set {sets} data {data_sets}")
+    print("| method | seconds | dev exact match | dev intent accuracy | dev slot F1 |\n|---|---:|---:|---:|---:|")
+    for name in args.methods:
+        if name not in params["methods"]:
+            raise SystemExit(f"--methods: {name!r} is not in conf/base's slu.methods ({list(params['methods'])})")
+        spec = dict(params["methods"][name])
+        method, _, _ = method_settings(name, {k: v for k, v in spec.items() if k != "code_switch"})  # its overrides: --set
+        data = {**params["data"], "max_train": args.max_train, **data_sets}
+        if spec.get("code_switch"):
+            data["code_switch"] = {**params["code_switch"], "languages": languages}
+        training = {**params["training"], "max_epochs": args.epochs, "train_layers": args.train_layers, "progress": False, **sets}
+        trainer = train_lajmcl if spec["method"] == "lajoint" else train_slu
+        start = time.perf_counter()
+        _, _, info = trainer(rows, encoder, method, data, training, extraction, dictionaries if spec.get("code_switch") else None,
+                             name)
+        print(f"| {name} | {time.perf_counter() - start:.0f} | {info['dev_exact_match']:.4f} | {info['dev_intent_accuracy']:.4f} "
+              f"| {info['dev_slot_f1']:.4f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
