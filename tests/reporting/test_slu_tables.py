@@ -98,11 +98,11 @@ def test_the_claims_compare_average_em_over_the_non_training_locales():
                   "lajoint-cs+ucl": _three((0.9, 0.2, 0.2))})
     claims = _claims(slu_tables(rows, "en-US"))
     assert claims == [
-        ["LAJoint > ZSJoint (§4.3, Table 2)", "`lajoint`", "`zsjoint-laj_budget`", "40.00", "30.00", "+10.00", "yes",
-         "this run; this run"],
-        ["LAJoint > ZSJoint (§4.3, Table 2)", "`lajoint`", "`zsjoint`", "40.00", "45.00", "-5.00", "no", "this run; this run"],
-        ["UCL > LAJoint+CS (§4.5, Table 4)", "`lajoint-cs+ucl`", "`lajoint-cs`", "20.00", "25.00", "-5.00", "no",
-         "this run; this run"]]
+        ["LAJoint > ZSJoint (§4.3, Table 2)", "`lajoint`", "`zsjoint-laj_budget`", "yes", "this run; this run",
+         "40.00", "30.00", "+10.00"],
+        ["LAJoint > ZSJoint (§4.3, Table 2)", "`lajoint`", "`zsjoint`", "no", "this run; this run", "40.00", "45.00", "-5.00"],
+        ["UCL > LAJoint+CS (§4.5, Table 4)", "`lajoint-cs+ucl`", "`lajoint-cs`", "no", "this run; this run",
+         "20.00", "25.00", "-5.00"]]
     # no pair present: no section
     assert "## Claims" not in slu_tables(_rows({"lajoint": _three((0.9, 0.5, 0.3))}), "en-US")
 
@@ -116,8 +116,8 @@ def test_a_claims_baseline_not_trained_in_this_run_comes_from_the_earlier_metric
         _rows({"lajoint-cs+scl": _three((0.0, 0.0, 0.0))}).assign(encoder="e5", source="en-US", run_id="y" * 16)],
         ignore_index=True)
     claims = _claims(slu_tables(rows, "en-US", earlier=earlier))
-    assert claims == [["SCL > LAJoint+CS (§4.5, Table 4)", "`lajoint-cs+scl`", "`lajoint-cs`", "50.00", "30.00", "+20.00",
-                       "yes", "this run; run `abcdef01`"]]
+    assert claims == [["SCL > LAJoint+CS (§4.5, Table 4)", "`lajoint-cs+scl`", "`lajoint-cs`", "yes", "this run; run `abcdef01`",
+                       "50.00", "30.00", "+20.00"]]
     # a baseline evaluated on fewer locales than this run is not compared
     partial = earlier[(earlier["target"] != "ja-JP")]
     assert "## Claims" not in slu_tables(rows, "en-US", earlier=partial)

@@ -255,15 +255,15 @@ def claims_table(rows: pd.DataFrame, training_locale: str, earlier: pd.DataFrame
             if not (covered(method) and covered(baseline)):
                 continue
             m, b = (average_over_targets(pool, x, "exact_match", training_locale) for x in (method, baseline))
-            body.append([claim, f"`{method}`", f"`{baseline}`", _pct(m), _pct(b), f"{100 * (m - b):+.2f}",
-                         "yes" if m > b else "no", f"{origin(method)}; {origin(baseline)}"])
+            body.append([claim, f"`{method}`", f"`{baseline}`", "yes" if m > b else "no",
+                         f"{origin(method)}; {origin(baseline)}", _pct(m), _pct(b), f"{100 * (m - b):+.2f}"])
     if not body:
         return []
     return ["## Claims (LAJ-MCL), as measured", "",
             f"Semantic EM (%) averaged over the {len(locales)} non-{_lang(training_locale)} test locales. "
             "`*-laj_budget` baselines are trained as the LAJ methods are (`--env=slu_ablations`); `zsjoint` and "
             "`cosda` at their own budget (docs/slu.md). Rows of another run are the metrics table's, before this run.", "",
-            *table(["claim", "method", "baseline", "method EM", "baseline EM", "Δ (points)", "holds", "rows from"], body, left=3),
+            *table(["claim", "method", "baseline", "holds", "rows from", "method EM", "baseline EM", "Δ (points)"], body, left=5),
             ""]
 
 
