@@ -352,7 +352,8 @@ def train(model: nn.Module, loss_fn: LossFn, train_data: BatchSource, dev_data: 
 
     bar = tqdm(range(1, settings.max_epochs + 1), desc="training", unit="epoch", disable=not settings.progress)
     # this process's batches (several processes share them out, see below)
-    n_batches = -(-train_data.n_batches() // accelerator.num_processes) if hasattr(train_data, "n_batches") else None
+    count_batches = getattr(train_data, "n_batches", None)  # the schedule's method (BatchSource); a source without one: no total
+    n_batches = -(-count_batches() // accelerator.num_processes) if callable(count_batches) else None
     epoch = 0
     stop = False
     for epoch in bar:
