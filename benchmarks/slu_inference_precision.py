@@ -1,0 +1,32 @@
+"""en-US dev scores and seconds of the saved `zsjoint` and `lajoint` models predicted in fp32 and under bf16 autocast.
+
+The evidence for (not yet) evaluating SLU models in bf16: how much the scores move and what it saves.
+Needs a finished ``kedro run --pipeline=slu`` (``data/06_models/slu/``). Reads en-US dev only.
+
+Usage::
+
+    .venv/bin/python -u benchmarks/slu_inference_precision.py
+"""
+import sys, time, torch
+sys.path.insert(0, "benchmarks")
+from slu_speed import slu_inputs
+from language_agnostic.training.lajmcl import predict_lajmcl, rebuild_lajmcl
+from language_agnostic.training.slu import predict_slu, rebuild_slu
+from language_agnostic.evaluation.slu import slu_scores
+from language_agnostic.datasets.torch_state import TrainedHeadDataset
+params, extraction, rows, encoder, languages, dictionaries = slu_inputs("../shared/data")
+dev = rows[(rows.locale == "en-US") & (rows.partition == "dev")]
+gold = [list(x) for x in dev["labels"]]
+for name in ("zsjoint", "lajoint"):
+    art = TrainedHeadDataset(filepath=f"data/06_models/slu/{name}.safetensors").load()
+    laj = art["build"]["method"] == "lajoint"
+    model = rebuild_lajmcl(encoder, art) if laj else rebuild_slu(encoder, art)
+    for mode in ("fp32", "bf16"):
+        s = time.perf_counter()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=mode == "bf16"):
+            if laj:
+                i, l = predict_lajmcl(model, dev, encoder, art["intents"], art["labels"], len(art["slots"]), extraction)
+            else:
+                i, l = predict_slu(model, dev, encoder, art["intents"], art["labels"], extraction)
+        sc = slu_scores(dev["intent"].tolist(), i, gold, l)
+        print(name, mode, round(time.perf_counter() - s, 1), "s", {k: round(v, 4) for k, v in sc.items()}, flush=True)
