@@ -3,9 +3,12 @@
 The evidence for (not yet) evaluating SLU models in bf16: how much the scores move and what it saves.
 Needs a finished ``kedro run --pipeline=slu`` (``data/06_models/slu/``). Reads en-US dev only.
 
+``--profile``: also cProfile ``lajoint``'s fp32 prediction of the de-DE test split (where its time goes).
+
 Usage::
 
     .venv/bin/python -u benchmarks/slu_inference_precision.py
+    .venv/bin/python -u benchmarks/slu_inference_precision.py --profile
 """
 import sys, time, torch
 sys.path.insert(0, "benchmarks")
@@ -30,3 +33,11 @@ for name in ("zsjoint", "lajoint"):
                 i, l = predict_slu(model, dev, encoder, art["intents"], art["labels"], extraction)
         sc = slu_scores(dev["intent"].tolist(), i, gold, l)
         print(name, mode, round(time.perf_counter() - s, 1), "s", {k: round(v, 4) for k, v in sc.items()}, flush=True)
+    if laj and "--profile" in sys.argv:
+        import cProfile
+        import pstats
+
+        test = rows[(rows.locale == "de-DE") & (rows.partition == "test")]
+        profile = cProfile.Profile()
+        profile.runcall(predict_lajmcl, model, test, encoder, art["intents"], art["labels"], len(art["slots"]), extraction)
+        pstats.Stats(profile).sort_stats("tottime").print_stats(8)
