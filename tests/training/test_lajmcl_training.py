@@ -122,6 +122,7 @@ def test_train_lajmcl_reports_what_train_slu_reports(encoder):
               "train_seconds", "train_seconds_per_epoch", "train_layers", "encoder_parameters", "n_truncated"}
     assert shared <= set(slu_info) and shared <= set(info)
     assert info["dev_exact_match"] == pytest.approx(result.history[result.best_epoch - 1]["dev_score"])
+    assert info["mixed_precision"] == "no"  # test is predicted under it, as dev was scored
     assert set(info["n_truncated"]) == set(slu_info["n_truncated"]) == {"train", "dev", "train_switched"}
 
 

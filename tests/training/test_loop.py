@@ -9,7 +9,7 @@ from torch import nn
 
 from language_agnostic.methods.dream import Dream, dream_losses
 from language_agnostic.training.data import QuadrupletBatches
-from language_agnostic.training.loop import TrainSettings, history_metrics, train
+from language_agnostic.training.loop import TrainSettings, history_metrics, inference_autocast, train
 
 
 class Fixed:
@@ -137,3 +137,13 @@ def test_an_epoch_has_a_batch_bar_that_counts_every_batch(monkeypatch):
     epochs = [b for b in made if b.kwargs.get("unit") == "batch"]
     assert [b.kwargs["desc"] for b in epochs] == ["epoch 1", "epoch 2"]
     assert all(b.kwargs["total"] == 3 and b.n == 3 and b.closed and b.kwargs["delay"] == 5 for b in epochs)
+
+
+def test_inference_autocast_computes_in_the_precision_asked():
+    layer, x, cpu = nn.Linear(3, 2), torch.ones(1, 3), torch.device("cpu")
+    with inference_autocast(cpu, "bf16"):
+        assert layer(x).dtype == torch.bfloat16
+    with inference_autocast(cpu, "no"):
+        assert layer(x).dtype == torch.float32
+    with pytest.raises(ValueError, match=r"mixed_precision must be one of .*'bf32'"):
+        inference_autocast(cpu, "bf32")

@@ -94,6 +94,7 @@ def test_train_slu_fine_tunes_a_copy_selected_on_dev_exact_match(encoder):
     assert result.best_epoch == scores.index(max(scores)) + 1
     assert info["dev_exact_match"] == pytest.approx(max(scores))
     assert {"dev_intent_accuracy", "dev_slot_f1"} <= set(info) and info["best_epoch"] == result.best_epoch
+    assert info["mixed_precision"] == "no"  # the setting test predictions are made under (evaluate_slu_variant)
 
 
 def test_the_dev_score_is_exact_match_on_the_dev_locale_only(encoder, monkeypatch: pytest.MonkeyPatch):
@@ -139,6 +140,13 @@ def test_predict_slu_gives_one_label_per_word_for_every_row(encoder):
     # batching and length-sorting do not change a prediction
     one = [predict_slu(model, [w], encoder, info["intents"], info["labels"], EXTRACTION) for w in test["words"]]
     assert [o[0][0] for o in one] == intents and [o[1][0] for o in one] == labels
+    # precision: the heads see bf16 states under bf16, fp32 ones otherwise
+    seen: list[torch.dtype] = []
+    hook = model.slot_head.register_forward_hook(lambda module, args, out: seen.append(out.dtype))
+    predict_slu(model, test, encoder, info["intents"], info["labels"], EXTRACTION, precision="bf16")
+    predict_slu(model, test, encoder, info["intents"], info["labels"], EXTRACTION)
+    hook.remove()
+    assert seen == [torch.bfloat16, torch.float32]
     # a word cut off by the length limit is labelled O, and still gets a label
     _, cut = predict_slu(model, test, encoder, info["intents"], info["labels"], {"prefix": "", "max_length": 5})
     assert [len(x) for x in cut] == [6, 5, 3] and cut[0][3:] == ["O", "O", "O"]

@@ -243,8 +243,9 @@ def train_lajmcl(table: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[st
     result, seconds = timed_training(lambda: train(run.model, lajmcl_loss_fn(run.loss_weights), run.train_data, run.dev_data,
                                                    run.settings, run.dev_score))
     dev_rows = _rows(table, info["dev_locale"], "dev")
+    info["mixed_precision"] = run.settings.mixed_precision  # test is predicted as dev was scored (evaluate_slu_variant)
     predicted, predicted_labels = predict_lajmcl(run.model, dev_rows, encoder, info["intents"], info["labels"],
-                                                 len(info["slots"]), extraction)
+                                                 len(info["slots"]), extraction, precision=run.settings.mixed_precision)
     scores = slu_scores(dev_rows["intent"].tolist(), predicted, _labels(dev_rows), predicted_labels)
     info = kept_checkpoint_info(info, result, scores, seconds, sum(run.train_data.truncated_by_epoch.values()), name)
     return run.model, result, info
@@ -252,8 +253,10 @@ def train_lajmcl(table: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[st
 
 def predict_lajmcl(model: torch.nn.Module, rows: pd.DataFrame | Sequence[Sequence[str]], encoder: LoadedEncoder,
                    intent_names: Sequence[str], label_names_: Sequence[str], n_slots: int,
-                   extraction: Mapping[str, Any] | None = None, batch_size: int = 64) -> tuple[list[str], list[list[str]]]:
-    """Predicted intent and BIO labels of every utterance, as ``training.slu.predict_slu`` but with the label prefix.
+                   extraction: Mapping[str, Any] | None = None, batch_size: int = 64, precision: str = "no"
+                   ) -> tuple[list[str], list[list[str]]]:
+    """Predicted intent and BIO labels of every utterance, as ``training.slu.predict_slu`` but with the label prefix
+    (``precision``: the autocast, as there).
 
     Rows whose ``spaced`` flags say words were written together (ja/zh) are tokenised as their
     text reads and a character inside a longer sub-token continues its label, as in ``predict_slu``.
@@ -270,9 +273,9 @@ def predict_lajmcl(model: torch.nn.Module, rows: pd.DataFrame | Sequence[Sequenc
         covering = [[None if c is None else c + shift for c in row] for row in covering]
         inside = [names.index("I-" + n[2:]) if n.startswith("B-") and "I-" + n[2:] in names else j
                   for j, n in enumerate(names)]
-        intents, labels = _predict_ids(model, prefixed, pad_id, batch_size, fill, covering, inside)
+        intents, labels = _predict_ids(model, prefixed, pad_id, batch_size, fill, covering, inside, precision)
     else:
-        intents, labels = _predict_ids(model, prefixed, pad_id, batch_size, fill)
+        intents, labels = _predict_ids(model, prefixed, pad_id, batch_size, fill, precision=precision)
     return [intent_names[i] for i in intents], [[names[j] for j in row] for row in labels]
 
 

@@ -206,6 +206,21 @@ def resolve_precision(mixed_precision: str, device: torch.device) -> str:
     return "bf16" if device.type == "cpu" and _cpu_has_bf16() else "no"
 
 
+def inference_autocast(device: torch.device, precision: str) -> Any:
+    """A context predicting under ``precision`` (``no``, ``bf16``, ``fp16``; ``auto`` resolved for ``device``
+    by :func:`resolve_precision`): the same autocast Accelerate puts around a training forward pass, so a
+    model is scored on test as it was scored on dev when its checkpoint was chosen.
+
+    Raises:
+        ValueError: an unknown ``precision``.
+    """
+    if precision not in PRECISIONS:
+        raise ValueError(f"mixed_precision must be one of {list(PRECISIONS)}, got {precision!r}")
+    precision = resolve_precision(precision, device)
+    dtypes = {"no": None, "bf16": torch.bfloat16, "fp16": torch.float16}
+    return torch.autocast(device.type, dtype=dtypes[precision] or torch.float32, enabled=dtypes[precision] is not None)
+
+
 def make_accelerator(settings: TrainSettings) -> Accelerator:
     """An ``Accelerator`` for ``settings.device`` and ``settings.mixed_precision``.
 

@@ -26,7 +26,7 @@ from language_agnostic.evaluation.slu import exact_match, slu_scores
 from language_agnostic.methods.registry import build_spec
 from language_agnostic.methods.slu import WEIGHTS, JointSlu, SluConfig, slu_losses
 from language_agnostic.text.code_switch import CodeSwitcher
-from language_agnostic.training.loop import TrainResult, TrainSettings, train
+from language_agnostic.training.loop import TrainResult, TrainSettings, inference_autocast, train
 from language_agnostic.training.slu_data import (SluBatches, WordTokenisation, WordTokens, id_batch, tokenise_spaced_words,
                                                  tokenise_words, word_tokenisation)
 
@@ -109,9 +109,10 @@ def _labels(rows: pd.DataFrame) -> list[list[str]]:
 
 
 def _predict_ids(model: JointSlu, tokens: WordTokens, pad_id: int, batch_size: int, fill: int,
-                 covering: list[list[int | None]] | None = None, inside: Sequence[int] | None = None
-                 ) -> tuple[np.ndarray, list[list[int]]]:
-    """Intent ids and one label id per word of every tokenised utterance, in input order.
+                 covering: list[list[int | None]] | None = None, inside: Sequence[int] | None = None,
+                 precision: str = "no") -> tuple[np.ndarray, list[list[int]]]:
+    """Intent ids and one label id per word of every tokenised utterance, in input order, under
+    ``precision``'s autocast (:func:`~language_agnostic.training.loop.inference_autocast`).
 
     With ``covering`` (:func:`~language_agnostic.training.slu_data.tokenise_spaced_words`), a word
     without a sub-token of its own takes the prediction of the sub-token covering it, as a
@@ -128,7 +129,8 @@ def _predict_ids(model: JointSlu, tokens: WordTokens, pad_id: int, batch_size: i
             for start in range(0, len(order), batch_size):
                 index = order[start:start + batch_size].tolist()
                 ids, mask = id_batch(tokens, index, pad_id)
-                intent_logits, slot_logits = model(ids.to(device), mask.to(device))
+                with inference_autocast(device, precision):
+                    intent_logits, slot_logits = model(ids.to(device), mask.to(device))
                 intents[index] = intent_logits.argmax(-1).cpu().numpy()
                 slots = slot_logits.argmax(-1).cpu().numpy()
                 for row, i in enumerate(index):
@@ -147,7 +149,7 @@ def _predict_ids(model: JointSlu, tokens: WordTokens, pad_id: int, batch_size: i
 
 def predict_slu(model: JointSlu, rows: pd.DataFrame | Sequence[Sequence[str]], encoder: LoadedEncoder,
                 intent_names: Sequence[str], label_names: Sequence[str], extraction: Mapping[str, Any] | None = None,
-                batch_size: int = 64) -> tuple[list[str], list[list[str]]]:
+                batch_size: int = 64, precision: str = "no") -> tuple[list[str], list[list[str]]]:
     """Predicted intent and BIO labels of every utterance (no gradients, batches sorted by length, the model's device).
 
     A word's label is the prediction at its first sub-token. A word cut off by truncation
@@ -165,6 +167,8 @@ def predict_slu(model: JointSlu, rows: pd.DataFrame | Sequence[Sequence[str]], e
         label_names: Label id → BIO label (``info["labels"]``).
         extraction: ``embeddings.extraction`` (the same prefix as in training).
         batch_size: Utterances per forward pass.
+        precision: ``no`` (fp32), ``bf16``, ``fp16`` or ``auto`` autocast; the pipeline passes the
+            method's ``training.mixed_precision``, the precision its checkpoint was chosen under.
 
     Returns:
         ``(intents, labels)``: one intent per utterance and one label per word, in input order.
@@ -179,9 +183,9 @@ def predict_slu(model: JointSlu, rows: pd.DataFrame | Sequence[Sequence[str]], e
         names = list(label_names)
         inside = [names.index("I-" + n[2:]) if n.startswith("B-") and "I-" + n[2:] in names else j
                   for j, n in enumerate(names)]
-        intents, labels = _predict_ids(model, tokens, pad_id, batch_size, fill, covering, inside)
+        intents, labels = _predict_ids(model, tokens, pad_id, batch_size, fill, covering, inside, precision)
     else:
-        intents, labels = _predict_ids(model, tokens, pad_id, batch_size, fill)
+        intents, labels = _predict_ids(model, tokens, pad_id, batch_size, fill, precision=precision)
     return [intent_names[i] for i in intents], [[label_names[j] for j in row] for row in labels]
 
 
@@ -525,7 +529,9 @@ def train_slu(table: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[str, 
     result, seconds = timed_training(lambda: train(run.model, lambda m, b: slu_losses(m, b, weights), run.train_data,
                                                    run.dev_data, run.settings, run.dev_score))
     dev_rows = _rows(table, info["dev_locale"], "dev")
-    predicted, predicted_labels = predict_slu(run.model, dev_rows, encoder, info["intents"], info["labels"], extraction)
+    info["mixed_precision"] = run.settings.mixed_precision  # test is predicted as dev was scored (evaluate_slu_variant)
+    predicted, predicted_labels = predict_slu(run.model, dev_rows, encoder, info["intents"], info["labels"], extraction,
+                                              precision=run.settings.mixed_precision)
     scores = slu_scores(dev_rows["intent"].tolist(), predicted, _labels(dev_rows), predicted_labels)
     info = kept_checkpoint_info(info, result, scores, seconds, sum(run.train_data.truncated_by_epoch.values()), name)
     return run.model, result, info

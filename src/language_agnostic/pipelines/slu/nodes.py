@@ -156,7 +156,7 @@ def evaluate_slu_variant(rows: pd.DataFrame, encoder: LoadedEncoder, artifact: M
                          extraction: Mapping[str, Any], identity: Mapping[str, Any], figure: Mapping[str, Any] | None = None
                          ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Intent accuracy, slot F1 and exact match on the test split of every test locale, and the details the
-    tables and the figure read.
+    tables and the figure read. Predicted under the artifact's ``mixed_precision`` (the training's), as dev was.
 
     Returns:
         ``(rows, details)``: the metric rows, and ``{method, train_seconds_per_epoch, epochs_run,
@@ -168,14 +168,17 @@ def evaluate_slu_variant(rows: pd.DataFrame, encoder: LoadedEncoder, artifact: M
     model = rebuild_lajmcl(encoder, artifact) if lajoint else rebuild_slu(encoder, artifact)
     name, intent_names, label_names = str(artifact["method"]), list(artifact["intents"]), list(artifact["labels"])
     wanted = test_locales(rows, locales)
+    # as the kept checkpoint's dev score was computed: under its training's autocast (bf16 on a CPU with native bf16)
+    precision = str(artifact.get("mixed_precision", "no"))
     scores, seconds, n_test, errors = {}, {}, {}, {}
     for locale in wanted:
         test = rows[(rows["locale"] == locale) & (rows["partition"] == "test")]
         start = time.perf_counter()
         if lajoint:
-            intents, labels = predict_lajmcl(model, test, encoder, intent_names, label_names, len(artifact["slots"]), extraction)
+            intents, labels = predict_lajmcl(model, test, encoder, intent_names, label_names, len(artifact["slots"]), extraction,
+                                             precision=precision)
         else:
-            intents, labels = predict_slu(model, test, encoder, intent_names, label_names, extraction)
+            intents, labels = predict_slu(model, test, encoder, intent_names, label_names, extraction, precision=precision)
         seconds[locale], n_test[locale] = time.perf_counter() - start, len(test)
         gold = [list(x) for x in test["labels"]]
         scores[locale] = slu_scores(test["intent"].tolist(), intents, gold, labels)
