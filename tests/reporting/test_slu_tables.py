@@ -107,6 +107,21 @@ def test_the_claims_compare_average_em_over_the_non_training_locales():
     assert "## Claims" not in slu_tables(_rows({"lajoint": _three((0.9, 0.5, 0.3))}), "en-US")
 
 
+def test_the_ablation_claims_compare_each_method_with_what_it_adds_to():
+    # EM over de, ja: lajoint 0.40 vs − Comp&Proj 0.45; lajmcl 0.35 vs lajoint-cs 0.25 and vs +UCL&WCL 0.40
+    rows = _rows({"lajoint": _three((0.9, 0.5, 0.3)), "lajoint-no_comp_proj": _three((0.9, 0.6, 0.3)),
+                  "lajoint-cs": _three((0.9, 0.3, 0.2)), "lajmcl": _three((0.9, 0.4, 0.3)),
+                  "lajoint-cs+ucl+wcl": _three((0.9, 0.4, 0.4))})
+    assert _claims(slu_tables(rows, "en-US")) == [
+        ["MCL > w/o MCL (§4.3, Table 2)", "`lajmcl`", "`lajoint-cs`", "yes", "this run; this run", "35.00", "25.00", "+10.00"],
+        ["LAJoint > − Comp&Proj (§4.5, Table 4)", "`lajoint`", "`lajoint-no_comp_proj`", "no", "this run; this run",
+         "40.00", "45.00", "-5.00"],
+        ["UCL&WCL > LAJoint+CS (§4.5, Table 4)", "`lajoint-cs+ucl+wcl`", "`lajoint-cs`", "yes", "this run; this run",
+         "40.00", "25.00", "+15.00"],
+        ["MCL > any two levels (§4.5, Table 4)", "`lajmcl`", "`lajoint-cs+ucl+wcl`", "no", "this run; this run",
+         "35.00", "40.00", "-5.00"]]
+
+
 def test_a_claims_baseline_not_trained_in_this_run_comes_from_the_earlier_metrics_table():
     rows = _rows({"lajoint-cs+scl": _three((0.9, 0.5, 0.5))}).assign(encoder="e5", source="en-US")
     earlier = pd.concat([

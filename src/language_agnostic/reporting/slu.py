@@ -37,11 +37,20 @@ METHOD_ORDER = ["zsjoint", "cosda", "lajoint", "lajoint-cs", "lajmcl", *(m for _
 # LAJ-MCL's claims checked on every run (the ``## Claims`` section): (claim, method, its baselines). The
 # ``*-laj_budget`` baselines (--env=slu_ablations) are trained as the LAJ methods are (the same sample,
 # epochs and layers); zsjoint / cosda at their own, larger, budget are listed too.
+PAIRS = ("lajoint-cs+ucl+scl", "lajoint-cs+ucl+wcl", "lajoint-cs+scl+wcl")
 CLAIMS = [("LAJoint > ZSJoint (§4.3, Table 2)", "lajoint", ("zsjoint-laj_budget", "zsjoint")),
           ("LAJ-MCL > CoSDA-ML (§4.3, Table 2)", "lajmcl", ("cosda-laj_budget", "cosda")),
+          ("LAJoint+CS > CoSDA-ML (§4.3)", "lajoint-cs", ("cosda-laj_budget", "cosda")),
+          ("MCL > w/o MCL (§4.3, Table 2)", "lajmcl", ("lajoint-cs",)),
+          ("LAJoint > − Compressor (§4.5, Table 4)", "lajoint", ("lajoint-no_compressor",)),
+          ("LAJoint > − Projector (§4.5, Table 4)", "lajoint", ("lajoint-no_projector",)),
+          ("LAJoint > − Comp&Proj (§4.5, Table 4)", "lajoint", ("lajoint-no_comp_proj",)),
           ("UCL > LAJoint+CS (§4.5, Table 4)", "lajoint-cs+ucl", ("lajoint-cs",)),
           ("SCL > LAJoint+CS (§4.5, Table 4)", "lajoint-cs+scl", ("lajoint-cs",)),
-          ("WCL > LAJoint+CS (§4.5, Table 4)", "lajoint-cs+wcl", ("lajoint-cs",))]
+          ("WCL > LAJoint+CS (§4.5, Table 4)", "lajoint-cs+wcl", ("lajoint-cs",)),
+          *((f"{label} > LAJoint+CS (§4.5, Table 4)", pair, ("lajoint-cs",))
+            for label, pair in zip(("UCL&SCL", "UCL&WCL", "SCL&WCL"), PAIRS)),
+          ("MCL > any two levels (§4.5, Table 4)", "lajmcl", PAIRS)]
 # Table 5's rows: the paper's names
 ERROR_NAMES = {"utterance": "#utterance", "slot_num": "#slot_num", "slot_type": "†slot_type", "slot_bound": "†slot_bound",
                "slot_both": "†slot_both"}
