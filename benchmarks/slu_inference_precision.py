@@ -1,7 +1,7 @@
 """en-US dev scores and seconds of the saved `zsjoint` and `lajoint` models predicted in fp32 and under bf16 autocast.
 
-The evidence for (not yet) evaluating SLU models in bf16: how much the scores move and what it saves.
-Needs a finished ``kedro run --pipeline=slu`` (``data/06_models/slu/``). Reads en-US dev only.
+The evidence for predicting SLU test splits under the training's bf16 autocast (``precision`` of
+``predict_slu`` / ``predict_lajmcl``, docs/slu.md): how much the scores move and what it saves. Needs a finished ``kedro run --pipeline=slu`` (``data/06_models/slu/``). Reads en-US dev only.
 
 ``--profile``: also cProfile ``lajoint``'s fp32 prediction of the de-DE test split (where its time goes).
 
@@ -10,7 +10,7 @@ Usage::
     .venv/bin/python -u benchmarks/slu_inference_precision.py
     .venv/bin/python -u benchmarks/slu_inference_precision.py --profile
 """
-import sys, time, torch
+import sys, time
 sys.path.insert(0, "benchmarks")
 from slu_speed import slu_inputs
 from language_agnostic.training.lajmcl import predict_lajmcl, rebuild_lajmcl
@@ -26,11 +26,12 @@ for name in ("zsjoint", "lajoint"):
     model = rebuild_lajmcl(encoder, art) if laj else rebuild_slu(encoder, art)
     for mode in ("fp32", "bf16"):
         s = time.perf_counter()
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=mode == "bf16"):
-            if laj:
-                i, l = predict_lajmcl(model, dev, encoder, art["intents"], art["labels"], len(art["slots"]), extraction)
-            else:
-                i, l = predict_slu(model, dev, encoder, art["intents"], art["labels"], extraction)
+        precision = "bf16" if mode == "bf16" else "no"
+        if laj:
+            i, l = predict_lajmcl(model, dev, encoder, art["intents"], art["labels"], len(art["slots"]), extraction,
+                                  precision=precision)
+        else:
+            i, l = predict_slu(model, dev, encoder, art["intents"], art["labels"], extraction, precision=precision)
         sc = slu_scores(dev["intent"].tolist(), i, gold, l)
         print(name, mode, round(time.perf_counter() - s, 1), "s", {k: round(v, 4) for k, v in sc.items()}, flush=True)
     if laj and "--profile" in sys.argv:

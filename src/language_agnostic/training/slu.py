@@ -125,12 +125,11 @@ def _predict_ids(model: JointSlu, tokens: WordTokens, pad_id: int, batch_size: i
     labels: list[list[int]] = [[] for _ in range(len(tokens))]
     order = np.argsort(tokens.lengths, kind="stable")  # batches of similar length: little padding
     try:
-        with torch.no_grad():
+        with torch.no_grad(), inference_autocast(device, precision):  # resolved once, not per batch
             for start in range(0, len(order), batch_size):
                 index = order[start:start + batch_size].tolist()
                 ids, mask = id_batch(tokens, index, pad_id)
-                with inference_autocast(device, precision):
-                    intent_logits, slot_logits = model(ids.to(device), mask.to(device))
+                intent_logits, slot_logits = model(ids.to(device), mask.to(device))
                 intents[index] = intent_logits.argmax(-1).cpu().numpy()
                 slots = slot_logits.argmax(-1).cpu().numpy()
                 for row, i in enumerate(index):
