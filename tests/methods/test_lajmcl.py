@@ -70,6 +70,46 @@ def test_slot_guided_similarity_is_kl_of_the_source_against_the_other():
     assert slot_affinity(t([1.0, 2.0]), t([[1.0, 1.0], [2.0, 0.0]])).tolist() == [[3.0, 2.0]]
 
 
+def test_the_slot_temperature_divides_the_affinities_and_sharpens_the_divergence():
+    slots = t([1.0, 0.0], [0.0, 1.0])
+    assert slot_affinity(t([1.0, 2.0]), t([[1.0, 1.0], [2.0, 0.0]]), 0.5).tolist() == [[6.0, 4.0]]
+    z, z_pos = t([math.log(3.0) / 2, 0.0]), t([0.0, 0.0])
+    # τ_s = 1/2 doubles the affinities: softmax(ln 3, 0) = (3/4, 1/4) against (1/2, 1/2), the 0.130812 of above;
+    # at τ_s = 1 the same vectors give softmax(ln 3 / 2, 0) = (0.633975, 0.366025): KL = 0.036341
+    assert slot_guided_similarity(z, z_pos, slots, 0.5).item() == pytest.approx(0.130812, abs=1e-6)
+    assert slot_guided_similarity(z, z_pos, slots).item() == pytest.approx(0.036341, abs=1e-6)
+    z_neg = torch.stack([t([0.0, math.log(3.0) / 2])])  # (1/4, 3/4) at τ_s = 1/2: KL 0.549306
+    # margin 0.5: max(0, 0.130812 - 0.549306 + 0.5) = 0.081506; at τ_s = 1 KL(neg) = 0.147186 (about a quarter:
+    # near agreement a KL grows with the square of the logits' difference), max(0, 0.036341 - 0.147186 + 0.5) = 0.389155
+    assert slot_loss(z, z_pos, z_neg, slots, 0.5, temperature=0.5).item() == pytest.approx(0.081506, abs=1e-6)
+    assert slot_loss(z, z_pos, z_neg, slots, 0.5).item() == pytest.approx(0.389155, abs=1e-6)
+
+
+def test_the_cosine_affinity_normalises_both_sides_so_scaling_a_value_changes_nothing():
+    z, slots = t([3.0, 4.0]), t([1.0, 0.0], [0.0, 2.0])
+    # (0.6, 0.8) against (1, 0) and (0, 1), divided by τ_s = 1/2
+    assert slot_affinity(z, slots, 0.5, "cosine")[0].tolist() == pytest.approx([1.2, 1.6])
+    z_pos = t([4.0, 3.0])
+    kl = slot_guided_similarity(z, z_pos, slots, 0.5, "cosine").item()
+    # softmax(1.2, 1.6) = (0.401312, 0.598688) against softmax(1.6, 1.2) = (0.598688, 0.401312): KL = 0.078950
+    assert kl == pytest.approx(0.078950, abs=1e-6)
+    assert slot_guided_similarity(10 * z, 10 * z_pos, 10 * slots, 0.5, "cosine").item() == pytest.approx(kl, abs=1e-6)
+    # with the dot product (eq. 10 as printed) the same scaling sharpens both softmaxes: the KL changes
+    assert slot_guided_similarity(10 * z, 10 * z_pos, slots, 1.0).item() != pytest.approx(
+        slot_guided_similarity(z, z_pos, slots, 1.0).item(), abs=1e-3)
+    with pytest.raises(ValueError, match="slot affinity must be one of \\['dot', 'cosine'\\], got 'l2'"):
+        slot_affinity(z, slots, 1.0, "l2")
+
+
+def test_the_cosine_affinity_is_computed_in_fp32_from_bf16_vectors():
+    z = torch.tensor([[1.0, 0.0], [1.0, 1.0 / 64]], dtype=torch.bfloat16)
+    slots = torch.tensor([[1.0, 0.0]], dtype=torch.bfloat16)
+    # (1, 1/64) normalised: cos = 1 / sqrt(1 + 1/4096) = 0.99987794; bf16 would round it to 1 (8 bits of mantissa)
+    cosine = slot_affinity(z, slots, 1.0, "cosine")
+    assert cosine.dtype == torch.float32 and cosine[:, 0].tolist() == pytest.approx([1.0, 0.99987794], abs=1e-7)
+    assert slot_affinity(z, slots).dtype == torch.float32  # dot: computed in bf16, returned as fp32
+
+
 def test_slot_loss_by_hand():
     slots = t([1.0, 0.0], [0.0, 1.0])
     z, z_pos = t([math.log(3.0), 0.0]), t([0.0, 0.0])
@@ -149,6 +189,13 @@ def test_bad_mcl_options_are_named():
         MclConfig(margins={"word": -0.1})
     with pytest.raises(ValueError, match="head_dim"):
         MclConfig(head_dim=0)
+    with pytest.raises(ValueError, match="slot_temperature must be a number > 0, got 0"):
+        MclConfig(slot_temperature=0)
+    with pytest.raises(ValueError, match="slot_temperature must be a number > 0, got True"):
+        MclConfig(slot_temperature=True)
+    with pytest.raises(ValueError, match="slot_affinity must be one of \\['dot', 'cosine'\\], got 'l2'"):
+        MclConfig(slot_affinity="l2")
+    assert MclConfig().slot_temperature == 1.0 and MclConfig().slot_affinity == "dot"  # the paper as printed
     assert MclConfig().margins == {"utterance": 0.5, "slot_value": 0.5, "word": 0.5}
 
 

@@ -112,6 +112,20 @@ def test_mcl_data_defaults_are_appendix_b():
     assert MclData() == MclData(slot_negatives=2, word_negatives=2, p_v=20, p_s=5, init_layers=3)
 
 
+def test_the_slot_affinity_options_reach_the_model_and_survive_the_artifact(encoder):
+    from language_agnostic.training.lajmcl import lajmcl_artifact, rebuild_lajmcl
+
+    run = prepare_lajmcl(_table(), encoder, {**METHOD, "slot_temperature": 0.25, "slot_affinity": "cosine"},
+                         {"batch_size": 6, **SWITCH}, TRAINING, EXTRACTION, DICTIONARIES)
+    assert run.model.mcl.slot_temperature == 0.25 and run.info["slot_temperature"] == 0.25
+    assert run.model.mcl.slot_affinity == run.info["slot_affinity"] == "cosine"
+    rebuilt = rebuild_lajmcl(encoder, lajmcl_artifact(run.model, encoder)).mcl
+    assert (rebuilt.slot_temperature, rebuilt.slot_affinity) == (0.25, "cosine")
+    with pytest.raises(ValueError, match="slot_temperature must be a number > 0, got -1"):
+        prepare_lajmcl(_table(), encoder, {**METHOD, "slot_temperature": -1}, {"batch_size": 6, **SWITCH}, TRAINING,
+                       EXTRACTION, DICTIONARIES)
+
+
 def test_train_lajmcl_reports_what_train_slu_reports(encoder):
     from language_agnostic.training.slu import train_slu
 

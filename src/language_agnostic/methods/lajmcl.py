@@ -95,29 +95,48 @@ def utterance_loss(z: torch.Tensor, z_pos: torch.Tensor, margin: float) -> torch
     return hinge[negative].mean()
 
 
-def slot_affinity(z: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
-    """``aff(z) = z (Z_K^s)ᵀ`` (eq. 10's affinity): ``z`` ``(..., d)`` against ``slots`` ``(..., K, d)`` or ``(K, d)`` → ``(..., K)``."""
-    return (z.unsqueeze(-2) * slots).sum(-1)
+AFFINITIES = ("dot", "cosine")
 
 
-def slot_guided_similarity(z: torch.Tensor, z_other: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
+def slot_affinity(z: torch.Tensor, slots: torch.Tensor, temperature: float = 1.0, kind: str = "dot") -> torch.Tensor:
+    """``aff(z) = z (Z_K^s)ᵀ / τ_s`` (eq. 10's affinity; the paper's: ``dot`` with ``τ_s = 1``): ``z`` ``(..., d)``
+    against ``slots`` ``(..., K, d)`` or ``(K, d)`` → ``(..., K)``, in fp32.
+
+    ``cosine`` L2-normalises ``z`` and every slot first, in fp32, so the affinities lie in
+    ``[−1/τ_s, 1/τ_s]`` (the form of the contrastive family's NT-Xent): with ``dot`` the norms of
+    ``g_s``'s outputs are free, and training grows them until every softmax is one-hot on the
+    same slot, both KLs of eq. 11 are 0 and the term sits at its margin with no gradient
+    (``docs/slu.md``). ``dot`` is computed in its inputs' precision (bf16 under autocast), as
+    the rows in the docs were.
+    """
+    if kind not in AFFINITIES:
+        raise ValueError(f"slot affinity must be one of {list(AFFINITIES)}, got {kind!r}")
+    if kind == "cosine":
+        z, slots = F.normalize(z.float(), dim=-1), F.normalize(slots.float(), dim=-1)
+    return (z.unsqueeze(-2) * slots).sum(-1).float() / temperature
+
+
+def slot_guided_similarity(z: torch.Tensor, z_other: torch.Tensor, slots: torch.Tensor, temperature: float = 1.0,
+                           kind: str = "dot") -> torch.Tensor:
     """Slot-guided value similarity (eq. 10): ``KL(softmax(aff(z)) ‖ softmax(aff(z')))`` over the slot set.
 
     Args:
         z: Values ``(..., d)`` (the reference distribution ``P``).
         z_other: Values ``(..., d)`` (``Q``).
         slots: ``Z_K^s`` ``(..., K, d)`` or ``(K, d)``, broadcast against the values.
+        temperature: ``τ_s`` of :func:`slot_affinity`.
+        kind: ``dot`` (eq. 10) or ``cosine`` (:func:`slot_affinity`).
 
     Returns:
         ``(...)``: ``Σ_k P_k (log P_k − log Q_k)``, 0 for values with the same distribution.
     """
-    log_p = torch.log_softmax(slot_affinity(z, slots).float(), dim=-1)
-    log_q = torch.log_softmax(slot_affinity(z_other, slots).float(), dim=-1)
+    log_p = torch.log_softmax(slot_affinity(z, slots, temperature, kind), dim=-1)
+    log_q = torch.log_softmax(slot_affinity(z_other, slots, temperature, kind), dim=-1)
     return (log_p.exp() * (log_p - log_q)).sum(-1)
 
 
 def slot_loss(z: torch.Tensor, z_pos: torch.Tensor, z_neg: torch.Tensor, slots: torch.Tensor, margin: float,
-              valid: torch.Tensor | None = None) -> torch.Tensor:
+              valid: torch.Tensor | None = None, temperature: float = 1.0, kind: str = "dot") -> torch.Tensor:
     """Slot-level CL (eq. 11): ``mean max(0, f_s(z, ẑ) − f_s(z, z̄) + r_s)``, ``f_s`` the KL of eq. 10.
 
     Args:
@@ -128,12 +147,14 @@ def slot_loss(z: torch.Tensor, z_pos: torch.Tensor, z_neg: torch.Tensor, slots: 
         margin: ``r_s``.
         valid: ``(N_s, G)`` bool: the triples that exist (a value truncated away, or one without a
             negative, is left out); ``None``: all.
+        temperature: ``τ_s`` of :func:`slot_affinity`.
+        kind: ``dot`` (eq. 10) or ``cosine`` (:func:`slot_affinity`).
 
     Returns:
         The mean over the valid (value, negative) pairs; 0 (in the graph) when there is none.
     """
-    pos = slot_guided_similarity(z, z_pos, slots)  # (G,)
-    neg = slot_guided_similarity(z.unsqueeze(0), z_neg, slots)  # (N_s, G)
+    pos = slot_guided_similarity(z, z_pos, slots, temperature, kind)  # (G,)
+    neg = slot_guided_similarity(z.unsqueeze(0), z_neg, slots, temperature, kind)  # (N_s, G)
     hinge = torch.relu(pos.unsqueeze(0) - neg + margin)
     if valid is not None:
         hinge = hinge[valid]
@@ -245,10 +266,19 @@ class MclConfig:
     Attributes:
         margins: ``r_u``, ``r_s``, ``r_w`` (keys ``utterance``, ``slot_value``, ``word``).
         head_dim: Hidden and output width of ``g_u``, ``g_s``, ``g_w``; ``None``: the encoder's.
+        slot_temperature: ``τ_s`` dividing eq. 10's affinities (:func:`slot_affinity`); 1 is the
+            paper as printed.
+        slot_affinity: ``dot`` (eq. 10 as printed) or ``cosine`` (:func:`slot_affinity`). A
+            divergence has no gradient where its two distributions agree, and with ``dot`` they
+            come to agree two ways: nearly uniform at the start (this encoder's values differ
+            little across the slots), one-hot on the same slot once ``g_s``'s output norms have
+            grown (``benchmarks/lajmcl_slot_level.py``, ``docs/slu.md``).
     """
 
     margins: Mapping[str, float] | None = None
     head_dim: int | None = None
+    slot_temperature: float = 1.0
+    slot_affinity: str = "dot"
 
     def __post_init__(self) -> None:
         margins = {**dict.fromkeys(MARGINS, DEFAULT_MARGIN), **dict(self.margins or {})}
@@ -261,6 +291,12 @@ class MclConfig:
         object.__setattr__(self, "margins", {k: float(v) for k, v in margins.items()})
         if self.head_dim is not None and self.head_dim < 1:
             raise ValueError(f"head_dim must be >= 1 or null, got {self.head_dim}")
+        t = self.slot_temperature
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t <= 0:
+            raise ValueError(f"slot_temperature must be a number > 0, got {t!r}")
+        object.__setattr__(self, "slot_temperature", float(t))
+        if self.slot_affinity not in AFFINITIES:
+            raise ValueError(f"slot_affinity must be one of {list(AFFINITIES)}, got {self.slot_affinity!r}")
 
 
 class LajMcl(LAJoint):
@@ -360,4 +396,4 @@ def _slot_level(model: LajMcl, states: torch.Tensor, batch: Mapping[str, torch.T
     valid = torch.stack([c > 0 for _, c in neg]) & (counts > 0) & (counts_pos > 0)
     slots = model.g_s(states[batch["value_rows"], 4:4 + k])  # Z_K^s = g_s(E^K) of each value's source utterance
     return slot_loss(model.g_s(pooled), model.g_s(pooled_pos), model.g_s(pooled_neg), slots,
-                     model.mcl.margins["slot_value"], valid)
+                     model.mcl.margins["slot_value"], valid, model.mcl.slot_temperature, model.mcl.slot_affinity)

@@ -99,7 +99,7 @@ def method_config(method: Mapping[str, Any], name: str, n_intents: int, slots: S
 
     Keys: :class:`~language_agnostic.methods.lajoint.LajointConfig` fields but the derived
     ``n_intents``, ``slots``, ``encoder_config`` (``compressor``, ``projector``, ``dropout``,
-    ``ignore_index``, ``abstract_texts``); ``margins``, ``head_dim``
+    ``ignore_index``, ``abstract_texts``); ``margins``, ``head_dim``, ``slot_temperature``, ``slot_affinity``
     (:class:`~language_agnostic.methods.lajmcl.MclConfig`); ``mcl`` (:class:`MclData`);
     ``loss_weights`` (``intent``, ``slot``, ``utterance`` = λ1, ``slot_value`` = λ2, ``word`` = λ3;
     unset λ: :data:`~language_agnostic.methods.lajmcl.DEFAULT_LAMBDA`).
@@ -113,7 +113,7 @@ def method_config(method: Mapping[str, Any], name: str, n_intents: int, slots: S
     bad = sorted(set(weights) - set(WEIGHTS))
     if bad:
         raise ValueError(f"{where}.loss_weights: unknown {bad}; known: {list(WEIGHTS)}")
-    mcl_config = MclConfig(**{k: options.pop(k) for k in ("margins", "head_dim") if k in options})
+    mcl_config = MclConfig(**{k: options.pop(k) for k in ("margins", "head_dim", "slot_temperature", "slot_affinity") if k in options})
     mcl_data = settings_from_params(MclData, dict(options.pop("mcl", None) or {}), f"{where}.mcl")
     config = settings_from_params(LajointConfig, options, where, n_intents=n_intents, slots=tuple(slots),
                                   encoder_config=encoder.model.config.to_dict())
@@ -196,6 +196,7 @@ def prepare_lajmcl(table: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[
         "name": name, "intents": intents, "labels": labels, "slots": slots, "training_locale": settings_data.training_locale,
         "dev_locale": dev_locale, "n_train": len(train_rows), "n_dev": len(dev_rows), "n_dev_loss": len(known),
         "loss_weights": weights, "mcl_levels": on, "margins": dict(mcl_config.margins or {}),
+        "slot_temperature": mcl_config.slot_temperature, "slot_affinity": mcl_config.slot_affinity,
         "mcl": {f.name: getattr(mcl_data, f.name) for f in fields(mcl_data)},
         "compressor": config.compressor, "projector": config.projector,
         "code_switch": None if switch is None else {"ratio": switch.ratio, "languages": list(switch.languages),
@@ -295,7 +296,8 @@ def lajmcl_artifact(model: LajMcl, encoder: LoadedEncoder, **extra: Any) -> dict
     tensors fine-tuning changed (:func:`~language_agnostic.training.slu.trained_state`) and ``extra``."""
     options = asdict(model.config)
     options["encoder_config"] = dict(model.config.encoder_config or model.encoder.config.to_dict())
-    options["mcl"] = {"margins": dict(model.mcl.margins or {}), "head_dim": model.mcl.head_dim}
+    options["mcl"] = {"margins": dict(model.mcl.margins or {}), "head_dim": model.mcl.head_dim,
+                      "slot_temperature": model.mcl.slot_temperature, "slot_affinity": model.mcl.slot_affinity}
     return {"build": build_spec("lajoint", int(encoder.hidden_size), 1, options), "state_dict": trained_state(model), **extra}
 
 
