@@ -269,13 +269,15 @@ def test_the_default_slu_run_has_the_laj_methods_in_a_reduced_setting(project: P
     assert "slu_figure" in pipeline.outputs()
 
 
-@pytest.mark.parametrize("env", ["slu_ablations", "slu_grid"])
+@pytest.mark.parametrize("env", ["slu_ablations", "slu_grid", "slu_scl"])
 def test_the_ablation_and_grid_envs_restate_base_but_for_their_methods(project: Path, forget_env, env: str):
     from language_agnostic.pipeline_registry import register_pipelines
     from language_agnostic.pipelines.slu.nodes import method_key
 
     base, study = _slu("base"), _slu(env)
-    assert {k: v for k, v in study.items() if k != "methods"} == {k: v for k, v in base.items() if k != "methods"}
+    # slu_scl draws no figure: its one figure method (lajoint-cs) would overwrite the default run's four panels
+    own = {"methods", "figure"} if env == "slu_scl" else {"methods"}
+    assert {k: v for k, v in study.items() if k not in own} == {k: v for k, v in base.items() if k not in own}
     # every method of the env takes the LAJ methods' reduced setting, so the default run's references compare
     assert all(spec["training"] == base["methods"]["lajmcl"]["training"] and spec["data"] == base["methods"]["lajmcl"]["data"]
                for spec in study["methods"].values())
@@ -292,6 +294,19 @@ def test_the_ablation_and_grid_envs_restate_base_but_for_their_methods(project: 
         for name, options in LAJOINT_ABLATIONS.items():
             spec = study["methods"][name]
             assert spec["options"] == options and "code_switch" not in spec and set(spec["loss_weights"].values()) == {0}
+    elif env == "slu_scl":  # the slot level under other readings: only its options differ from the printed one's
+        printed = _slu("slu_ablations")["methods"]
+        for name, base_name in {"lajoint-cs+scl-t16": "lajoint-cs+scl", "lajoint-cs+scl-cos": "lajoint-cs+scl",
+                                "lajmcl-cos": "lajmcl"}.items():
+            spec, reference = study["methods"][name], {**base["methods"], **printed}[base_name]
+            assert {k: v for k, v in spec.items() if k != "options"} == {k: v for k, v in reference.items() if k != "options"}
+        assert study["methods"]["lajoint-cs+scl-t16"]["options"] == {"slot_temperature": 0.0625}
+        # the claims' references are restated unchanged, so this run's rows are the default / ablations runs' rows
+        assert study["methods"]["lajoint-cs"] == base["methods"]["lajoint-cs"]
+        assert study["methods"]["cosda-laj_budget"] == printed["cosda-laj_budget"]
+        assert set(study["methods"]) == {"lajoint-cs+scl-t16", "lajoint-cs+scl-cos", "lajmcl-cos", "lajoint-cs", "cosda-laj_budget"}
+        assert study["figure"]["methods"] == []
+        assert study["methods"]["lajmcl-cos"]["options"] == {"slot_affinity": "cosine", "slot_temperature": 0.1}
     else:  # Table 6: LAJoint+SCL over p_s {5, 10} x p_v {0, 10, 20}
         from language_agnostic.pipelines.slu.nodes import grid_methods
 

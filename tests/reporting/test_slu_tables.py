@@ -136,3 +136,17 @@ def test_a_claims_baseline_not_trained_in_this_run_comes_from_the_earlier_metric
     # a baseline evaluated on fewer locales than this run is not compared
     partial = earlier[(earlier["target"] != "ja-JP")]
     assert "## Claims" not in slu_tables(rows, "en-US", earlier=partial)
+
+
+def test_the_slot_level_readings_are_claimed_against_laj_cs_and_cosda():
+    # EM over de, ja: lajoint-cs 0.25, lajoint-cs+scl-cos 0.30, lajmcl-cos 0.35, cosda-laj_budget 0.40
+    rows = _rows({"lajoint-cs": _three((0.9, 0.3, 0.2)), "lajoint-cs+scl-cos": _three((0.9, 0.4, 0.2)),
+                  "lajmcl-cos": _three((0.9, 0.4, 0.3)), "cosda-laj_budget": _three((0.9, 0.5, 0.3))})
+    assert _claims(slu_tables(rows, "en-US")) == [
+        ["LAJoint+CS > CoSDA-ML (§4.3)", "`lajoint-cs`", "`cosda-laj_budget`", "no", "this run; this run",
+         "25.00", "40.00", "-15.00"],
+        ["SCL, cosine affinity > LAJoint+CS", "`lajoint-cs+scl-cos`", "`lajoint-cs`", "yes", "this run; this run",
+         "30.00", "25.00", "+5.00"],
+        ["MCL, cosine SCL > w/o MCL", "`lajmcl-cos`", "`lajoint-cs`", "yes", "this run; this run", "35.00", "25.00", "+10.00"],
+        ["LAJ-MCL, cosine SCL > CoSDA-ML", "`lajmcl-cos`", "`cosda-laj_budget`", "no", "this run; this run",
+         "35.00", "40.00", "-5.00"]]

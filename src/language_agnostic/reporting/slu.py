@@ -50,7 +50,12 @@ CLAIMS = [("LAJoint > ZSJoint (§4.3, Table 2)", "lajoint", ("zsjoint-laj_budget
           ("WCL > LAJoint+CS (§4.5, Table 4)", "lajoint-cs+wcl", ("lajoint-cs",)),
           *((f"{label} > LAJoint+CS (§4.5, Table 4)", pair, ("lajoint-cs",))
             for label, pair in zip(("UCL&SCL", "UCL&WCL", "SCL&WCL"), PAIRS)),
-          ("MCL > any two levels (§4.5, Table 4)", "lajmcl", PAIRS)]
+          ("MCL > any two levels (§4.5, Table 4)", "lajmcl", PAIRS),
+          # the slot level under other readings of eq. 10 (--env=slu_scl; docs/slu.md, "The slot level")
+          ("SCL, τ_s = 1/16 > LAJoint+CS", "lajoint-cs+scl-t16", ("lajoint-cs",)),
+          ("SCL, cosine affinity > LAJoint+CS", "lajoint-cs+scl-cos", ("lajoint-cs",)),
+          ("MCL, cosine SCL > w/o MCL", "lajmcl-cos", ("lajoint-cs",)),
+          ("LAJ-MCL, cosine SCL > CoSDA-ML", "lajmcl-cos", ("cosda-laj_budget", "cosda"))]
 # Table 5's rows: the paper's names
 ERROR_NAMES = {"utterance": "#utterance", "slot_num": "#slot_num", "slot_type": "†slot_type", "slot_bound": "†slot_bound",
                "slot_both": "†slot_both"}
