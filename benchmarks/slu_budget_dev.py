@@ -6,7 +6,9 @@ Trains ``slu.methods`` entries of ``conf/base`` (``method: slu`` or ``lajoint``)
 replaced by ``--set`` values, and prints the kept checkpoint's en-US **dev** exact match, intent accuracy
 and slot F1 with the wall-clock seconds (setup, training, the dev scoring). Nothing here reads a test split.
 
-``--set KEY=VALUE`` sets ``slu.training.KEY``; ``--set data.KEY=VALUE`` sets ``slu.data.KEY``.
+``--set KEY=VALUE`` sets ``slu.training.KEY``; ``--set data.KEY=VALUE`` sets ``slu.data.KEY``;
+``--option KEY=VALUE`` sets a method option (``slot_temperature``, ``margins``, ``compressor``, ...).
+``--env NAME`` also finds methods in ``conf/NAME/parameters_slu.yml`` (e.g. ``slu_ablations``).
 Code-switched methods (``cosda``, ``lajoint-cs``, ``lajmcl``) take the MUSE dictionaries under
 ``--raw-data-root``.
 
@@ -16,6 +18,8 @@ Usage::
 
     .venv/bin/python -u benchmarks/slu_budget_dev.py --methods zsjoint --max-train 2000 --set data.batch_size=8 \\
         --set lr=5e-3 --set encoder_lr=1e-4
+    .venv/bin/python -u benchmarks/slu_budget_dev.py --env slu_ablations --methods lajoint-cs+scl --max-train 2000 \\
+        --set data.batch_size=8 --set lr=5e-3 --set encoder_lr=1e-4 --option slot_temperature=0.0625
 """
 
 from __future__ import annotations
@@ -34,22 +38,38 @@ from language_agnostic.training.slu import method_settings, train_slu
 from slu_speed import slu_inputs  # benchmarks/ is on the path when a script here runs
 
 
+def parse_value(value: str) -> Any:
+    """A command-line value read as YAML (``5e-3`` → 0.005: YAML 1.1 reads it as a string, a number was meant)."""
+    parsed = yaml.safe_load(value)
+    if isinstance(parsed, str):
+        try:
+            parsed = float(parsed)
+        except ValueError:
+            pass
+    return parsed
+
+
 def parse_sets(values: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``--set`` values as ``(training, data)`` overrides, each value read as YAML (``5e-3`` → 0.005)."""
+    """``--set`` values as ``(training, data)`` overrides, each value read as YAML (:func:`parse_value`)."""
     training: dict[str, Any] = {}
     data: dict[str, Any] = {}
     for item in values:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise SystemExit(f"--set {item!r}: expected KEY=VALUE or data.KEY=VALUE")
-        parsed = yaml.safe_load(value)
-        if isinstance(parsed, str):  # YAML 1.1 reads 5e-3 as a string (no dot): a number was meant
-            try:
-                parsed = float(parsed)
-            except ValueError:
-                pass
-        (data if key.startswith("data.") else training)[key.removeprefix("data.")] = parsed
+        (data if key.startswith("data.") else training)[key.removeprefix("data.")] = parse_value(value)
     return training, data
+
+
+def parse_options(values: list[str]) -> dict[str, Any]:
+    """``--option KEY=VALUE`` values as method options."""
+    options: dict[str, Any] = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"--option {item!r}: expected KEY=VALUE")
+        options[key] = parse_value(value)
+    return options
 
 
 def main() -> None:
@@ -59,18 +79,25 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--train-layers", type=int, default=6)
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="a method option")
+    parser.add_argument("--env", default=None, help="also read slu.methods of conf/ENV/parameters_slu.yml")
     parser.add_argument("--raw-data-root", default="../shared/data", help="where muse/ is")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     sets, data_sets = parse_sets(args.set)
+    options = parse_options(args.option)
     params, extraction, rows, encoder, languages, dictionaries = slu_inputs(args.raw_data_root)
+    if args.env:
+        params["methods"].update(yaml.safe_load(open(f"conf/{args.env}/parameters_slu.yml"))["slu"]["methods"])
     print(f"machine: {platform.processor() or platform.machine()}, torch {torch.__version__}, threads {torch.get_num_threads()}; "
-          f"{args.max_train} en-US utterances, {args.epochs} epoch(s), top {args.train_layers} layers, set {sets} data {data_sets}")
+          f"{args.max_train} en-US utterances, {args.epochs} epoch(s), top {args.train_layers} layers, set {sets} data {data_sets} "
+          f"options {options}")
     print("| method | seconds | dev exact match | dev intent accuracy | dev slot F1 |\n|---|---:|---:|---:|---:|")
     for name in args.methods:
         if name not in params["methods"]:
-            raise SystemExit(f"--methods: {name!r} is not in conf/base's slu.methods ({list(params['methods'])})")
+            raise SystemExit(f"--methods: {name!r} is not in slu.methods ({list(params['methods'])}); --env adds an env's")
         spec = dict(params["methods"][name])
+        spec["options"] = {**dict(spec.get("options") or {}), **options}
         method, _, _ = method_settings(name, {k: v for k, v in spec.items() if k != "code_switch"})  # its overrides: --set
         data = {**params["data"], "max_train": args.max_train, **data_sets}
         if spec.get("code_switch"):
