@@ -1,4 +1,4 @@
-"""Why LAJ-MCL's slot level (eq. 9–11) teaches nothing at the paper's scale: the evidence behind ``slot_temperature``.
+"""What LAJ-MCL's slot level (eq. 9–11) does to training under each reading: the evidence behind ``conf/slu_scl``.
 
 Two measurements on real en-US training batches of a ``slu.methods`` entry (default ``lajmcl``, with its
 reduced setting: 2,000 utterances, batches of 8, code-switched pairs):
@@ -71,7 +71,7 @@ def at_initialisation(run: LajRun, temperatures: list[float], n_batches: int) ->
     """The slot level's quantities on the first batches, before any step."""
     model = run.model.eval()
     k = model.config.n_slots
-    margin = model.mcl.margins["slot_value"]
+    margin, kind = model.mcl.margins["slot_value"], model.mcl.slot_affinity  # the affinity as the method reads it
     sums: dict[float, list[float]] = {t: [0.0] * 5 for t in temperatures}
     batches = 0
     for batch in run.train_data.batches(0, torch.Generator().manual_seed(0)):
@@ -89,12 +89,12 @@ def at_initialisation(run: LajRun, temperatures: list[float], n_batches: int) ->
         slots = model.g_s(out.states[batch["value_rows"], 4:4 + k])
         z, z_pos, z_neg = model.g_s(source), model.g_s(switched), model.g_s(negatives)
         for t in temperatures:
-            pos = mcl.slot_guided_similarity(z, z_pos, slots, t)
-            neg = mcl.slot_guided_similarity(z, z_neg, slots, t)
-            row = (z.norm(dim=-1).mean(), mcl.slot_affinity(z, slots, t).std(-1).mean(), pos.mean(), neg.mean(),
+            pos = mcl.slot_guided_similarity(z, z_pos, slots, t, kind)
+            neg = mcl.slot_guided_similarity(z, z_neg, slots, t, kind)
+            row = (z.norm(dim=-1).mean(), mcl.slot_affinity(z, slots, t, kind).std(-1).mean(), pos.mean(), neg.mean(),
                    torch.relu(pos - neg + margin).mean())
             sums[t] = [s + float(v) for s, v in zip(sums[t], row)]
-    print(f"\nat initialisation, mean over {batches} batches (margin r_s = {margin}):\n")
+    print(f"\nat initialisation, {kind} affinity, mean over {batches} batches (margin r_s = {margin}):\n")
     print("| τ_s | mean ‖z‖ | affinity spread over the slots | KL to the switched value | KL to a negative | eq. 11 |")
     print("|---:|---:|---:|---:|---:|---:|")
     for t in temperatures:
