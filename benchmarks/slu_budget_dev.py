@@ -92,7 +92,7 @@ def main() -> None:
     print(f"machine: {platform.processor() or platform.machine()}, torch {torch.__version__}, threads {torch.get_num_threads()}; "
           f"{args.max_train} en-US utterances, {args.epochs} epoch(s), top {args.train_layers} layers, set {sets} data {data_sets} "
           f"options {options}")
-    print("| method | seconds | dev exact match | dev intent accuracy | dev slot F1 |\n|---|---:|---:|---:|---:|")
+    print("| method | seconds | kept epoch | dev exact match | dev intent accuracy | dev slot F1 |\n|---|---:|---:|---:|---:|---:|")
     for name in args.methods:
         if name not in params["methods"]:
             raise SystemExit(f"--methods: {name!r} is not in slu.methods ({list(params['methods'])}); --env adds an env's")
@@ -107,7 +107,8 @@ def main() -> None:
         start = time.perf_counter()
         _, _, info = trainer(rows, encoder, method, data, training, extraction, dictionaries if spec.get("code_switch") else None,
                              name)
-        print(f"| {name} | {time.perf_counter() - start:.0f} | {info['dev_exact_match']:.4f} | {info['dev_intent_accuracy']:.4f} "
+        print(f"| {name} | {time.perf_counter() - start:.0f} | {info['best_epoch']} of {info['epochs_run']} "
+              f"| {info['dev_exact_match']:.4f} | {info['dev_intent_accuracy']:.4f} "
               f"| {info['dev_slot_f1']:.4f} |", flush=True)
 
 
