@@ -104,8 +104,9 @@ def slot_affinity(z: torch.Tensor, slots: torch.Tensor, temperature: float = 1.0
 
     ``cosine`` L2-normalises ``z`` and every slot first, in fp32, so the affinities lie in
     ``[−1/τ_s, 1/τ_s]`` (the form of the contrastive family's NT-Xent): with ``dot`` the norms of
-    ``g_s``'s outputs are free, and training grows them until every softmax is one-hot on the
-    same slot, both KLs of eq. 11 are 0 and the term sits at its margin with no gradient
+    ``g_s``'s outputs are free, and training grows them until the softmaxes are one-hot: on the
+    same slot, both KLs of eq. 11 are 0 and the term sits at its margin with no gradient; on
+    different slots, a gradient spike that global clipping turns into a slot-level-only step
     (``docs/slu.md``). ``dot`` is computed in its inputs' precision (bf16 under autocast), as
     the rows in the docs were.
     """
