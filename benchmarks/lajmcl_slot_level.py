@@ -34,13 +34,12 @@ from collections.abc import Mapping
 from typing import Any
 
 import torch
-import yaml
 
 import language_agnostic.methods.lajmcl as mcl
 from language_agnostic.training.lajmcl import LajRun, lajmcl_loss_fn, prepare_lajmcl
 from language_agnostic.training.loop import train
 from language_agnostic.training.slu import method_settings
-from slu_budget_dev import parse_options  # benchmarks/ is on the path when a script here runs
+from slu_budget_dev import add_env_methods, parse_options  # benchmarks/ is on the path when a script here runs
 from slu_speed import slu_inputs
 
 TERMS = ("intent", "slot", "utterance", "slot_value", "word")
@@ -53,8 +52,7 @@ class _Stop(Exception):
 def prepare(name: str, env: str | None, options: Mapping[str, Any], raw_data_root: str) -> LajRun:
     """The method's run as ``kedro run --pipeline=slu`` would prepare it (progress bars off)."""
     params, extraction, rows, encoder, languages, dictionaries = slu_inputs(raw_data_root)
-    if env:
-        params["methods"].update(yaml.safe_load(open(f"conf/{env}/parameters_slu.yml"))["slu"]["methods"])
+    add_env_methods(params, env)
     spec = dict(params["methods"][name])
     spec["options"] = {**dict(spec.get("options") or {}), **options}
     method, training_over, data_over = method_settings(name, {k: v for k, v in spec.items() if k != "code_switch"})

@@ -54,22 +54,29 @@ def parse_sets(values: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
     training: dict[str, Any] = {}
     data: dict[str, Any] = {}
     for item in values:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise SystemExit(f"--set {item!r}: expected KEY=VALUE or data.KEY=VALUE")
-        (data if key.startswith("data.") else training)[key.removeprefix("data.")] = parse_value(value)
+        key, value = assignment(item, "--set", "KEY=VALUE or data.KEY=VALUE")
+        (data if key.startswith("data.") else training)[key.removeprefix("data.")] = value
     return training, data
 
 
 def parse_options(values: list[str]) -> dict[str, Any]:
     """``--option KEY=VALUE`` values as method options."""
-    options: dict[str, Any] = {}
-    for item in values:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise SystemExit(f"--option {item!r}: expected KEY=VALUE")
-        options[key] = parse_value(value)
-    return options
+    return dict(assignment(item, "--option", "KEY=VALUE") for item in values)
+
+
+def assignment(item: str, flag: str, expected: str) -> tuple[str, Any]:
+    """``KEY=VALUE`` as ``(key, parse_value(value))``; anything else ends the script naming ``flag``."""
+    key, sep, value = item.partition("=")
+    if not sep or not key:
+        raise SystemExit(f"{flag} {item!r}: expected {expected}")
+    return key, parse_value(value)
+
+
+def add_env_methods(params: dict[str, Any], env: str | None) -> None:
+    """Add (or replace) ``params["methods"]`` with ``slu.methods`` of ``conf/<env>/parameters_slu.yml``."""
+    if env:
+        with open(f"conf/{env}/parameters_slu.yml", encoding="utf-8") as file:
+            params["methods"].update(yaml.safe_load(file)["slu"]["methods"])
 
 
 def main() -> None:
@@ -87,8 +94,7 @@ def main() -> None:
     sets, data_sets = parse_sets(args.set)
     options = parse_options(args.option)
     params, extraction, rows, encoder, languages, dictionaries = slu_inputs(args.raw_data_root)
-    if args.env:
-        params["methods"].update(yaml.safe_load(open(f"conf/{args.env}/parameters_slu.yml"))["slu"]["methods"])
+    add_env_methods(params, args.env)
     print(f"machine: {platform.processor() or platform.machine()}, torch {torch.__version__}, threads {torch.get_num_threads()}; "
           f"{args.max_train} en-US utterances, {args.epochs} epoch(s), top {args.train_layers} layers, set {sets} data {data_sets} "
           f"options {options}")
