@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from language_agnostic.evaluation.retrieval import normalise_rows, retrieval_accuracy_at_1
+from language_agnostic.evaluation.retrieval import normalise_rows, retrieval_accuracy_at_1, retrieval_hits
 
 
 def test_hand_computed_accuracy():
@@ -18,6 +18,9 @@ def test_hand_computed_accuracy():
     assert retrieval_accuracy_at_1(keys, queries) == 0.75
     # the block size does not change the result
     assert retrieval_accuracy_at_1(queries, keys, block=1) == 0.5
+    # per query, as the comments above say (what a paired test reads)
+    assert retrieval_hits(queries, keys).tolist() == [False, False, True, True]
+    assert retrieval_hits(keys, queries, block=3).tolist() == [True, False, True, True]
 
 
 def test_cosine_not_dot_product():
