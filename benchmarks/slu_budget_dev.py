@@ -95,8 +95,10 @@ def main() -> None:
     options = parse_options(args.option)
     params, extraction, rows, encoder, languages, dictionaries = slu_inputs(args.raw_data_root)
     add_env_methods(params, args.env)
+    layers = sets.get("train_layers", args.train_layers)  # --set train_layers=null (every layer) wins over --train-layers
     print(f"machine: {platform.processor() or platform.machine()}, torch {torch.__version__}, threads {torch.get_num_threads()}; "
-          f"{args.max_train} en-US utterances, {args.epochs} epoch(s), top {args.train_layers} layers, set {sets} data {data_sets} "
+          f"{args.max_train} en-US utterances, {args.epochs} epoch(s), "
+          f"{'every layer' if layers is None else f'top {layers} layers'} training, set {sets} data {data_sets} "
           f"options {options}")
     print("| method | seconds | kept epoch | dev exact match | dev intent accuracy | dev slot F1 |\n|---|---:|---:|---:|---:|---:|")
     for name in args.methods:
