@@ -130,8 +130,9 @@ def test_fmda_pipeline_end_to_end_on_tiny_data(tiny_hub_model: Path, tmp_path: P
                   ("linear-infonce", "meaning"), ("dream-infonce", "meaning")}
     embeddings |= {(m, e) for m in fmda_methods for e in ("m", "tp", "rs")}
     assert set(zip(table["method"], table["embedding"])) == embeddings
-    # 21 embeddings x (2 retrieval directions + 2 locales x (accuracy@1 + MAP))
-    assert len(table) == 21 * (2 + 4)
+    # 21 embeddings x (2 retrieval directions + 2 locales x (accuracy@1 + MAP)), and the McNemar p against
+    # centring of the 8 trained meaning embeddings (5 FMDA m, 3 heads) in both directions
+    assert len(table) == 21 * (2 + 4) + 8 * 2
     assert table["value"].between(0, 1).all()
     # the raw rows equal retrieval computed here from the encoder directly
     encoder = load_encoder(str(tiny_hub_model))
@@ -334,6 +335,53 @@ def test_paper_tables_from_hand_made_rows():
     assert "| task | DREAM | dual-lingual FMDA | unified FMDA |" in table9
     assert "| DE→EN | 0.210 | 0.310 | 0.260 |" in table9
     assert "| EN template | 0.202 | 0.402 | 0.352 |" in table9 and "| DE template | 0.204 | 0.404 | 0.354 |" in table9
+
+
+def test_meaning_embeddings_against_centring_table():
+    from language_agnostic.reporting.fmda import fmda_tables
+
+    def row(method, emb, source, target, metric, value):
+        return {"pipeline": "fmda", "method": method, "embedding": emb, "task": "cross_lingual_retrieval",
+                "dataset": "massive_test", "source": source, "target": target, "metric": metric, "value": value, "encoder": "x"}
+
+    rows = [row("centering", "mean", "en-US", "ja-JP", "accuracy@1", 0.612), row("centering", "mean", "ja-JP", "en-US", "accuracy@1", 0.626),
+            row("fmda", "m", "en-US", "ja-JP", "accuracy@1", 0.628), row("fmda", "m", "ja-JP", "en-US", "accuracy@1", 0.622),
+            row("fmda", "m", "en-US", "ja-JP", "mcnemar_p_vs_centering", 0.0137), row("fmda", "m", "ja-JP", "en-US", "mcnemar_p_vs_centering", 0.566),
+            row("fmda-infonce", "m", "en-US", "ja-JP", "accuracy@1", 0.75), row("fmda-infonce", "m", "en-US", "ja-JP", "mcnemar_p_vs_centering", 0.0),
+            # a meaning embedding without its p-values (an older run) shows dashes, not a wrong figure
+            row("dream", "meaning", "en-US", "ja-JP", "accuracy@1", 0.581)]
+    section = fmda_tables(pd.DataFrame(rows)).split("### Meaning embeddings against mean centring")[1].split("##")[0]
+    assert "| embedding | EN→JA | JA→EN |" in section
+    assert "| fmda/m | +0.016 (p=0.014) | -0.004 (p=0.57) |" in section
+    # a p-value below the table's six decimals is not shown as zero; an unmeasured direction is a dash
+    assert "| fmda-infonce/m | +0.138 (p<1e-6) | — |" in section
+    assert "| dream/meaning" not in section and "| centering/mean" not in section
+    # the accuracy table itself is unchanged by the p-value rows
+    assert "| fmda/m | 0.628 | 0.622 |" in fmda_tables(pd.DataFrame(rows)).split("## Table 2")[1]
+
+
+def test_mcnemar_rows_against_centring(tiny_hub_model: Path, tmp_path: Path):
+    """Each direction's p-value is McNemar's on the hits of the meaning embedding and of mean centring, recomputed here."""
+    from language_agnostic.evaluation.fmda import centering_of, evaluate_head
+    from language_agnostic.evaluation.intent_nn import mcnemar
+    from language_agnostic.evaluation.retrieval import retrieval_hits
+    from language_agnostic.methods.registry import load_trained
+    from language_agnostic.pipelines.fmda import nodes
+    from language_agnostic.training.fmda import control_meaning, train_pooled_head
+
+    manifest = nodes.embed_fmda_inputs(_masked(), _template(1), _template(2), {"source": "en-US", "target": "de-DE"},
+                                       load_encoder(str(tiny_hub_model)), EmbeddingStore(tmp_path / "store"), EXTRACTION)
+    trained, _ = train_pooled_head(manifest, CONTROLS["linear_infonce"], {**TRAINING, "max_epochs": 1}, LOSS, "linear_infonce")
+    rows = evaluate_head(manifest, trained, {"name": "tiny"})
+    p = rows[rows["metric"] == "mcnemar_p_vs_centering"].set_index("source")["value"]
+    assert set(p.index) == {"en-US", "de-DE"} and set(rows.loc[rows["metric"] == "mcnemar_p_vs_centering", "embedding"]) == {"meaning"}
+    _, model = load_trained(trained)
+    sets = manifest["sets"]
+    mine = {side: control_meaning(model, np.asarray(sets[f"test.{side}.utt"].vectors("mean")), "linear-infonce") for side in ("source", "target")}
+    centred = centering_of(manifest)
+    base = {"source": centred(sets["test.source.utt"], "en-US"), "target": centred(sets["test.target.utt"], "de-DE")}
+    expected = mcnemar(retrieval_hits(mine["source"], mine["target"]), retrieval_hits(base["source"], base["target"])).pvalue
+    assert p["en-US"] == pytest.approx(round(expected, 6))
 
 
 def test_dev_negatives_follow_the_training_rule(tiny_hub_model: Path, tmp_path: Path):

@@ -1,4 +1,10 @@
-"""Scoring FMDA, its baselines and controls on a MASSIVE pair: cross-lingual retrieval and template retrieval."""
+"""Scoring FMDA, its baselines and controls on a MASSIVE pair: cross-lingual retrieval and template retrieval.
+
+Every trained meaning embedding (``fmda*/m``, ``<head>/meaning``) is also tested against mean
+centring on the same test queries: the exact McNemar p-value of each retrieval direction
+(``mcnemar_p_vs_centering``), so a table cell that is above or below the strongest untrained
+baseline says whether that is more than chance.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +16,8 @@ import numpy as np
 import pandas as pd
 
 from language_agnostic.encoders.extraction import EmbeddingSet
-from language_agnostic.evaluation.retrieval import retrieval_accuracy_at_1
+from language_agnostic.evaluation.intent_nn import mcnemar
+from language_agnostic.evaluation.retrieval import retrieval_hits
 from language_agnostic.evaluation.template import mean_average_precision, template_accuracy_at_1
 from language_agnostic.methods.centering import center, fit_language_means
 from language_agnostic.methods.registry import load_trained
@@ -30,7 +37,7 @@ def evaluate_head(manifest: Mapping[str, Any], head: Mapping[str, Any], identity
         vectors = np.asarray(entry.vectors(head["pooling"]))
         return {(method, "meaning"): control_meaning(model, vectors, method)}
 
-    rows = _score(manifest, embed, str(identity.get("name")))
+    rows = _score(manifest, embed, str(identity.get("name")), against_centering="meaning")
     log_child_metrics(head.get("mlflow_run_id"), rows)
     return rows
 
@@ -44,16 +51,39 @@ def _row(embedding: str, method: str, task: str, dataset: str, source: str,
 Embedder = Callable[[EmbeddingSet, str], dict[tuple[str, str], np.ndarray]]
 
 
-def _score(manifest: Mapping[str, Any], embed: Embedder, encoder: str) -> pd.DataFrame:
-    """Semantic retrieval (both directions) and template retrieval (accuracy@1, MAP) of every embedding ``embed`` gives."""
+def centering_of(manifest: Mapping[str, Any]) -> Callable[[EmbeddingSet, str], np.ndarray]:
+    """Mean centring as the ``centering/mean`` baseline does it: mean vectors less their language's train mean."""
+    sets = manifest["sets"]
+    src, tgt = manifest["source_locale"], manifest["target_locale"]
+    train_mean = np.concatenate([np.asarray(sets["train.source.utt"].vectors("mean")), np.asarray(sets["train.target.utt"].vectors("mean"))])
+    means = fit_language_means(train_mean, [src] * len(sets["train.source.utt"]) + [tgt] * len(sets["train.target.utt"]))
+    return lambda entry, locale: center(np.asarray(entry.vectors("mean")), [locale] * len(entry), means)
+
+
+def _score(manifest: Mapping[str, Any], embed: Embedder, encoder: str, against_centering: str | None = None) -> pd.DataFrame:
+    """Semantic retrieval (both directions) and template retrieval (accuracy@1, MAP) of every embedding ``embed`` gives.
+
+    ``against_centering``: the embedding (``m``, ``meaning``) whose test retrieval is also compared
+    with mean centring's on the same queries, as ``mcnemar_p_vs_centering`` rows.
+    """
     sets = manifest["sets"]
     src, tgt = manifest["source_locale"], manifest["target_locale"]
     rows = []
     test = {side: embed(sets[f"test.{side}.utt"], loc) for side, loc in (("source", src), ("target", tgt))}
+    reference = {}
+    if against_centering is not None:
+        centred = centering_of(manifest)
+        a, b = centred(sets["test.source.utt"], src), centred(sets["test.target.utt"], tgt)
+        reference = {(src, tgt): retrieval_hits(a, b), (tgt, src): retrieval_hits(b, a)}
     for (method, emb), a in test["source"].items():
         b = test["target"][(method, emb)]
-        rows.append(_row(emb, method, "cross_lingual_retrieval", "massive_test", src, tgt, "accuracy@1", retrieval_accuracy_at_1(a, b), encoder))
-        rows.append(_row(emb, method, "cross_lingual_retrieval", "massive_test", tgt, src, "accuracy@1", retrieval_accuracy_at_1(b, a), encoder))
+        for (query, key), (q, k) in (((src, tgt), (a, b)), ((tgt, src), (b, a))):
+            hits = retrieval_hits(q, k)
+            rows.append(_row(emb, method, "cross_lingual_retrieval", "massive_test", query, key, "accuracy@1",
+                             int(hits.sum()) / len(hits), encoder))
+            if emb == against_centering:
+                rows.append(_row(emb, method, "cross_lingual_retrieval", "massive_test", query, key, "mcnemar_p_vs_centering",
+                                 mcnemar(hits, reference[(query, key)]).pvalue, encoder))
     # the trained pair is part of the row: EN is evaluated once per training pair
     pair = f"{src}>{tgt}"
     for side, locale in (("source", src), ("target", tgt)):
@@ -80,15 +110,11 @@ def evaluate_baselines(manifest: Mapping[str, Any], identity: Mapping[str, Any])
     centring of the mean vectors fitted on train (``centering/mean``). The trained heads over
     pooled vectors (DREAM, the controls) are scored by :func:`evaluate_head`.
     """
-    sets = manifest["sets"]
-    src, tgt = manifest["source_locale"], manifest["target_locale"]
-    train_mean = np.concatenate([np.asarray(sets["train.source.utt"].vectors("mean")), np.asarray(sets["train.target.utt"].vectors("mean"))])
-    means = fit_language_means(train_mean, [src] * len(sets["train.source.utt"]) + [tgt] * len(sets["train.target.utt"]))
+    centred = centering_of(manifest)
 
     def embed(entry: EmbeddingSet, locale: str) -> dict[tuple[str, str], np.ndarray]:
-        out = {("raw", "cls"): np.asarray(entry.vectors("cls")), ("raw", "mean"): np.asarray(entry.vectors("mean"))}
-        out[("centering", "mean")] = center(out[("raw", "mean")], [locale] * len(entry), means)
-        return out
+        return {("raw", "cls"): np.asarray(entry.vectors("cls")), ("raw", "mean"): np.asarray(entry.vectors("mean")),
+                ("centering", "mean"): centred(entry, locale)}
 
     return _score(manifest, embed, str(identity.get("name")))
 
@@ -102,6 +128,6 @@ def evaluate_fmda(manifest: Mapping[str, Any], fmda: Mapping[str, Any], identity
         del locale
         return {(method, key): value for key, value in encode_with_fmda(model, entry).items() if key != "lang"}
 
-    rows = _score(manifest, embed, str(identity.get("name")))
+    rows = _score(manifest, embed, str(identity.get("name")), against_centering="m")
     log_child_metrics(fmda.get("mlflow_run_id"), rows)
     return rows
