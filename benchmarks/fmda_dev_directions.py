@@ -26,9 +26,9 @@ import numpy as np
 
 from language_agnostic.datasets.embeddings import EmbeddingManifestDataset
 from language_agnostic.datasets.torch_state import TrainedHeadDataset
+from language_agnostic.evaluation.fmda import centering_of
 from language_agnostic.evaluation.intent_nn import mcnemar
 from language_agnostic.evaluation.retrieval import retrieval_hits
-from language_agnostic.methods.centering import center, fit_language_means
 from language_agnostic.methods.registry import load_trained
 from language_agnostic.training.fmda_data import encode_with_fmda
 
@@ -42,12 +42,11 @@ def main() -> None:
     manifest = EmbeddingManifestDataset(f"data/04_feature/{args.pair}/fmda_inputs.json").load()
     sets, src, tgt = manifest["sets"], manifest["source_locale"], manifest["target_locale"]
     _, model = load_trained(TrainedHeadDataset(args.model or f"data/06_models/{args.pair}/fmda_all_together.safetensors").load())
-    train = [np.asarray(sets[f"train.{side}.utt"].vectors("mean")) for side in ("source", "target")]
-    means = fit_language_means(np.concatenate(train), [src] * len(train[0]) + [tgt] * len(train[1]))
+    centred = centering_of(manifest)  # the pipeline's own centring/mean baseline
     raw = {side: np.asarray(sets[f"{args.split}.{side}.utt"].vectors("mean")) for side in ("source", "target")}
     embeddings = {
         "fmda/m": {side: encode_with_fmda(model, sets[f"{args.split}.{side}.utt"])["m"] for side in ("source", "target")},
-        "centering/mean": {side: center(raw[side], [loc] * len(raw[side]), means) for side, loc in (("source", src), ("target", tgt))},
+        "centering/mean": {side: centred(sets[f"{args.split}.{side}.utt"], loc) for side, loc in (("source", src), ("target", tgt))},
         "raw/mean": raw,
     }
     directions = {f"{src}->{tgt}": ("source", "target"), f"{tgt}->{src}": ("target", "source")}
