@@ -113,7 +113,8 @@ def method_config(method: Mapping[str, Any], name: str, n_intents: int, slots: S
     bad = sorted(set(weights) - set(WEIGHTS))
     if bad:
         raise ValueError(f"{where}.loss_weights: unknown {bad}; known: {list(WEIGHTS)}")
-    mcl_config = MclConfig(**{k: options.pop(k) for k in ("margins", "head_dim", "slot_temperature", "slot_affinity") if k in options})
+    # every MclConfig field is a method option: a field added there needs no edit here or in the artifact
+    mcl_config = MclConfig(**{f.name: options.pop(f.name) for f in fields(MclConfig) if f.name in options})
     mcl_data = settings_from_params(MclData, dict(options.pop("mcl", None) or {}), f"{where}.mcl")
     config = settings_from_params(LajointConfig, options, where, n_intents=n_intents, slots=tuple(slots),
                                   encoder_config=encoder.model.config.to_dict())
@@ -296,8 +297,7 @@ def lajmcl_artifact(model: LajMcl, encoder: LoadedEncoder, **extra: Any) -> dict
     tensors fine-tuning changed (:func:`~language_agnostic.training.slu.trained_state`) and ``extra``."""
     options = asdict(model.config)
     options["encoder_config"] = dict(model.config.encoder_config or model.encoder.config.to_dict())
-    options["mcl"] = {"margins": dict(model.mcl.margins or {}), "head_dim": model.mcl.head_dim,
-                      "slot_temperature": model.mcl.slot_temperature, "slot_affinity": model.mcl.slot_affinity}
+    options["mcl"] = {**{f.name: getattr(model.mcl, f.name) for f in fields(MclConfig)}, "margins": dict(model.mcl.margins or {})}
     return {"build": build_spec("lajoint", int(encoder.hidden_size), 1, options), "state_dict": trained_state(model), **extra}
 
 
