@@ -4,11 +4,12 @@ from kedro.config import OmegaConfigLoader
 from omegaconf.resolvers import oc
 
 from language_agnostic.pipelines.project_config import RunConfigHook
-from language_agnostic.pipelines.tracking_hook import TrainingExperimentHook
+from language_agnostic.pipelines.tracking_hook import EmbeddingStoreHook, TrainingExperimentHook
 
 # the pipelines' shape (language pairs, variants) follows the run's --env / --params;
-# the MLflow experiment opens on its training runs, not on the GenAI overview
-HOOKS = (RunConfigHook(), TrainingExperimentHook())
+# the MLflow experiment opens on its training runs, not on the GenAI overview; the embedding
+# store's counts (texts requested, encoded, reused) go to every run
+HOOKS = (RunConfigHook(), TrainingExperimentHook(), EmbeddingStoreHook())
 
 CONFIG_LOADER_CLASS = OmegaConfigLoader
 CONFIG_LOADER_ARGS = {

@@ -1,29 +1,25 @@
-"""Batched, cached extraction of sentence vectors and token states from a frozen encoder.
+"""Extraction of sentence vectors and token states from a frozen encoder, through the per-text store.
 
-The hot loop does no per-sentence Python work: every text is tokenised once up front (the
-fast tokenizer's batch call), texts are sorted by length so batches carry little padding,
-padding is built with numpy indexing, and pooling and token-state selection are tensor ops.
+Every text is tokenised once up front (the fast tokenizer's batch call); texts are grouped by
+token count so a batch holds texts of one length and nothing is padded, which makes a text's
+output independent of the texts it was batched with (``encoders/store.py`` says why that makes
+reuse exact). Pooling and token-state selection are tensor ops.
 
-Results go to an :class:`EmbeddingStore` under a key of everything that decides them (encoder
-identity and weights hash, prefix, max length, too-long policy, device type, compute dtype,
-whether token states are kept, and the texts). Work is written in chunks, each renamed into
-place when complete, so a killed run resumes at the first missing chunk and a finished entry
-is reused without encoding anything. Both poolings come from the same forward pass, so every
-entry stores both (pooling is chosen when reading, not part of the key).
+Outputs go to the :class:`EmbeddingStore`, one entry per text under a namespace of everything
+that decides them (encoder identity and weights hash, prefix, max length, too-long policy, device
+type, compute dtype): a text is encoded at most once per namespace, whichever list, pipeline or
+run asks for it. Both poolings come from the same forward pass, and token states from the same
+pass when the asking list needs them.
 """
 
 from __future__ import annotations
 
 import copy
 import hashlib
-import json
 import logging
-import os
-import shutil
-import tempfile
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -32,11 +28,16 @@ from tqdm.auto import tqdm
 
 from language_agnostic.config import settings_from_params
 from language_agnostic.encoders.loading import LoadedEncoder
-from language_agnostic.encoders.pooling import POOLINGS, cls_pool, mean_pool
+from language_agnostic.encoders.pooling import cls_pool, mean_pool
+from language_agnostic.encoders.store import (
+    KEY_BYTES, STORE_FORMAT, USAGE, EmbeddingSet, EmbeddingStore, Namespace, StoreBusyError, text_keys,
+)
+
+__all__ = ["EmbeddingSet", "EmbeddingStore", "ExtractionError", "ExtractionSettings", "StoreBusyError", "extract_embedding_sets",
+           "extract_embeddings", "extraction_settings", "namespace_inputs", "resolve_device_and_dtype", "texts_sha256"]
 
 logger = logging.getLogger(__name__)
 
-STORE_FORMAT = 1
 
 
 class ExtractionError(ValueError):
@@ -178,99 +179,10 @@ def _inference_copy(model: torch.nn.Module, device: torch.device, dtype: torch.d
     return copy.deepcopy(model).to(device=device, dtype=dtype).eval()
 
 
-def _atomic_save_npz(path: Path, **arrays: np.ndarray) -> None:
-    tmp = path.with_name(path.name + ".tmp.npz")
-    np.savez(tmp, **arrays)
-    os.replace(tmp, path)
-
-
-class EmbeddingSet:
-    """A finished store entry: vectors for both poolings and, if kept, token states.
-
-    Attributes:
-        directory: The entry's directory.
-        meta: Its ``meta.json`` (key inputs, counts, encoder identity).
-    """
-
-    def __init__(self, directory: str | Path) -> None:
-        self.directory = Path(directory)
-        meta_path = self.directory / "meta.json"
-        if not meta_path.is_file():
-            raise FileNotFoundError(f"{self.directory} is not a finished embedding entry (no meta.json)")
-        self.meta: dict[str, Any] = json.loads(meta_path.read_text())
-        self._tokens: np.ndarray | None = None
-
-    def load_token_states(self, dtype: str = "float32") -> None:
-        """Read all token states into memory once, as ``dtype``; :meth:`token_states` then returns that dtype.
-
-        Worth it for a training set gathered every epoch (MASSIVE en-US train: ~230 MB in
-        fp32): converting fp16 once is much cheaper than per batch, where it took half an epoch.
-        """
-        tokens = np.load(self.directory / "tokens.npy")
-        self._tokens = torch.from_numpy(tokens).to(getattr(torch, dtype)).numpy()
-
-    def __len__(self) -> int:
-        return int(self.meta["n_texts"])
-
-    @property
-    def dim(self) -> int:
-        return int(self.meta["dim"])
-
-    def vectors(self, pooling: str) -> np.ndarray:
-        """Sentence vectors ``(n, dim)`` float32 in the order of the input texts."""
-        if pooling not in POOLINGS:
-            raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
-        return np.load(self.directory / f"{pooling}.npy", mmap_mode="r")
-
-    @property
-    def lengths(self) -> np.ndarray:
-        """Tokens per text (special tokens included, after truncation)."""
-        return np.load(self.directory / "lengths.npy")
-
-    def token_states(self, index: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
-        """Padded token states and attention mask for the texts at ``index``.
-
-        Returns:
-            ``(states, mask)``: ``(len(index), L, dim)`` float16 (float32 after
-            :meth:`load_token_states`) and ``(len(index), L)`` bool, ``L`` the longest of them.
-        """
-        if not self.meta.get("token_states"):
-            raise ValueError(f"{self.directory} was extracted without token states (token_states: false)")
-        flat = self._tokens if self._tokens is not None else np.load(self.directory / "tokens.npy", mmap_mode="r")
-        starts = np.load(self.directory / "token_starts.npy", mmap_mode="r")
-        index = np.asarray(index, dtype=np.int64)
-        lengths = self.lengths[index]
-        width = int(lengths.max()) if len(index) else 0
-        mask = np.arange(width)[None, :] < lengths[:, None]
-        # one fancy-indexing gather instead of a Python loop over rows (the FMDA loader's hot path)
-        positions = np.asarray(starts)[index][:, None] + np.arange(width)[None, :]
-        states = np.asarray(flat[np.where(mask, positions, 0)])
-        states[~mask] = 0
-        return states, mask
-
-
-class EmbeddingStore:
-    """A directory of embedding entries, one per cache key (``<root>/<key>/``)."""
-
-    def __init__(self, root: str | Path) -> None:
-        self.root = Path(root)
-
-    def __repr__(self) -> str:
-        return f"EmbeddingStore({str(self.root)!r})"
-
-    def entry(self, key: str) -> Path:
-        return self.root / key
-
-    def finished(self, key: str) -> EmbeddingSet | None:
-        path = self.entry(key)
-        return EmbeddingSet(path) if (path / "meta.json").is_file() else None
-
-
-def cache_key_inputs(encoder: LoadedEncoder, texts: Sequence[str], settings: ExtractionSettings) -> dict[str, Any]:
-    """Everything that decides the vectors (and nothing that does not, like batch size)."""
+def namespace_inputs(encoder: LoadedEncoder, settings: ExtractionSettings) -> dict[str, Any]:
+    """Everything that decides a text's output besides the text (and nothing that does not, like batch size)."""
     device, dtype = resolve_device_and_dtype(settings.device, settings.dtype)
     return {
-        "format": STORE_FORMAT,
         "encoder": encoder.identity.get("name"),
         "weights_sha256": encoder.identity.get("weights_sha256"),
         "prefix": settings.prefix,
@@ -278,138 +190,176 @@ def cache_key_inputs(encoder: LoadedEncoder, texts: Sequence[str], settings: Ext
         "on_too_long": settings.on_too_long,
         "device_type": device.type,
         "dtype": str(dtype).removeprefix("torch."),
-        "token_states": settings.token_states,
-        "texts_sha256": texts_sha256(texts),
-        "n_texts": len(texts),
     }
 
 
-def cache_key(inputs: dict[str, Any]) -> str:
-    """Short stable key of :func:`cache_key_inputs`."""
-    return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:24]
+# On the CPU, a forward pass of fewer than about a dozen token rows takes another matmul kernel
+# than a larger one, and its last bits differ (measured on this project's encoder and a wider test
+# model: batch x length <= 10 differs, >= 12 never did). Small batches are therefore filled with
+# repeats of their own rows up to this many tokens, which keeps every text's output exact.
+MIN_FORWARD_TOKENS = 32
+
+
+def _forward_groups(lengths: np.ndarray, batch_size: int, fill: bool) -> list[np.ndarray]:
+    """Batches of positions with one token count each (no padding), ``batch_size`` rows at most.
+
+    A batch of fewer than :data:`MIN_FORWARD_TOKENS` tokens is filled with repeats of its own rows.
+    With ``fill`` (CUDA) the last batch of a length is filled to ``batch_size`` the same way, so
+    every forward pass of that length has one shape (GPU libraries may pick another algorithm for
+    another batch size). The store's tests check the result bit for bit.
+    """
+    order = np.lexsort((np.arange(len(lengths)), lengths))
+    groups = np.split(order, np.flatnonzero(np.diff(lengths[order])) + 1) if len(order) else []
+    batches = []
+    for group in groups:
+        length = max(int(lengths[group[0]]), 1)
+        for start in range(0, len(group), batch_size):
+            batch = group[start : start + batch_size]
+            rows = batch_size if fill else -(-MIN_FORWARD_TOKENS // length)
+            if len(batch) < rows:
+                batch = np.resize(batch, rows)
+            batches.append(batch)
+    return batches
+
+
+def _encode_missing(encoder: LoadedEncoder, texts: list[str], keys: np.ndarray, settings: ExtractionSettings,
+                    space: Namespace, token_states: bool, progress_desc: str) -> None:
+    """Encode ``texts`` (distinct, none stored yet) into shards of ``settings.chunk_size`` texts."""
+    device, dtype = resolve_device_and_dtype(settings.device, settings.dtype)
+    started = time.perf_counter()
+    tok = tokenise_all(encoder, texts, settings)
+    logger.info("encoding %d texts with %s on %s (%s), batch %d%s", len(texts), encoder.identity.get("name"), device,
+                str(dtype).removeprefix("torch."), settings.batch_size, ", with token states" if token_states else "")
+    model = _inference_copy(encoder.model, device, dtype)
+    fill = device.type == "cuda"
+    bar = tqdm(total=len(texts), desc=progress_desc, unit="text", disable=not settings.progress)
+    forward = 0.0
+    # chunks in length order keep every chunk's batches full; each chunk is one shard, written when done
+    order = np.lexsort((np.arange(len(texts)), tok.lengths))
+    with torch.inference_mode():
+        for begin in range(0, len(order), settings.chunk_size):
+            chunk = order[begin : begin + settings.chunk_size]
+            dim = encoder.hidden_size
+            cls = np.zeros((len(chunk), dim), dtype=np.float32)
+            mean = np.zeros((len(chunk), dim), dtype=np.float32)
+            lengths = tok.lengths[chunk]
+            starts = np.zeros(len(chunk), dtype=np.int64)
+            starts[1:] = np.cumsum(lengths)[:-1]
+            tokens = np.zeros((int(lengths.sum()), dim), dtype=np.float16) if token_states else None
+            for batch in _forward_groups(lengths, settings.batch_size, fill):
+                ids, mask = padded_batch(tok, chunk[batch], 0)  # one length per batch: nothing is padded
+                tick = time.perf_counter()
+                hidden = model(input_ids=ids.to(device), attention_mask=mask.to(device)).last_hidden_state.float()
+                forward += time.perf_counter() - tick
+                real = np.unique(batch, return_index=True)[1]  # filled batches repeat rows: keep each once
+                cls[batch[real]] = cls_pool(hidden, mask).cpu().numpy()[real]
+                mean[batch[real]] = mean_pool(hidden, mask).cpu().numpy()[real]
+                if tokens is not None:
+                    width = hidden.shape[1]
+                    rows = starts[batch[real]][:, None] + np.arange(width)[None, :]
+                    tokens[rows.ravel()] = hidden[torch.from_numpy(real)].half().cpu().numpy().reshape(-1, dim)
+                bar.update(len(real))
+            arrays = {"keys": keys[chunk], "lengths": lengths, "truncated": tok.truncated[chunk], "cls": cls, "mean": mean}
+            if tokens is not None:
+                arrays.update(tokens=tokens, token_starts=starts)
+            space.write_shard(arrays, token_states)
+    bar.close()
+    USAGE.encoded += len(texts)
+    USAGE.forward_seconds += forward
+    USAGE.seconds += time.perf_counter() - started
+
+
+def extract_embedding_sets(
+    encoder: LoadedEncoder, lists: Mapping[str, Sequence[str]], settings: ExtractionSettings, store: EmbeddingStore
+) -> dict[str, EmbeddingSet]:
+    """Vectors (both poolings) and optionally token states of several lists of texts, through the store.
+
+    Every text of every list that the store does not hold yet (in this encoder's namespace, with
+    token states if ``settings.token_states``) is encoded once, all lists' texts together; the
+    rest is read back. Each list is then recorded in order, so a rerun finds it without
+    looking at its texts' outputs again.
+
+    Args:
+        encoder: The loaded encoder.
+        lists: ``{name: texts}``; the vectors of each come back in the order of its texts.
+        settings: Extraction settings.
+        store: The per-text store.
+
+    Returns:
+        ``{name: EmbeddingSet}``.
+    """
+    inputs = namespace_inputs(encoder, settings)
+    wanted = {name: [str(t) for t in texts] for name, texts in lists.items()}
+    with store.lock():
+        space = store.namespace(inputs)
+        keys = {name: text_keys(texts) for name, texts in wanted.items()}
+        for name, texts in wanted.items():
+            _check_texts(encoder, texts, settings, name)
+            USAGE.note_request(space.name, keys[name])
+        done: dict[str, EmbeddingSet] = {}
+        for name, texts in wanted.items():
+            list_key = _list_key(space.name, keys[name], settings.token_states)
+            if (space.list_dir / list_key / "meta.json").is_file():
+                done[name] = _checked(EmbeddingSet(space.list_dir / list_key), encoder)
+        todo: dict[bytes, str] = {}
+        for name, texts in wanted.items():
+            if name in done:
+                continue
+            for position in space.missing(keys[name], settings.token_states):
+                todo.setdefault(bytes(keys[name][position]), texts[position])
+        if todo:
+            space.ensure()
+            _encode_missing(encoder, list(todo.values()), np.array(list(todo), dtype=f"S{KEY_BYTES}"), settings, space,
+                            settings.token_states, "embedding")
+        else:
+            logger.info("embedding store: all %d texts of %d list(s) already stored, nothing to encode",
+                        sum(len(t) for t in wanted.values()), len(wanted))
+        space.ensure()
+        for name, texts in wanted.items():
+            if name in done:
+                continue
+            list_key = _list_key(space.name, keys[name], settings.token_states)
+            meta = {**inputs, "format": STORE_FORMAT, "token_states": settings.token_states, "texts_sha256": texts_sha256(texts),
+                    "n_texts": len(texts), "dim": encoder.hidden_size, "identity": encoder.identity, "settings": asdict(settings)}
+            done[name] = EmbeddingSet(space.write_list(list_key, keys[name], settings.token_states, meta))
+    return {name: done[name] for name in wanted}
 
 
 def extract_embeddings(
     encoder: LoadedEncoder, texts: Sequence[str], settings: ExtractionSettings, store: EmbeddingStore
 ) -> EmbeddingSet:
-    """Sentence vectors (both poolings) and optionally token states, cached in ``store``.
+    """Sentence vectors (both poolings) and optionally token states of one list of texts.
 
-    Args:
-        encoder: The loaded encoder.
-        texts: Texts to embed, in the order the vectors come back.
-        settings: Extraction settings.
-        store: Where entries live.
-
-    Returns:
-        The finished entry. A finished entry with the same key is returned without encoding;
-        an unfinished one resumes at its first missing chunk.
+    See :func:`extract_embedding_sets`; a text already in the store is not encoded again.
     """
-    inputs = cache_key_inputs(encoder, texts, settings)
-    key = cache_key(inputs)
-    found = store.finished(key)
-    if found is None and not settings.token_states:
-        # an entry with token states also holds the sentence vectors
-        found = store.finished(cache_key({**inputs, "token_states": True}))
-    if found is not None:
-        if found.dim != encoder.hidden_size:
-            raise ExtractionError(
-                f"cached embeddings {found.directory} have dimension {found.dim} but encoder "
-                f"{encoder.identity.get('name')} has {encoder.hidden_size}; delete the entry"
-            )
-        logger.info("embedding cache hit %s: %d texts, nothing to encode", found.directory, len(found))
-        return found
-
-    device, dtype = resolve_device_and_dtype(settings.device, settings.dtype)
-    tok = tokenise_all(encoder, texts, settings)
-    directory = store.entry(key)
-    chunk_dir = directory / "chunks"
-    chunk_dir.mkdir(parents=True, exist_ok=True)
-    order = np.lexsort((np.arange(len(texts)), tok.lengths))  # by length, ties by position
-    chunks = [order[i : i + settings.chunk_size] for i in range(0, len(order), settings.chunk_size)]
-    done = {i for i in range(len(chunks)) if (chunk_dir / f"{i:06d}.npz").is_file()}
-    if done:
-        logger.info("resuming %s: %d of %d chunks already done", directory, len(done), len(chunks))
-    n_todo = sum(len(c) for i, c in enumerate(chunks) if i not in done)
-    logger.info("encoding %d of %d texts with %s on %s (%s), batch %d",
-                n_todo, len(texts), encoder.identity.get("name"), device, str(dtype).removeprefix("torch."),
-                settings.batch_size)
-
-    model = _inference_copy(encoder.model, device, dtype)
-    pad_id = encoder.tokenizer.pad_token_id if encoder.tokenizer.pad_token_id is not None else 0
-    bar = tqdm(total=n_todo, desc="embedding", unit="text", disable=not settings.progress)
-    with torch.inference_mode():
-        for number, chunk in enumerate(chunks):
-            if number in done:
-                continue
-            parts: dict[str, list[np.ndarray]] = {"cls": [], "mean": [], "tokens": []}
-            for start in range(0, len(chunk), settings.batch_size):
-                index = chunk[start : start + settings.batch_size]
-                ids, mask = padded_batch(tok, index, pad_id)
-                ids, mask = ids.to(device, non_blocking=True), mask.to(device, non_blocking=True)
-                hidden = model(input_ids=ids, attention_mask=mask).last_hidden_state
-                hidden = hidden.float()
-                parts["cls"].append(cls_pool(hidden, mask).cpu().numpy())
-                parts["mean"].append(mean_pool(hidden, mask).cpu().numpy())
-                if settings.token_states:
-                    parts["tokens"].append(hidden[mask.bool()].half().cpu().numpy())
-                bar.update(len(index))
-            arrays = {
-                "index": chunk,
-                "cls": np.concatenate(parts["cls"]),
-                "mean": np.concatenate(parts["mean"]),
-            }
-            if settings.token_states:
-                arrays["tokens"] = np.concatenate(parts["tokens"])
-            _atomic_save_npz(chunk_dir / f"{number:06d}.npz", **arrays)
-    bar.close()
-    return _finalise(directory, chunks, tok, inputs, encoder, settings)
+    return extract_embedding_sets(encoder, {"texts": texts}, settings, store)["texts"]
 
 
-def _finalise(
-    directory: Path, chunks: list[np.ndarray], tok: Tokenised, inputs: dict[str, Any],
-    encoder: LoadedEncoder, settings: ExtractionSettings,
-) -> EmbeddingSet:
-    """Assemble the chunks into the entry's arrays; ``meta.json`` last marks it finished."""
-    n, dim = len(tok.lengths), encoder.hidden_size
-    work = Path(tempfile.mkdtemp(prefix="assemble.", dir=directory))
-    vectors = {p: np.zeros((n, dim), dtype=np.float32) for p in POOLINGS}
-    tokens = None
-    token_starts = np.zeros(n, dtype=np.int64)
-    if settings.token_states:
-        tokens = np.lib.format.open_memmap(work / "tokens.npy", mode="w+", dtype=np.float16,
-                                           shape=(int(tok.lengths.sum()), dim))
-    cursor = 0
-    for number in range(len(chunks)):
-        with np.load(directory / "chunks" / f"{number:06d}.npz") as part:
-            index = part["index"]
-            for pooling in POOLINGS:
-                vectors[pooling][index] = part[pooling]
-            if tokens is not None:
-                block = part["tokens"]
-                # token states stay in length-sorted order on disk; starts map each text to them
-                tokens[cursor : cursor + len(block)] = block
-                token_starts[index] = cursor + np.concatenate([[0], np.cumsum(tok.lengths[index])[:-1]])
-                cursor += len(block)
-    for pooling in POOLINGS:
-        np.save(work / f"{pooling}.npy", vectors[pooling])
-    np.save(work / "lengths.npy", tok.lengths)
-    if tokens is not None:
-        tokens.flush()
-        del tokens
-        np.save(work / "token_starts.npy", token_starts)
-    for path in work.iterdir():
-        os.replace(path, directory / path.name)
-    work.rmdir()
-    meta = {
-        **inputs, "dim": dim, "n_truncated": int(tok.truncated.sum()), "n_tokens": int(tok.lengths.sum()),
-        "identity": encoder.identity, "settings": asdict(settings),
-    }
-    tmp = directory / "meta.json.tmp"
-    tmp.write_text(json.dumps(meta, indent=2))
-    os.replace(tmp, directory / "meta.json")
-    shutil.rmtree(directory / "chunks")
-    logger.info("embeddings written to %s: %d texts, dim %d, %d truncated", directory, n, dim, meta["n_truncated"])
-    return EmbeddingSet(directory)
+def _list_key(namespace: str, keys: np.ndarray, token_states: bool) -> str:
+    digest = hashlib.sha256(f"{namespace}|{int(token_states)}|".encode())
+    digest.update(np.ascontiguousarray(keys).tobytes())
+    return digest.hexdigest()[:24]
+
+
+def _check_texts(encoder: LoadedEncoder, texts: Sequence[str], settings: ExtractionSettings, name: str) -> None:
+    """The checks of :func:`tokenise_all` that do not need the texts tokenised, made even when all are stored."""
+    empty = [i for i, t in enumerate(texts) if not str(t).strip()]
+    if empty:
+        raise ExtractionError(f"{len(empty)} empty text(s) to embed, first at positions {empty[:5]} (list {name!r})")
+    if settings.on_too_long not in ("truncate", "error"):
+        raise ExtractionError(f"on_too_long must be 'truncate' or 'error', got {settings.on_too_long!r}")
+    limit = settings.max_length or encoder.max_length
+    if limit > encoder.max_length:
+        raise ExtractionError(f"max_length {limit} exceeds the encoder's maximum {encoder.max_length}")
+
+
+def _checked(found: EmbeddingSet, encoder: LoadedEncoder) -> EmbeddingSet:
+    if found.dim != encoder.hidden_size:
+        raise ExtractionError(
+            f"stored embeddings {found.directory} have dimension {found.dim} but encoder "
+            f"{encoder.identity.get('name')} has {encoder.hidden_size}; prune the store (docs/benchmarks.md)"
+        )
+    return found
 
 
 def extraction_settings(params: Mapping[str, Any], token_states: bool = False) -> ExtractionSettings:

@@ -322,7 +322,7 @@ def fmda_meaning_table(model: LoadedModel, entry: Any, batch_size: int = 512) ->
     key_inputs = {"format": MEANING_CACHE_FORMAT, "entry": Path(entry.directory).name,
                   "texts_sha256": entry.meta.get("texts_sha256"), "model": weights_sha256(model.saved), "embedding": "m"}
     key = hashlib.sha256(json.dumps(key_inputs, sort_keys=True).encode()).hexdigest()[:24]
-    directory = Path(entry.directory).parent / "derived" / key
+    directory = Path(entry.namespace_dir) / "derived" / key
     if not (directory / "meta.json").is_file():
         work = directory.with_name(key + ".tmp")
         shutil.rmtree(work, ignore_errors=True)

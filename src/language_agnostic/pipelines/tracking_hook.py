@@ -43,3 +43,53 @@ class TrainingExperimentHook:
                 logger.info("MLflow experiment %s tagged as training runs (the UI opens on its runs)", run.info.experiment_id)
         except Exception as exc:  # noqa: BLE001 - a view preference must never stop a run
             logger.warning("could not tag the MLflow experiment's kind: %s", exc)
+
+
+class EmbeddingStoreHook:
+    """Logs what the per-text embedding store did in this run: texts requested, distinct, encoded, reused.
+
+    The figures are logged to the run's MLflow run after every node that asked the store for
+    texts (step = how many such nodes ran), so the last step is the run's total, and the totals
+    are written to the log at the end. ``embedding_store.forward_texts_per_s`` is the encoder's
+    forward-pass throughput, to hold against ``benchmarks/encoder_floor.py``.
+    """
+
+    def __init__(self) -> None:
+        self._step = 0
+        self._last = -1
+
+    @hook_impl
+    def before_pipeline_run(self, run_params: dict[str, Any]) -> None:
+        del run_params
+        from language_agnostic.encoders.store import USAGE
+
+        USAGE.reset()
+        self._step, self._last = 0, -1
+
+    @hook_impl
+    def after_node_run(self) -> None:
+        from language_agnostic.encoders.store import USAGE
+
+        if USAGE.requested == self._last:
+            return
+        self._last = USAGE.requested
+        self._step += 1
+        import mlflow
+
+        if mlflow.active_run() is None:
+            return
+        try:
+            mlflow.log_metrics(USAGE.metrics(), step=self._step)
+        except Exception as exc:  # noqa: BLE001 - bookkeeping must never stop a run
+            logger.warning("could not log the embedding store's figures to MLflow: %s", exc)
+
+    @hook_impl
+    def after_pipeline_run(self) -> None:
+        from language_agnostic.encoders.store import USAGE
+
+        if USAGE.requested:
+            figures = USAGE.metrics()
+            logger.info("embedding store: %d texts requested (%d distinct), %d encoded, %d reused; %s",
+                        USAGE.requested, USAGE.distinct, USAGE.encoded, USAGE.reused,
+                        f"{figures['embedding_store.forward_texts_per_s']:.0f} texts/s in forward passes"
+                        if "embedding_store.forward_texts_per_s" in figures else "nothing encoded")

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from language_agnostic.encoders.extraction import EmbeddingSet, EmbeddingStore, extract_embeddings, extraction_settings
+from language_agnostic.encoders.extraction import EmbeddingSet, EmbeddingStore, extract_embedding_sets, extraction_settings
 from language_agnostic.encoders.loading import LoadedEncoder
 from language_agnostic.reporting.fmda import fmda_tables
 from language_agnostic.reporting.tracking import metric_key
@@ -54,9 +54,9 @@ def embed_fmda_inputs(
         source/target`` with token states), ``ids`` per split, the locales, and the template
         sets' sizes.
     """
-    tokens, sentence = extraction_settings(extraction, token_states=True), extraction_settings(extraction)
     locales = {"source": pair["source"], "target": pair["target"]}
-    sets: dict[str, EmbeddingSet] = {}
+    with_tokens: dict[str, list[str]] = {}
+    sentences: dict[str, list[str]] = {}
     ids: dict[str, list[str]] = {}
     for split in SPLITS:
         rows = {side: _split_rows(masked, locale, split) for side, locale in locales.items()}
@@ -64,10 +64,10 @@ def embed_fmda_inputs(
             raise ValueError(f"{split}: ids of {locales['source']} and {locales['target']} do not align")
         ids[split] = rows["source"]["id"].tolist()
         for side, table in rows.items():
-            sets[f"{split}.{side}.utt"] = extract_embeddings(encoder, table["utt"].tolist(), tokens, store)
+            with_tokens[f"{split}.{side}.utt"] = table["utt"].tolist()
             if split != "test":
-                sets[f"{split}.{side}.tp"] = extract_embeddings(encoder, table["template_text"].tolist(), sentence, store)
-                sets[f"{split}.{side}.rs"] = extract_embeddings(encoder, table["residual_text"].tolist(), sentence, store)
+                sentences[f"{split}.{side}.tp"] = table["template_text"].tolist()
+                sentences[f"{split}.{side}.rs"] = table["residual_text"].tolist()
     sizes = {}
     for name, table in (("single", single), ("multi", multi)):
         for side, locale in locales.items():
@@ -76,9 +76,15 @@ def embed_fmda_inputs(
                 logger.warning("no %s template-retrieval set for %s: not evaluated", name, locale)
                 continue
             sources = rows.drop_duplicates("source_id")["source_utt"].tolist()
-            sets[f"template.{name}.{side}.source"] = extract_embeddings(encoder, sources, tokens, store)
-            sets[f"template.{name}.{side}.target"] = extract_embeddings(encoder, rows["target_utt"].tolist(), tokens, store)
+            with_tokens[f"template.{name}.{side}.source"] = sources
+            with_tokens[f"template.{name}.{side}.target"] = rows["target_utt"].tolist()
             sizes[f"{name}.{side}"] = len(sources)
+    # every list through the per-text store at once: a text in several lists is encoded once,
+    # token-state lists first so a sentence list finds their texts already stored
+    sets: dict[str, EmbeddingSet] = {
+        **extract_embedding_sets(encoder, with_tokens, extraction_settings(extraction, token_states=True), store),
+        **extract_embedding_sets(encoder, sentences, extraction_settings(extraction), store),
+    }
     logger.info("fmda inputs for %s-%s: %s pairs (train/dev/test), template sets %s",
                 locales["source"], locales["target"], [len(ids[s]) for s in SPLITS], sizes)
     return {"sets": sets, "ids": ids, "source_locale": locales["source"], "target_locale": locales["target"],
@@ -98,9 +104,9 @@ def embed_template_pairs(pairs: pd.DataFrame, masked: pd.DataFrame, pair: Mappin
         A manifest: ``sets`` (``<split>.<side>.a`` / ``.b`` token states of the two utterances,
         ``<split>.<side>.tp`` the target), ``ids`` (source ids per ``<split>.<side>``), locales.
     """
-    tokens, sentence = extraction_settings(extraction, token_states=True), extraction_settings(extraction)
     fraction, seed = float(holdout.get("dev_fraction", 0.1)), int(holdout.get("seed", 0))
-    sets: dict[str, EmbeddingSet] = {}
+    with_tokens: dict[str, list[str]] = {}
+    sentences: dict[str, list[str]] = {}
     ids: dict[str, list[str]] = {}
     for side in ("source", "target"):
         locale = pair[side]
@@ -114,10 +120,14 @@ def embed_template_pairs(pairs: pd.DataFrame, masked: pd.DataFrame, pair: Mappin
         dev = np.random.default_rng(seed).random(len(rows)) < fraction
         for split, chosen in (("train", rows[~dev]), ("dev", rows[dev])):
             ids[f"{split}.{side}"] = chosen["source_id"].tolist()
-            sets[f"{split}.{side}.a"] = extract_embeddings(encoder, chosen["source_utt"].tolist(), tokens, store)
-            sets[f"{split}.{side}.b"] = extract_embeddings(encoder, chosen["target_utt"].tolist(), tokens, store)
-            sets[f"{split}.{side}.tp"] = extract_embeddings(encoder, texts.loc[chosen["source_id"]].tolist(), sentence, store)
+            with_tokens[f"{split}.{side}.a"] = chosen["source_utt"].tolist()
+            with_tokens[f"{split}.{side}.b"] = chosen["target_utt"].tolist()
+            sentences[f"{split}.{side}.tp"] = texts.loc[chosen["source_id"]].tolist()
         logger.info("template pairs %s: %d train / %d held out for early stopping", locale, int((~dev).sum()), int(dev.sum()))
+    sets: dict[str, EmbeddingSet] = {
+        **extract_embedding_sets(encoder, with_tokens, extraction_settings(extraction, token_states=True), store),
+        **extract_embedding_sets(encoder, sentences, extraction_settings(extraction), store),
+    }
     return {"sets": sets, "ids": ids, "source_locale": pair["source"], "target_locale": pair["target"]}
 
 

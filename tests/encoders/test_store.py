@@ -1,0 +1,202 @@
+"""The per-text embedding store: exact reuse across lists and batch sizes, resume after SIGKILL,
+concurrent writers, usage counts, reports and pruning."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from language_agnostic.encoders.extraction import (
+    EmbeddingStore, ExtractionSettings, StoreBusyError, extract_embedding_sets, extract_embeddings,
+)
+from language_agnostic.encoders.loading import load_encoder
+from language_agnostic.encoders.store import USAGE
+
+WORDS = "wake me up at nine am set an alarm for six play some jazz music what is the weather today weck mich um neun".split()
+SETTINGS = ExtractionSettings(prefix="", dtype="float32", device="cpu", batch_size=4, chunk_size=8, progress=False,
+                              token_states=True)
+
+
+def _texts(n: int, seed: int) -> list[str]:
+    rng = np.random.default_rng(seed)
+    return [" ".join(rng.choice(WORDS, size=int(rng.integers(1, 9)))) for _ in range(n)]
+
+
+@pytest.fixture(scope="module")
+def wide_model(tmp_path_factory: pytest.TempPathFactory, tiny_hub_model: Path) -> Path:
+    """The tiny model's tokenizer with a wider BertModel (hidden 128): GEMMs large enough for blocked kernels."""
+    from transformers import BertConfig, BertModel
+
+    directory = tmp_path_factory.mktemp("wide-bert")
+    for name in tiny_hub_model.iterdir():
+        if "token" in name.name or name.name == "special_tokens_map.json":
+            (directory / name.name).write_bytes(name.read_bytes())
+    torch.manual_seed(1)
+    config = BertConfig(vocab_size=120, hidden_size=128, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=512, max_position_embeddings=24, pad_token_id=0)
+    BertModel(config, add_pooling_layer=False).save_pretrained(directory)
+    return directory
+
+
+def _outputs(entry) -> dict[str, np.ndarray]:
+    states, mask = entry.token_states(np.arange(len(entry)))
+    return {"cls": np.asarray(entry.vectors("cls")), "mean": np.asarray(entry.vectors("mean")), "tokens": states[mask]}
+
+
+def test_a_text_gets_the_same_bits_in_any_list_and_batch_size(wide_model: Path, tmp_path: Path):
+    encoder = load_encoder(str(wide_model))
+    texts = _texts(60, 0)
+    first = extract_embeddings(encoder, texts, SETTINGS, EmbeddingStore(tmp_path / "a"))
+    # other companions, another order, other batch and shard sizes, in a store of its own
+    others = _texts(40, 1) + texts[::-1]
+    other_settings = ExtractionSettings(**{**SETTINGS.__dict__, "batch_size": 7, "chunk_size": 1000})
+    second = extract_embeddings(encoder, others, other_settings, EmbeddingStore(tmp_path / "b"))
+    a, b = _outputs(first), _outputs(second)
+    for name in ("cls", "mean"):
+        assert np.array_equal(a[name], b[name][40:][::-1])
+    single = extract_embeddings(encoder, [texts[5]], ExtractionSettings(**{**SETTINGS.__dict__, "batch_size": 1}),
+                                EmbeddingStore(tmp_path / "c"))
+    assert np.array_equal(single.vectors("mean")[0], a["mean"][5])
+    states, mask = first.token_states([5])
+    again, _ = single.token_states([0])
+    assert np.array_equal(states[0][mask[0]], again[0])
+
+
+def test_subsets_supersets_and_repeats_encode_only_new_texts(tiny_hub_model: Path, tmp_path: Path):
+    encoder = load_encoder(str(tiny_hub_model))
+    store = EmbeddingStore(tmp_path)
+    texts = _texts(20, 2)
+    USAGE.reset()
+    full = extract_embeddings(encoder, texts, SETTINGS, store)
+    assert USAGE.encoded == len(set(texts)) and USAGE.requested == 20
+    calls: list[int] = []
+    hook = encoder.model.register_forward_hook(lambda _m, inputs, _o: calls.append(inputs[0].shape[0] if inputs else 0))
+    subset = extract_embeddings(encoder, texts[3:9][::-1], SETTINGS, store)  # subset, reordered: nothing encoded
+    assert calls == []
+    assert np.array_equal(subset.vectors("cls"), full.vectors("cls")[3:9][::-1])
+    # a superset with repeats and the pooled-only kind: only the two new texts are encoded
+    pooled = ExtractionSettings(**{**SETTINGS.__dict__, "token_states": False})
+    sets = extract_embedding_sets(encoder, {"x": texts + ["music music", "music music"], "y": ["play jazz jazz", texts[0]]},
+                                  pooled, store)
+    assert USAGE.encoded == len(set(texts)) + 2
+    assert np.array_equal(sets["x"].vectors("mean")[:20], full.vectors("mean"))
+    assert np.array_equal(sets["x"].vectors("mean")[20], sets["x"].vectors("mean")[21])
+    assert USAGE.metrics()["embedding_store.texts_requested"] == 20 + 6 + 22 + 2
+    assert USAGE.metrics()["embedding_store.texts_distinct"] == len(set(texts)) + 2
+    hook.remove()
+
+
+def test_token_states_need_a_token_shard(tiny_hub_model: Path, tmp_path: Path):
+    encoder = load_encoder(str(tiny_hub_model))
+    store = EmbeddingStore(tmp_path)
+    pooled = ExtractionSettings(**{**SETTINGS.__dict__, "token_states": False})
+    only = extract_embeddings(encoder, ["play jazz", "music"], pooled, store)
+    with pytest.raises(ValueError, match="was extracted without token states"):
+        only.token_states([0])
+    USAGE.reset()
+    with_tokens = extract_embeddings(encoder, ["play jazz", "music"], SETTINGS, store)
+    assert USAGE.encoded == 2  # the same forward pass now keeps the token states too
+    assert np.array_equal(with_tokens.vectors("cls"), only.vectors("cls"))
+
+
+_WORKER = textwrap.dedent("""
+    import sys, time
+    from language_agnostic.encoders.extraction import EmbeddingStore, ExtractionSettings, extract_embeddings
+    from language_agnostic.encoders.loading import load_encoder
+    model, store, texts_file, delay = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+    encoder = load_encoder(model)
+    if delay:
+        encoder.model.register_forward_hook(lambda *a: time.sleep(delay))
+    texts = open(texts_file).read().split("\\n")
+    settings = ExtractionSettings(prefix="", dtype="float32", device="cpu", batch_size=4, chunk_size=8,
+                                  progress=False, token_states=True)
+    extract_embeddings(encoder, texts, settings, EmbeddingStore(store))
+    print("done", flush=True)
+""")
+
+
+def _worker(model: Path, store: Path, texts: list[str], tmp_path: Path, delay: float, tag: str) -> subprocess.Popen:
+    script, texts_file = tmp_path / "worker.py", tmp_path / f"texts-{tag}.txt"
+    script.write_text(_WORKER)
+    texts_file.write_text("\n".join(texts))
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    return subprocess.Popen([sys.executable, str(script), str(model), str(store), str(texts_file), str(delay)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def _finished_shards(store: Path) -> list[Path]:
+    return [p for p in store.glob("v2-*/shards/*") if not p.name.startswith(".") and (p / "meta.json").is_file()]
+
+
+def test_a_run_killed_during_extraction_resumes_to_the_same_store(tiny_hub_model: Path, tmp_path: Path):
+    encoder = load_encoder(str(tiny_hub_model))
+    texts = list(dict.fromkeys(_texts(80, 3)))
+    clean = _outputs(extract_embeddings(encoder, texts, SETTINGS, EmbeddingStore(tmp_path / "clean")))
+    killed_store = tmp_path / "killed"
+    process = _worker(tiny_hub_model, killed_store, texts, tmp_path, 0.05, "kill")
+    deadline = time.monotonic() + 120
+    while not _finished_shards(killed_store) and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=30)
+    done = len(_finished_shards(killed_store))
+    assert 0 < done < -(-len(texts) // SETTINGS.chunk_size), "the kill should land between the first and last shard"
+    USAGE.reset()
+    resumed = extract_embeddings(encoder, texts, SETTINGS, EmbeddingStore(killed_store))
+    assert 0 < USAGE.encoded <= len(texts) - done * SETTINGS.chunk_size  # the finished shards are not encoded again
+    for name, values in _outputs(resumed).items():
+        assert np.array_equal(values, clean[name]), name
+    removed = EmbeddingStore(killed_store).prune()
+    assert removed["namespaces"] == 0  # only an unfinished temporary shard, if the kill left one
+
+
+def test_two_concurrent_extractions_into_one_store_are_both_correct(tiny_hub_model: Path, tmp_path: Path):
+    encoder = load_encoder(str(tiny_hub_model))
+    a, b = _texts(50, 4), _texts(50, 4)[25:] + _texts(30, 5)
+    store = tmp_path / "shared"
+    workers = [_worker(tiny_hub_model, store, texts, tmp_path, 0.002, tag) for tag, texts in (("a", a), ("b", b))]
+    for worker in workers:
+        out, err = worker.communicate(timeout=300)
+        assert worker.returncode == 0, err[-2000:]
+        assert "done" in out
+    USAGE.reset()
+    shared = EmbeddingStore(store)
+    got = {tag: extract_embeddings(encoder, texts, SETTINGS, shared) for tag, texts in (("a", a), ("b", b))}
+    assert USAGE.encoded == 0  # everything was stored by the two workers
+    for tag, texts in (("a", a), ("b", b)):
+        clean = _outputs(extract_embeddings(encoder, texts, SETTINGS, EmbeddingStore(tmp_path / f"clean-{tag}")))
+        for name, values in _outputs(got[tag]).items():
+            assert np.array_equal(values, clean[name]), (tag, name)
+    (row,) = shared.report()
+    assert row["texts_stored"] == len(set(a) | set(b)) and row["texts_with_token_states"] == row["texts_stored"]
+
+
+def test_pruning_waits_for_no_run_and_reports(tiny_hub_model: Path, tmp_path: Path):
+    encoder = load_encoder(str(tiny_hub_model))
+    store = EmbeddingStore(tmp_path)
+    extract_embeddings(encoder, ["play jazz", "music"], SETTINGS, store)
+    (row,) = store.report()
+    assert row["texts_stored"] == 2 and row["encoder"] == encoder.identity["name"] and row["bytes"] > 0
+    with store.lock():  # a run is extracting
+        with pytest.raises(StoreBusyError, match="is in use by another run"):
+            store.prune(everything=True)
+    assert store.prune(encoder=encoder.identity["name"])["namespaces"] == 1
+    assert store.report() == []
+
+
+def test_cli_report(tiny_hub_model: Path, tmp_path: Path):
+    encoder = load_encoder(str(tiny_hub_model))
+    extract_embeddings(encoder, ["play jazz"], SETTINGS, EmbeddingStore(tmp_path))
+    out = subprocess.run([sys.executable, "-m", "language_agnostic.encoders.store", "report", str(tmp_path)],
+                         capture_output=True, text=True, check=True).stdout
+    assert "texts_stored" in out and json.loads(out)[0]["texts_stored"] == 1
