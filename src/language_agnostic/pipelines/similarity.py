@@ -18,11 +18,10 @@ from typing import Any
 
 import pandas as pd
 from kedro.pipeline import Pipeline, node
-from tqdm.auto import tqdm
 
 from language_agnostic.corpora.evaluation_sets import clean_and_split, ingest_qe_test, ingest_sts_test
 from language_agnostic.corpora.wmt_qe import QE_PAIRS
-from language_agnostic.encoders.extraction import EmbeddingStore, extract_embeddings, extraction_settings
+from language_agnostic.encoders.extraction import EmbeddingStore, extract_embedding_sets, extraction_settings
 from language_agnostic.encoders.loading import LoadedEncoder
 from language_agnostic.evaluation.similarity import evaluate_similarity, language_leakage
 from language_agnostic.pipelines.embeddings.pipeline import load_encoder_pipeline
@@ -45,7 +44,8 @@ def embed_similarity_inputs(corpus: pd.DataFrame, test: pd.DataFrame, encoder: L
     jobs = [(f"{split}.{side}", corpus.loc[corpus["split"] == split, side].tolist())
             for split in ("train", "validation") for side in ("source", "target")]
     jobs += [(f"test.{column}", test[column].tolist()) for column in ("text1", "text2")]
-    sets = {name: extract_embeddings(encoder, texts, settings, store) for name, texts in tqdm(jobs, desc="embedding sets")}
+    # one pass over every list: a sentence in several lists (or already in the store) is encoded once
+    sets = extract_embedding_sets(encoder, dict(jobs), settings, store)
     return {"sets": sets, "sizes": {name: len(texts) for name, texts in jobs}}
 
 
