@@ -38,6 +38,9 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=512)
     parser.add_argument("--no-bucket", action="store_true", help="random batches instead of length buckets")
+    parser.add_argument("--floor", type=int, default=0, metavar="REPEATS",
+                        help="also time the floor: one epoch's batches made beforehand, then only forward, "
+                             "backward and the AdamW step over them (no data loading, no dev), median of REPEATS")
     parser.add_argument("--tokenwise", action="store_true",
                         help="FFNs on every token (the literal form) instead of the affine fast path")
     args = parser.parse_args()
@@ -95,6 +98,23 @@ def main() -> None:
           f"{'random' if args.no_bucket else 'length-bucketed'} batches, {'token-wise' if args.tokenwise else 'affine fast path'}")
     for record in result.history:
         print({k: round(v, 4) for k, v in record.items() if k in ("epoch", "train_total", "dev_total")})
+    if args.floor:
+        # the floor: the same arithmetic as one training epoch, nothing around it
+        data = batches("train", True)
+        ready = list(data.batches(1, torch.Generator().manual_seed(1)))
+        floor_model = Fmda(FmdaConfig(dim=encoder.hidden_size, n_languages=2))
+        optimiser = torch.optim.AdamW(floor_model.parameters(), lr=1e-4)
+        times = []
+        for _ in range(args.floor):
+            start = time.perf_counter()
+            for batch in ready:
+                optimiser.zero_grad()
+                fmda_losses(floor_model, batch)["total"].backward()
+                optimiser.step()
+            times.append(time.perf_counter() - start)
+        floor = float(np.median(times))
+        print(f"floor: {floor:.1f} s per epoch ({len(ready)} batches, forward + backward + AdamW step only, median of "
+              f"{args.floor}); the loop's epoch is {per_epoch / floor:.2f}x the floor")
 
 
 if __name__ == "__main__":

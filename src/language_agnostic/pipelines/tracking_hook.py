@@ -56,7 +56,7 @@ class EmbeddingStoreHook:
 
     def __init__(self) -> None:
         self._step = 0
-        self._last = -1
+        self._last = 0
 
     @hook_impl
     def before_pipeline_run(self, run_params: dict[str, Any]) -> None:
@@ -64,7 +64,7 @@ class EmbeddingStoreHook:
         from language_agnostic.encoders.store import USAGE
 
         USAGE.reset()
-        self._step, self._last = 0, -1
+        self._step, self._last = 0, 0
 
     @hook_impl
     def after_node_run(self) -> None:
