@@ -190,7 +190,10 @@ def test_pruning_waits_for_no_run_and_reports(tiny_hub_model: Path, tmp_path: Pa
     with store.lock():  # a run is extracting
         with pytest.raises(StoreBusyError, match="is in use by another run"):
             store.prune(everything=True)
-    assert store.prune(encoder=encoder.identity["name"])["namespaces"] == 1
+    legacy = tmp_path / "0123abcd"  # an entry of the earlier per-list cache
+    (legacy / "chunks").mkdir(parents=True)
+    removed = store.prune(encoder=encoder.identity["name"])
+    assert removed["namespaces"] == 1 and removed["legacy"] == 1 and not legacy.exists()
     assert store.report() == []
 
 

@@ -301,6 +301,13 @@ class EmbeddingStore:
             return []
         return sorted(p for p in self.root.iterdir() if p.is_dir() and (p / "namespace.json").is_file())
 
+    def _legacy_dirs(self) -> list[Path]:
+        """Entries of the earlier per-list cache (format 1: ``<key>/meta.json`` or ``chunks/``, and ``derived/``)."""
+        if not self.root.is_dir():
+            return []
+        return sorted(p for p in self.root.iterdir() if p.is_dir() and not (p / "namespace.json").is_file()
+                      and ((p / "meta.json").is_file() or (p / "chunks").is_dir() or p.name == "derived"))
+
     def report(self) -> list[dict[str, Any]]:
         """One row per namespace: encoder, settings, distinct texts stored (and with token states), shards, lists, bytes."""
         rows = []
@@ -318,7 +325,7 @@ class EmbeddingStore:
         return rows
 
     def prune(self, encoder: str | None = None, everything: bool = False, wait: bool = False) -> dict[str, int]:
-        """Remove unfinished temporary files and, optionally, whole namespaces.
+        """Remove unfinished temporary files, the earlier per-list cache's entries and, optionally, whole namespaces.
 
         Args:
             encoder: Remove every namespace of this encoder name (e.g. a fine-tuned model you deleted).
@@ -326,13 +333,17 @@ class EmbeddingStore:
             wait: Wait for running extractions instead of stopping.
 
         Returns:
-            Counts of what was removed: ``temporary``, ``namespaces``, ``bytes``.
+            Counts of what was removed: ``temporary``, ``namespaces``, ``legacy`` (format-1 entries), ``bytes``.
 
         Raises:
             StoreBusyError: A run is extracting and ``wait`` is False.
         """
-        removed = {"temporary": 0, "namespaces": 0, "bytes": 0}
+        removed = {"temporary": 0, "namespaces": 0, "legacy": 0, "bytes": 0}
         with self.lock(exclusive=True, wait=wait):
+            for directory in self._legacy_dirs():
+                removed["bytes"] += sum(f.stat().st_size for f in directory.rglob("*") if f.is_file())
+                shutil.rmtree(directory)
+                removed["legacy"] += 1
             for directory in self._namespace_dirs():
                 inputs = json.loads((directory / "namespace.json").read_text())
                 if everything or (encoder is not None and inputs.get("encoder") == encoder):
