@@ -203,3 +203,16 @@ def test_cli_report(tiny_hub_model: Path, tmp_path: Path):
     out = subprocess.run([sys.executable, "-m", "language_agnostic.encoders.store", "report", str(tmp_path)],
                          capture_output=True, text=True, check=True).stdout
     assert "texts_stored" in out and json.loads(out)[0]["texts_stored"] == 1
+
+
+def test_dry_run_says_how_much_would_be_encoded(tiny_hub_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from language_agnostic.encoders.extraction import StoreDryRunStop
+
+    encoder = load_encoder(str(tiny_hub_model))
+    store = EmbeddingStore(tmp_path)
+    extract_embeddings(encoder, ["play jazz", "music"], SETTINGS, store)
+    monkeypatch.setenv("LANGUAGE_AGNOSTIC_STORE_DRY_RUN", "1")
+    assert len(extract_embeddings(encoder, ["music"], SETTINGS, store)) == 1  # nothing to encode: goes on
+    with pytest.raises(StoreDryRunStop, match=r"would encode 1 of the 3 distinct texts its 1 list\(s\) ask for "
+                                              r"\(2 are stored already, 4 requested with repeats\)"):
+        extract_embeddings(encoder, ["music", "play jazz", "set an alarm", "music"], SETTINGS, store)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import logging
+import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -38,6 +39,13 @@ __all__ = ["EmbeddingSet", "EmbeddingStore", "ExtractionError", "ExtractionSetti
 
 logger = logging.getLogger(__name__)
 
+
+
+DRY_RUN_VARIABLE = "LANGUAGE_AGNOSTIC_STORE_DRY_RUN"
+
+
+class StoreDryRunStop(RuntimeError):
+    """Raised instead of encoding when ``LANGUAGE_AGNOSTIC_STORE_DRY_RUN`` is set: says how much a run would encode."""
 
 
 class ExtractionError(ValueError):
@@ -307,6 +315,12 @@ def extract_embedding_sets(
                 continue
             for position in space.missing(keys[name], settings.token_states):
                 todo.setdefault(bytes(keys[name][position]), texts[position])
+        if todo and os.environ.get(DRY_RUN_VARIABLE):
+            distinct = len({bytes(k) for name in wanted if name not in done for k in keys[name]})
+            raise StoreDryRunStop(
+                f"{DRY_RUN_VARIABLE} is set: this extraction would encode {len(todo)} of the {distinct} distinct texts "
+                f"its {len(wanted) - len(done)} list(s) ask for ({distinct - len(todo)} are stored already, "
+                f"{sum(len(t) for t in wanted.values())} requested with repeats); stopping before encoding")
         if todo:
             space.ensure()
             _encode_missing(encoder, list(todo.values()), np.array(list(todo), dtype=f"S{KEY_BYTES}"), settings, space,

@@ -1,7 +1,7 @@
 """Nodes of the ``embeddings`` pipeline: thin adapters over ``encoders`` and ``evaluation``.
 
 Extraction nodes receive the ``EmbeddingStore`` from the catalog and only encode what the
-store does not already hold under the same key (see ``encoders.extraction``).
+store does not already hold, text by text (see ``encoders.store``).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from language_agnostic.encoders.extraction import EmbeddingStore, extract_embeddings, extraction_settings
+from language_agnostic.encoders.extraction import EmbeddingStore, extract_embedding_sets, extraction_settings
 from language_agnostic.encoders.loading import LoadedEncoder, load_encoder
 from language_agnostic.evaluation.retrieval import retrieval_accuracy_at_1
 from language_agnostic.reporting.retrieval import raw_retrieval_markdown
@@ -59,7 +59,7 @@ def embed_pair_texts(
         raise ValueError(f"embeddings.partitions: {unknown} not in the pair table (has {sorted(pairs['partition'].unique())})")
     rows = pairs[pairs["partition"].isin(partitions)]
     settings = extraction_settings(extraction)
-    sets = {side: extract_embeddings(encoder, rows[f"{side}_utt"].tolist(), settings, store) for side in ("source", "target")}
+    sets = extract_embedding_sets(encoder, {side: rows[f"{side}_utt"].tolist() for side in ("source", "target")}, settings, store)
     logger.info("embedded %d %s pairs (%s → %s)", len(rows), "+".join(partitions),
                 rows["source_locale"].iloc[0], rows["target_locale"].iloc[0])
     return {
