@@ -100,14 +100,16 @@ def test_pipeline_embeds_evaluates_and_reuses_the_cache(tiny_hub_model: Path, tm
     assert "| pooling | en→de | de→en |" in markdown
     metrics = catalog["embeddings_metrics"].load()
     assert set(metrics) == {f"raw.{p}.{d}.acc1" for p in ("cls", "mean") for d in ("en_US_to_de_DE", "de_DE_to_en_US")}
-    entries = sorted(p.name for p in (tmp_path / "store").iterdir())
+    (namespace,) = (tmp_path / "store").glob("v2-*")  # one encoder and setting
+    entries = sorted(p.name for p in (namespace / "lists").iterdir())
     assert len(entries) == 2  # the English and the German side
 
+    caplog.clear()
     with caplog.at_level(logging.INFO):
         SequentialRunner().run(create_pipeline(pairs=["en_de"]), _catalog(tiny_hub_model, tmp_path / "store"))
-    assert caplog.text.count("nothing to encode") == 2
+    assert caplog.text.count("2 list(s) already stored, nothing to encode") == 1  # both sides in one pass
     assert "encoding" not in caplog.text.replace("nothing to encode", "")
-    assert sorted(p.name for p in (tmp_path / "store").iterdir()) == entries
+    assert sorted(p.name for p in (namespace / "lists").iterdir()) == entries
 
 
 def test_bad_parameters_are_named(tiny_hub_model: Path, tmp_path: Path):

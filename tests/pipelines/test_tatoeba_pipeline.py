@@ -134,16 +134,16 @@ def test_every_present_model_on_every_language_both_directions(tiny_hub_model: P
     assert {"accuracy", "error", "xxx_to_eng", "eng_to_xxx", "seen", "script"} <= set(per_language.columns)
     assert len(catalog["tatoeba_figure"].load().axes) == 2
 
-    # a warm rerun encodes nothing: both entries (raw with token states for FMDA, and the fine-tuned one) are cache
-    # hits, and so is FMDA's meaning table
-    entries = sorted(p.name for p in (tmp_path / "store").iterdir())
+    # a warm rerun encodes nothing: both lists (raw with token states for FMDA, and the fine-tuned encoder's, each
+    # in its encoder's namespace) are stored, and so is FMDA's meaning table
+    entries = sorted(p.name for p in (tmp_path / "store").glob("v2-*/lists/*"))
     derived = sorted(p.name for p in next((tmp_path / "store").glob("v2-*/derived")).iterdir())
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="language_agnostic"):
         SequentialRunner().run(create_pipeline(), _catalog(tmp_path, tiny_hub_model, folder, models))
-    assert caplog.text.count("embedding cache hit") == 2 and "encoding" not in caplog.text
+    assert caplog.text.count("1 list(s) already stored, nothing to encode") == 2 and "encoding" not in caplog.text
     assert "fmda@en_de: meaning embeddings cache hit" in caplog.text
-    assert sorted(p.name for p in (tmp_path / "store").iterdir()) == entries and len(entries) == 3  # 2 entries + derived/
+    assert sorted(p.name for p in (tmp_path / "store").glob("v2-*/lists/*")) == entries and len(entries) == 2
     assert sorted(p.name for p in next((tmp_path / "store").glob("v2-*/derived")).iterdir()) == derived and len(derived) == 1
     pd.testing.assert_frame_equal(catalog["tatoeba_scores"].load(), scores)
 
