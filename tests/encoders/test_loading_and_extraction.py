@@ -65,9 +65,10 @@ def test_both_poolings_equal_unpadded_single_text_encoding(tiny_hub_model: Path,
     entry = extract_embeddings(encoder, TEXTS, FP32, EmbeddingStore(tmp_path))
     for i, text in enumerate(TEXTS):
         cls, mean, _ = _manual(encoder, text)
-        # batches hold one token count each (nothing padded), so a text's vectors are the ones it gets alone
-        assert np.array_equal(entry.vectors("cls")[i], cls)
-        assert np.array_equal(entry.vectors("mean")[i], mean)
+        # batches hold one token count each (nothing padded): a text's vectors are the ones it gets alone, up to
+        # the last bits of a one-row matmul's other kernel (bit for bit in tests/encoders/test_store.py)
+        np.testing.assert_allclose(entry.vectors("cls")[i], cls, atol=1e-5)
+        np.testing.assert_allclose(entry.vectors("mean")[i], mean, atol=1e-5)
     assert entry.lengths.tolist() == [len(encoder.tokenizer(t)["input_ids"]) for t in TEXTS]
 
 

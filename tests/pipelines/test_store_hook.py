@@ -14,9 +14,18 @@ from language_agnostic.pipelines.tracking_hook import EmbeddingStoreHook
 
 
 def test_store_figures_go_to_the_active_mlflow_run(tmp_path: Path, caplog: pytest.LogCaptureFixture):
+    previous = mlflow.get_tracking_uri()
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    try:
+        _check_logging(caplog)
+    finally:
+        mlflow.set_tracking_uri(previous)
+
+
+def _check_logging(caplog: pytest.LogCaptureFixture) -> None:
     hook = EmbeddingStoreHook()
-    with mlflow.start_run() as run:
+    experiment = mlflow.create_experiment("store-hook")
+    with mlflow.start_run(experiment_id=experiment) as run:
         hook.before_pipeline_run({})
         hook.after_node_run()  # a node that asked nothing of the store: nothing logged
         USAGE.note_request("ns", np.array([b"a" * 16, b"b" * 16, b"a" * 16], dtype="S16"))
