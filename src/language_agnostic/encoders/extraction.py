@@ -126,20 +126,27 @@ class Tokenised:
     truncated: np.ndarray
 
 
+def _check_texts(encoder: LoadedEncoder, texts: Sequence[str], settings: ExtractionSettings, name: str | None = None) -> None:
+    """The checks that need no tokenising, made before anything is looked up or encoded."""
+    empty = [i for i, t in enumerate(texts) if not str(t).strip()]
+    if empty:
+        raise ExtractionError(f"{len(empty)} empty text(s) to embed, first at positions {empty[:5]}"
+                              + (f" (list {name!r})" if name else ""))
+    if settings.on_too_long not in ("truncate", "error"):
+        raise ExtractionError(f"on_too_long must be 'truncate' or 'error', got {settings.on_too_long!r}")
+    limit = settings.max_length or encoder.max_length
+    if limit > encoder.max_length:
+        raise ExtractionError(f"max_length {limit} exceeds the encoder's maximum {encoder.max_length}")
+
+
 def tokenise_all(encoder: LoadedEncoder, texts: Sequence[str], settings: ExtractionSettings) -> Tokenised:
     """Tokenise every text (prefix added), enforcing the length policy.
 
     Raises:
         ExtractionError: on an empty text, or a too-long text under ``on_too_long: error``.
     """
-    empty = [i for i, t in enumerate(texts) if not str(t).strip()]
-    if empty:
-        raise ExtractionError(f"{len(empty)} empty text(s) to embed, first at positions {empty[:5]}")
-    if settings.on_too_long not in ("truncate", "error"):
-        raise ExtractionError(f"on_too_long must be 'truncate' or 'error', got {settings.on_too_long!r}")
+    _check_texts(encoder, texts, settings)
     limit = settings.max_length or encoder.max_length
-    if limit > encoder.max_length:
-        raise ExtractionError(f"max_length {limit} exceeds the encoder's maximum {encoder.max_length}")
     ids = encoder.tokenizer([settings.prefix + str(t) for t in texts], add_special_tokens=True, truncation=False,
                             return_attention_mask=False, verbose=False)["input_ids"]
     lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
@@ -353,18 +360,6 @@ def _list_key(namespace: str, keys: np.ndarray, token_states: bool) -> str:
     digest = hashlib.sha256(f"{namespace}|{int(token_states)}|".encode())
     digest.update(np.ascontiguousarray(keys).tobytes())
     return digest.hexdigest()[:24]
-
-
-def _check_texts(encoder: LoadedEncoder, texts: Sequence[str], settings: ExtractionSettings, name: str) -> None:
-    """The checks of :func:`tokenise_all` that do not need the texts tokenised, made even when all are stored."""
-    empty = [i for i, t in enumerate(texts) if not str(t).strip()]
-    if empty:
-        raise ExtractionError(f"{len(empty)} empty text(s) to embed, first at positions {empty[:5]} (list {name!r})")
-    if settings.on_too_long not in ("truncate", "error"):
-        raise ExtractionError(f"on_too_long must be 'truncate' or 'error', got {settings.on_too_long!r}")
-    limit = settings.max_length or encoder.max_length
-    if limit > encoder.max_length:
-        raise ExtractionError(f"max_length {limit} exceeds the encoder's maximum {encoder.max_length}")
 
 
 def _checked(found: EmbeddingSet, encoder: LoadedEncoder) -> EmbeddingSet:
