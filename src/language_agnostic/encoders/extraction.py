@@ -328,14 +328,13 @@ def extract_embedding_sets(
                 f"{DRY_RUN_VARIABLE} is set: this extraction would encode {len(todo)} of the {distinct} distinct texts "
                 f"its {len(wanted) - len(done)} list(s) ask for ({distinct - len(todo)} are stored already, "
                 f"{sum(len(t) for t in wanted.values())} requested with repeats); stopping before encoding")
+        space.ensure()
         if todo:
-            space.ensure()
             _encode_missing(encoder, list(todo.values()), np.array(list(todo), dtype=f"S{KEY_BYTES}"), settings, space,
                             settings.token_states, "embedding")
         else:
             logger.info("embedding store: all %d texts of %d list(s) already stored, nothing to encode",
                         sum(len(t) for t in wanted.values()), len(wanted))
-        space.ensure()
         for name, texts in wanted.items():
             if name in done:
                 continue

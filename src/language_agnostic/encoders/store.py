@@ -79,6 +79,11 @@ def _write_json(path: Path, data: Mapping[str, Any]) -> None:
     path.write_text(json.dumps(dict(data), indent=2, default=str))
 
 
+def _size(directory: Path) -> int:
+    """Bytes of every file under ``directory``."""
+    return sum(f.stat().st_size for f in directory.rglob("*") if f.is_file())
+
+
 def _publish(work: Path, final: Path) -> bool:
     """Rename a finished temporary directory into place; False when another writer got there first."""
     try:
@@ -315,7 +320,7 @@ class EmbeddingStore:
             inputs = json.loads((directory / "namespace.json").read_text())
             space = Namespace(directory, inputs)
             space.refresh()
-            size = sum(f.stat().st_size for f in directory.rglob("*") if f.is_file())
+            size = _size(directory)
             rows.append({"namespace": directory.name, "encoder": inputs.get("encoder"), "prefix": inputs.get("prefix"),
                          "dtype": inputs.get("dtype"), "device_type": inputs.get("device_type"),
                          "texts_stored": len(space._vectors), "texts_with_token_states": len(space._tokens),  # noqa: SLF001
@@ -341,19 +346,19 @@ class EmbeddingStore:
         removed = {"temporary": 0, "namespaces": 0, "legacy": 0, "bytes": 0}
         with self.lock(exclusive=True, wait=wait):
             for directory in self._legacy_dirs():
-                removed["bytes"] += sum(f.stat().st_size for f in directory.rglob("*") if f.is_file())
+                removed["bytes"] += _size(directory)
                 shutil.rmtree(directory)
                 removed["legacy"] += 1
             for directory in self._namespace_dirs():
                 inputs = json.loads((directory / "namespace.json").read_text())
                 if everything or (encoder is not None and inputs.get("encoder") == encoder):
-                    removed["bytes"] += sum(f.stat().st_size for f in directory.rglob("*") if f.is_file())
+                    removed["bytes"] += _size(directory)
                     shutil.rmtree(directory)
                     removed["namespaces"] += 1
                     continue
                 for sub in ("shards", "lists", "derived"):
                     for tmp in (directory / sub).glob(".tmp-*"):
-                        removed["bytes"] += sum(f.stat().st_size for f in tmp.rglob("*") if f.is_file())
+                        removed["bytes"] += _size(tmp)
                         shutil.rmtree(tmp, ignore_errors=True)
                         removed["temporary"] += 1
         self._namespaces.clear()

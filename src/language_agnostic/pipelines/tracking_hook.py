@@ -7,6 +7,7 @@ from typing import Any
 
 from kedro.framework.hooks import hook_impl
 
+from language_agnostic.encoders.store import USAGE
 from language_agnostic.reporting.tracking import mark_training_experiment
 
 logger = logging.getLogger(__name__)
@@ -61,15 +62,11 @@ class EmbeddingStoreHook:
     @hook_impl
     def before_pipeline_run(self, run_params: dict[str, Any]) -> None:
         del run_params
-        from language_agnostic.encoders.store import USAGE
-
         USAGE.reset()
         self._step, self._last = 0, 0
 
     @hook_impl
     def after_node_run(self) -> None:
-        from language_agnostic.encoders.store import USAGE
-
         if USAGE.requested == self._last:
             return
         self._last = USAGE.requested
@@ -85,8 +82,6 @@ class EmbeddingStoreHook:
 
     @hook_impl
     def after_pipeline_run(self) -> None:
-        from language_agnostic.encoders.store import USAGE
-
         if USAGE.requested:
             figures = USAGE.metrics()
             logger.info("embedding store: %d texts requested (%d distinct), %d encoded, %d reused; %s",
