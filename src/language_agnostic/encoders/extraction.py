@@ -20,7 +20,7 @@ import logging
 import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -33,6 +33,7 @@ from language_agnostic.encoders.pooling import cls_pool, mean_pool
 from language_agnostic.encoders.store import (
     KEY_BYTES, STORE_FORMAT, USAGE, EmbeddingSet, EmbeddingStore, Namespace, StoreBusyError, text_keys,
 )
+from language_agnostic.launch import checked_processes, resolve_processes, run_in_processes, should_launch
 
 __all__ = ["EmbeddingSet", "EmbeddingStore", "ExtractionError", "ExtractionSettings", "StoreBusyError", "extract_embedding_sets",
            "extract_embeddings", "extraction_settings", "namespace_inputs", "resolve_device_and_dtype", "texts_sha256"]
@@ -67,6 +68,9 @@ class ExtractionSettings:
         token_states: Also keep every token's state (fp16 on disk) for FMDA.
         chunk_size: Texts per resumable chunk.
         progress: Show a progress bar.
+        processes: Worker processes sharing the texts to encode (each writes its own shards
+            into the store); ``None``: the run's ``processes`` parameter (1 unless set). The
+            vectors do not depend on it (tested), so it is not part of the store's namespace.
     """
 
     prefix: str = "query: "
@@ -78,6 +82,11 @@ class ExtractionSettings:
     token_states: bool = False
     chunk_size: int = 4096
     progress: bool = True
+    processes: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.processes is not None:
+            checked_processes(self.processes, "embeddings.extraction.processes")
 
 
 
@@ -284,6 +293,48 @@ def _encode_missing(encoder: LoadedEncoder, texts: list[str], keys: np.ndarray, 
     USAGE.seconds += time.perf_counter() - started
 
 
+def _encode_share(encoder: LoadedEncoder, texts: list[str], keys: np.ndarray, settings: ExtractionSettings,
+                  space: Namespace) -> list[dict[str, float]]:
+    """In a worker: encode this process's share of ``texts`` into shards of its own; every process's counts."""
+    from accelerate import PartialState
+    from accelerate.utils import gather_object
+
+    # cpu=True on the CPU: Accelerate joins the workers' gloo group (else each worker is alone)
+    state = PartialState(cpu=resolve_device_and_dtype(settings.device, settings.dtype)[0].type == "cpu")
+    n = state.num_processes
+    # Accelerate hands out contiguous slices; dealing the texts in length order first gives every
+    # process as many long texts as short ones. A text's output does not depend on its batch.
+    by_length = np.argsort(np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts)), kind="stable")
+    dealt = np.concatenate([by_length[p::n] for p in range(n)]).tolist()
+    with state.split_between_processes(dealt) as share:
+        mine = np.asarray(share, dtype=np.int64)
+    before = (USAGE.seconds, USAGE.forward_seconds)
+    if len(mine):
+        own = replace(settings, progress=settings.progress and state.is_local_main_process)
+        _encode_missing(encoder, [texts[i] for i in mine], keys[mine], own, space, settings.token_states,
+                        f"embedding (process 1 of {n}, its share)")
+    counts = {"encoded": float(len(mine)), "seconds": USAGE.seconds - before[0],
+              "forward_seconds": USAGE.forward_seconds - before[1]}
+    return gather_object([counts])
+
+
+def _encode_in_processes(encoder: LoadedEncoder, texts: list[str], keys: np.ndarray, settings: ExtractionSettings,
+                         space: Namespace) -> None:
+    """Encode ``texts`` with ``settings.processes`` workers writing into the store; index their shards here."""
+    processes = resolve_processes(settings.processes)
+    started = time.perf_counter()
+    counts = run_in_processes(_encode_share, (encoder, texts, keys, settings, space), processes,
+                              f"embedding {len(texts)} texts")
+    space.refresh()
+    missing = space.missing(keys, settings.token_states)
+    if len(missing):
+        raise ExtractionError(f"the {processes} extraction workers left {len(missing)} of {len(texts)} texts unencoded")
+    USAGE.encoded += int(sum(c["encoded"] for c in counts))
+    # forward time: the slowest worker's (they run side by side); wall time: the whole launch
+    USAGE.forward_seconds += max(c["forward_seconds"] for c in counts)
+    USAGE.seconds += time.perf_counter() - started
+
+
 def extract_embedding_sets(
     encoder: LoadedEncoder, lists: Mapping[str, Sequence[str]], settings: ExtractionSettings, store: EmbeddingStore
 ) -> dict[str, EmbeddingSet]:
@@ -329,7 +380,9 @@ def extract_embedding_sets(
                 f"its {len(wanted) - len(done)} list(s) ask for ({distinct - len(todo)} are stored already, "
                 f"{sum(len(t) for t in wanted.values())} requested with repeats); stopping before encoding")
         space.ensure()
-        if todo:
+        if todo and should_launch(settings.processes):
+            _encode_in_processes(encoder, list(todo.values()), np.array(list(todo), dtype=f"S{KEY_BYTES}"), settings, space)
+        elif todo:
             _encode_missing(encoder, list(todo.values()), np.array(list(todo), dtype=f"S{KEY_BYTES}"), settings, space,
                             settings.token_states, "embedding")
         else:

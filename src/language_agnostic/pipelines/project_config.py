@@ -27,6 +27,8 @@ from kedro.framework.project import settings
 from kedro.pipeline import Pipeline, node
 from kedro.utils import find_kedro_project
 
+from language_agnostic.launch import set_default_processes
+
 logger = logging.getLogger(__name__)
 
 # the config loader of the running Kedro session (set by RunConfigHook), if any
@@ -45,6 +47,9 @@ class RunConfigHook:
     def after_context_created(self, context: KedroContext) -> None:
         global _session_config
         _session_config = context.config_loader
+        # the run's worker processes for every training and extraction step that leaves its own
+        # ``processes`` unset (``kedro run --params=processes=2``; language_agnostic/launch.py)
+        set_default_processes(context.params.get("processes", 1))
 
 
 def forget_session_config() -> None:

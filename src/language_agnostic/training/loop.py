@@ -6,9 +6,13 @@ Model selection uses the dev split only: the weights kept are those of the evalu
 lowest mean dev ``total`` (or the best dev score); training stops after ``patience``
 evaluations without improvement.
 
-Device placement, mixed precision, gradient accumulation and multi-process data parallelism
-are 🤗 Accelerate's (``accelerate launch`` runs the same code on several GPUs or machines);
-this module adds what Accelerate leaves to the user: parameter groups (an encoder learning
+Device placement, mixed precision and multi-process data parallelism are 🤗 Accelerate's.
+With ``processes: N > 1`` (or the run's ``--params=processes=N``) :func:`train` starts N workers
+through torchrun (:mod:`language_agnostic.launch`); in them Accelerate's prepared data loader
+deals each process every N-th batch, DistributedDataParallel averages the gradients, and the
+dev loss is summed over the processes' shares of the dev set, so every process takes the same
+early-stopping decision. One optimiser step then sees N batches, like one process with
+``gradient_accumulation_steps: N`` (tested). This module adds what Accelerate leaves to the user: parameter groups (an encoder learning
 rate apart from the heads'), a warmup schedule (``transformers.get_scheduler``), gradient
 clipping, evaluation every N optimiser steps, and the best checkpoint kept on the CPU. With
 the defaults (CPU, fp32, one step per batch, constant learning rate, no clipping) it does
@@ -28,10 +32,15 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import torch
 from accelerate import Accelerator
+from accelerate.data_loader import prepare_data_loader
 from accelerate.state import AcceleratorState
+from accelerate.utils import DistributedDataParallelKwargs, broadcast_object_list
 from torch import nn
+from torch.utils.data import DataLoader, Dataset
 from tqdm.auto import tqdm
 from transformers import get_scheduler
+
+from language_agnostic.launch import checked_processes, resolve_processes, run_in_processes, should_launch
 
 logger = logging.getLogger(__name__)
 
@@ -104,6 +113,8 @@ class TrainSettings:
             of a fine-tuned multilingual-e5-small in 0.04 s instead of 0.75 s
             (``benchmarks/slu_speed.py``); off by default so the heads-only pipelines keep
             their results to the last bit.
+        processes: Worker processes (data parallel, one optimiser step over one batch of each);
+            ``None``: the run's ``processes`` parameter (1 unless set).
     """
 
     lr: float = 1e-4
@@ -122,6 +133,7 @@ class TrainSettings:
     gradient_accumulation_steps: int = 1
     eval_every_steps: int | None = None
     fused: bool = False
+    processes: int | None = None
 
     def __post_init__(self) -> None:
         if self.max_epochs < 1 or self.patience < 1:
@@ -140,6 +152,8 @@ class TrainSettings:
             raise ValueError(f"max_grad_norm must be > 0 or null, got {self.max_grad_norm}")
         if not isinstance(self.fused, bool):
             raise ValueError(f"fused must be true or false, got {self.fused!r}")
+        if self.processes is not None:
+            checked_processes(self.processes, "training.processes")
         if self.device not in ("auto", "cpu") and not self.device.startswith("cuda"):
             raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {self.device!r}")
 
@@ -170,20 +184,83 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def _mean_losses(model: nn.Module, loss_fn: LossFn, batches: Iterable[Batch], device: torch.device,
-                 autocast: Callable[[], Any]) -> dict[str, float]:
+def _mean_losses(model: nn.Module, loss_fn: LossFn, batches: Iterable[Batch], accelerator: Accelerator) -> dict[str, float]:
+    """Mean dev losses, weighted by batch size; over several processes, of every process's share together."""
     totals: dict[str, float] = {}
     count = 0
-    with torch.no_grad(), autocast():
+    with torch.no_grad(), accelerator.autocast():
         for batch in batches:
-            losses = loss_fn(model, {k: v.to(device) for k, v in batch.items()})
+            losses = loss_fn(model, {k: v.to(accelerator.device) for k, v in batch.items()})
             n = len(next(iter(batch.values())))
             for name, value in losses.items():
                 totals[name] = totals.get(name, 0.0) + float(value) * n
             count += n
+    totals, count = _summed(totals, count, accelerator)
     if count == 0:
         raise ValueError("the dev set yields no batches")
     return {name: value / count for name, value in totals.items()}
+
+
+def _summed(totals: dict[str, float], count: int, accelerator: Accelerator) -> tuple[dict[str, float], int]:
+    """Loss sums and example counts added up over the processes (as they are in one process)."""
+    if accelerator.num_processes == 1:
+        return totals, count
+    # the first process's names: a process whose share was empty has none
+    names = broadcast_object_list([sorted(totals)])[0]
+    summed = accelerator.reduce(torch.tensor([totals.get(k, 0.0) for k in names] + [count], dtype=torch.float64,
+                                             device=accelerator.device), reduction="sum").cpu().tolist()
+    return dict(zip(names, summed[:-1])), int(summed[-1])
+
+
+class _LossModule(nn.Module):
+    """``loss_fn(model, batch)`` as a module's forward: DistributedDataParallel synchronises the
+    gradients of what runs inside a wrapped module's forward, and a method's loss calls the
+    model's own parts (``model.encode``, heads), not its ``forward``.
+
+    Only the part asked for keeps its graph: DDP counts a parameter as used when any output
+    reaches it, and a backward through the adversary's loss alone must not wait for the others.
+    """
+
+    def __init__(self, model: nn.Module, loss_fn: LossFn) -> None:
+        super().__init__()
+        self.model = model
+        self.loss_fn = loss_fn
+
+    def forward(self, batch: Batch, part: str = "total") -> dict[str, torch.Tensor]:
+        losses = dict(self.loss_fn(self.model, batch))
+        return {name: value if name == part else value.detach() for name, value in losses.items()}
+
+
+class _Batches(Dataset):
+    """One epoch's batches as a dataset of single items, for Accelerate's data-loader sharding."""
+
+    def __init__(self, batches: Iterable[Batch]) -> None:
+        self.items = list(batches)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, index: int) -> Batch:
+        return self.items[index]
+
+
+def _only(items: list[Batch]) -> Batch:
+    return items[0]
+
+
+def _share(batches: Iterable[Batch], accelerator: Accelerator, even: bool) -> Iterable[Batch]:
+    """This process's share of ``batches``: all of them in one process, else Accelerate's prepared loader.
+
+    ``even``: every process gets as many batches (the last round is completed from the first
+    batches, as Accelerate does), which gradient synchronisation needs; dev data is not evened,
+    so each dev batch counts once.
+    """
+    if accelerator.num_processes == 1:
+        return batches
+    loader = DataLoader(_Batches(batches), batch_size=1, shuffle=False, collate_fn=_only)
+    # process p gets batches p, p + N, ...; no RNG synchronisation (our batches are drawn already)
+    return prepare_data_loader(loader, num_processes=accelerator.num_processes, process_index=accelerator.process_index,
+                               put_on_device=False, rng_types=[], dispatch_batches=False, even_batches=even)
 
 
 def _cpu_has_bf16() -> bool:
@@ -237,7 +314,12 @@ def make_accelerator(settings: TrainSettings) -> Accelerator:
     # accumulation is done here (see train), so Accelerate's own is left at 1
     on_cpu = settings.device == "cpu" or not torch.cuda.is_available()
     device = torch.device("cpu") if on_cpu else torch.device("cuda")
-    return Accelerator(cpu=settings.device == "cpu", mixed_precision=resolve_precision(settings.mixed_precision, device))
+    # several processes: a method's loss may leave parameters out (a critic step, a frozen part)
+    unused = DistributedDataParallelKwargs(find_unused_parameters=True)
+    # cpu=True whenever the CPU computes: Accelerate then joins the workers' gloo group (without it,
+    # a CPU-only machine would run each worker alone)
+    return Accelerator(cpu=on_cpu, mixed_precision=resolve_precision(settings.mixed_precision, device),
+                       kwargs_handlers=[unused])
 
 
 def _optimisers(model: nn.Module, settings: TrainSettings) -> tuple[torch.optim.Optimizer, torch.optim.Optimizer | None]:
@@ -304,7 +386,17 @@ def train(model: nn.Module, loss_fn: LossFn, train_data: BatchSource, dev_data: 
         The best weights (on the CPU), the epoch they come from, and the history: one record
         per evaluation with ``epoch`` (and ``step`` when evaluating every N steps), the mean
         training losses since the previous evaluation and the dev losses.
+
+    Raises:
+        language_agnostic.launch.WorkerError: with ``processes > 1``, a worker failed.
     """
+    if should_launch(settings.processes):
+        processes = resolve_processes(settings.processes)
+        # the workers train copies; the best weights come back into this process's model
+        result = run_in_processes(train, (model, loss_fn, train_data, dev_data, settings, dev_score), processes,
+                                  f"training ({type(model).__name__})")
+        model.load_state_dict(result.state_dict)
+        return result
     seed_everything(settings.seed)
     accelerator = make_accelerator(settings)
     device = accelerator.device
@@ -318,9 +410,11 @@ def train(model: nn.Module, loss_fn: LossFn, train_data: BatchSource, dev_data: 
         total = _planned_steps(train_data, settings)
         name = "constant_with_warmup" if settings.schedule == "constant" else settings.schedule
         scheduler = get_scheduler(name, optimiser, num_warmup_steps=int(settings.warmup_ratio * total), num_training_steps=total)
-    prepared = accelerator.prepare(model, optimiser, *([adversary_optimiser] if adversary_optimiser else []),
-                                   *([scheduler] if scheduler else []))
-    model, optimiser = prepared[0], prepared[1]
+    # the model's own parts stay reachable as ``model``; ``losses`` (wrapped in DDP across processes)
+    # is what the training steps call
+    prepared = accelerator.prepare(_LossModule(model, loss_fn), optimiser,
+                                   *([adversary_optimiser] if adversary_optimiser else []), *([scheduler] if scheduler else []))
+    losses_of, optimiser = prepared[0], prepared[1]
     adversary_optimiser = prepared[2] if adversary_optimiser is not None else None
     scheduler = prepared[-1] if scheduler is not None else None
     accumulate = settings.gradient_accumulation_steps
@@ -338,8 +432,9 @@ def train(model: nn.Module, loss_fn: LossFn, train_data: BatchSource, dev_data: 
         """Record one evaluation; True when early stopping says stop."""
         nonlocal sums, count, best_criterion, best_epoch, best_step, best_state, stale
         model.eval()
-        dev = _mean_losses(model, loss_fn, dev_data.batches(0, torch.Generator().manual_seed(settings.seed)), device,
-                           accelerator.autocast)
+        dev = _mean_losses(model, loss_fn, _share(dev_data.batches(0, torch.Generator().manual_seed(settings.seed)),
+                                                  accelerator, even=False), accelerator)
+        sums, count = _summed(sums, count, accelerator)  # the training losses of every process's batches
         record = {"epoch": float(epoch), **({"step": float(step)} if settings.eval_every_steps else {}),
                   **{f"train_{k}": v / max(count, 1) for k, v in sums.items()}, **{f"dev_{k}": v for k, v in dev.items()}}
         if scheduler is not None:
@@ -347,7 +442,10 @@ def train(model: nn.Module, loss_fn: LossFn, train_data: BatchSource, dev_data: 
         # lower is better: the dev loss, or the negated dev score
         criterion = dev["total"]
         if dev_score is not None:
-            record["dev_score"] = float(dev_score(model))
+            # a method's own dev score (e.g. nearest-neighbour accuracy) runs in the first process;
+            # the others take its figure, so every process keeps the same weights and stops together
+            score = [float(dev_score(model)) if accelerator.is_main_process else None]
+            record["dev_score"] = float(broadcast_object_list(score)[0] if accelerator.num_processes > 1 else score[0])
             criterion = -record["dev_score"]
         history.append(record)
         bar.set_postfix(train=f"{record.get('train_total', float('nan')):.4f}", dev=f"{dev['total']:.4f}",
@@ -365,8 +463,9 @@ def train(model: nn.Module, loss_fn: LossFn, train_data: BatchSource, dev_data: 
             return True
         return False
 
-    bar = tqdm(range(1, settings.max_epochs + 1), desc="training", unit="epoch", disable=not settings.progress)
-    # this process's batches (several processes share them out, see below)
+    quiet = not settings.progress or not accelerator.is_local_main_process
+    bar = tqdm(range(1, settings.max_epochs + 1), desc="training", unit="epoch", disable=quiet)
+    # this process's batches (several processes share them out, see _share)
     count_batches = getattr(train_data, "n_batches", None)  # the schedule's method (BatchSource); a source without one: no total
     n_batches = -(-count_batches() // accelerator.num_processes) if callable(count_batches) else None
     epoch = 0
@@ -376,17 +475,14 @@ def train(model: nn.Module, loss_fn: LossFn, train_data: BatchSource, dev_data: 
         # a bar inside the epoch, shown only once an epoch has run 5 s: a LAJ-MCL epoch on CPU takes
         # minutes, an FMDA head's a second (no bar, no noise in the log)
         batch_bar = tqdm(total=n_batches, desc=f"epoch {epoch}", unit="batch", leave=False, delay=5,
-                         disable=not settings.progress)
+                         disable=quiet)
         generator = torch.Generator().manual_seed(settings.seed * 1_000_003 + epoch)
         seen = 0
         # the adversary's own batches, if the data has them: drawn from a generator of their own,
         # so the main batches do not depend on how many adversary steps are taken
         adversary_stream = (iter(train_data.adversary_batches(epoch, torch.Generator().manual_seed(settings.seed * 1_000_003 + epoch + 500_009)))
                             if adversary_optimiser is not None and hasattr(train_data, "adversary_batches") else None)
-        for index, (batch, last) in enumerate(_lookahead(train_data.batches(epoch, generator))):
-            # several processes (accelerate launch): each takes its share of the batches
-            if index % accelerator.num_processes != accelerator.process_index:
-                continue
+        for batch, last in _lookahead(_share(train_data.batches(epoch, generator), accelerator, even=True)):
             batch = {k: v.to(device) for k, v in batch.items()}
             if adversary_optimiser is not None:
                 # MEAT's released code: the discriminator steps first, then the heads step
@@ -394,7 +490,7 @@ def train(model: nn.Module, loss_fn: LossFn, train_data: BatchSource, dev_data: 
                 for _ in range(adversary_steps):
                     sub = batch if adversary_stream is None else {k: v.to(device) for k, v in next(adversary_stream).items()}
                     with accelerator.autocast():
-                        adversarial = loss_fn(model, sub)
+                        adversarial = losses_of(sub, "adversary")
                     if "adversary" not in adversarial:
                         raise ValueError("the model has adversary parameters but the loss has no 'adversary' term")
                     adversary_optimiser.zero_grad()
@@ -404,9 +500,9 @@ def train(model: nn.Module, loss_fn: LossFn, train_data: BatchSource, dev_data: 
                         after_adversary_step()
             closes = (seen + 1) % accumulate == 0 or last
             with accelerator.autocast():
-                losses = loss_fn(model, batch)
+                losses = losses_of(batch)
             # gradients of a partial accumulation stay local until the step that closes it
-            with contextlib.nullcontext() if closes else accelerator.no_sync(model):
+            with contextlib.nullcontext() if closes else accelerator.no_sync(losses_of):
                 accelerator.backward(losses["total"] / accumulate if accumulate > 1 else losses["total"])
             seen += 1
             batch_bar.update()
