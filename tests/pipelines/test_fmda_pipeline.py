@@ -37,8 +37,10 @@ def _masked() -> pd.DataFrame:
     for locale, texts in (("en-US", EN), ("de-DE", DE)):
         for i, (text, partition) in enumerate(zip(texts, PARTITIONS)):
             words = text.split()
+            # the test utterances share two templates (12, 13 and 14, 15): Figure 4(c) has something to show
+            template = " ".join(words[:-1] + ["[MASK]"]) if partition != "test" else ("play [MASK]", "set [MASK]")[i >= 14]
             rows.append({"locale": locale, "id": str(i), "partition": partition, "utt": text,
-                         "template_text": " ".join(words[:-1] + ["[MASK]"]), "residual_text": "[MASK] " + words[-1],
+                         "template_text": template, "residual_text": "[MASK] " + words[-1],
                          "n_slot_tokens": 1})
     return pd.DataFrame(rows)
 
@@ -159,7 +161,9 @@ def test_fmda_pipeline_end_to_end_on_tiny_data(tiny_hub_model: Path, tmp_path: P
     assert "| fmda/tp |" in markdown and "| w/o contrastive (fmda-no_contrastive/m) |" in markdown
     assert "| two-stage / tp |" in markdown
     figure = catalog["fmda_figure"].load()
-    assert [ax.get_title()[:3] for ax in figure.axes[:3]] == ["(a)", "(b)", "(c)"]
+    assert [ax.get_title()[:3] for ax in figure.axes] == ["(a)", "(b)", "(c)", "(d)"]
+    # no empty panel: every panel has points (c and d: 2 templates x 2 utterances)
+    assert [sum(len(c.get_offsets()) for c in ax.collections) for ax in figure.axes] == [8, 8, 4, 4]
 
 
 def test_two_runs_with_the_same_seed_give_the_same_metrics(tiny_hub_model: Path, tmp_path: Path):

@@ -27,10 +27,15 @@ def plot_embeddings(manifest: Mapping[str, Any], fmda: Mapping[str, Any], templa
         fmda: The all-together model (panels a, b).
         template_model: The model whose template embeddings panel c shows (two-stage in the paper).
         utterances: ``massive_utterances`` (intents); masked: ``massive_masked_texts`` (templates).
-        params: ``fmda.figure``: ``n_pairs``, ``intent``, ``n_templates``, ``per_template``, ``seed``.
+        params: ``fmda.figure``: ``n_pairs``, ``split``, ``intent``, ``n_templates``, ``per_template``, ``seed``.
 
     Returns:
-        A matplotlib figure with the three panels.
+        A matplotlib figure: (a) language and (b) meaning embeddings of test pairs, (c) template
+        embeddings of several templates of one intent (:func:`template_sample`) and (d) the raw
+        encoder's vectors of the same utterances, for contrast.
+
+    Raises:
+        ValueError: the configured intent / split cannot give two templates (:func:`template_sample`).
     """
     import matplotlib
 
@@ -53,7 +58,7 @@ def plot_embeddings(manifest: Mapping[str, Any], fmda: Mapping[str, Any], templa
 
     a = encode(fmda, sets["test.source.utt"], chosen)
     b = encode(fmda, sets["test.target.utt"], chosen)
-    fig, axes = plt.subplots(1, 3, figsize=(18, 6))
+    fig, axes = plt.subplots(1, 4, figsize=(24, 7))
     for ax, key, title in ((axes[0], "lang", "(a) language embeddings"), (axes[1], "m", "(b) meaning embeddings")):
         both = np.concatenate([a[key], b[key]])
         points = TSNE(random_state=seed, init="pca", perplexity=min(30.0, len(both) - 1.0)).fit_transform(both)
@@ -62,28 +67,74 @@ def plot_embeddings(manifest: Mapping[str, Any], fmda: Mapping[str, Any], templa
         ax.scatter(*points[n:].T, s=4, label=short_locale(tgt))
         ax.set_title(f"{title}, {n} {short_locale(src)}-{short_locale(tgt)} test pairs")
         ax.legend()
-    # panel c: utterances of one intent, several templates (same template-masked text)
-    intent = str(params.get("intent", "play_music"))
-    test = utterances[(utterances["locale"] == src) & (utterances["partition"] == "test") & (utterances["intent"] == intent)]
-    templates = masked[(masked["locale"] == src) & (masked["partition"] == "test")].set_index("id")["template_text"]
-    test = test.assign(template=templates.reindex(test["id"]).to_numpy())
-    per, k = int(params.get("per_template", 5)), int(params.get("n_templates", 4))
-    counts = test["template"].value_counts()
-    top = counts[counts >= per].index[:k].tolist()
-    position = {i: n for n, i in enumerate(ids)}
-    picked = pd.concat([test[test["template"] == t].sample(per, random_state=seed) for t in top]) if top else test.iloc[:0]
-    if len(top) >= 2:
-        tp = encode(template_model, sets["test.source.utt"], np.array([position[i] for i in picked["id"]]))["tp"]
-        points = TSNE(random_state=seed, init="pca", perplexity=min(5.0, len(picked) - 1.0)).fit_transform(tp)
-        for t in top:
+    # panels c and d: several templates of one intent (utterances with the same template-masked
+    # text), by the template embedding, and the raw encoder's vectors of the same utterances beside it
+    split = str(params.get("split", "test"))
+    intent, picked = template_sample(utterances, masked, src, manifest["ids"], split, params.get("intent", "auto"),
+                                     int(params.get("n_templates", 4)), int(params.get("per_template", 3)), seed)
+    position = {i: n for n, i in enumerate(manifest["ids"][split])}
+    rows = np.array([position[i] for i in picked["id"]])
+    template_vectors = encode(template_model, sets[f"{split}.source.utt"], rows)["tp"]
+    raw_vectors = sets[f"{split}.source.utt"].vectors("mean")[rows]
+    templates = list(dict.fromkeys(picked["template"]))
+    per = int((picked["template"] == templates[0]).sum())
+    for ax, vectors, title in ((axes[2], template_vectors, f"(c) template embeddings ({template_model.get('method', 'fmda')})"),
+                               (axes[3], raw_vectors, "(d) the raw encoder (mean pooling)")):
+        points = TSNE(random_state=seed, init="pca", perplexity=min(5.0, len(picked) - 1.0)).fit_transform(vectors)
+        for t in templates:
             where = (picked["template"] == t).to_numpy()
-            axes[2].scatter(*points[where].T, s=30, label=t[:50])
-        axes[2].legend(fontsize=7)
-    axes[2].set_title(f"(c) template embeddings ({template_model.get('method', 'fmda')}), {short_locale(src)} {intent}: "
-                      f"{len(top)} templates × {per}")
+            ax.scatter(*points[where].T, s=30, label=t if len(t) <= 45 else t[:44] + "…")
+        ax.set_title(f"{title}\n{short_locale(src)} {split} {intent}: {len(templates)} templates × {per}", fontsize=10)
+        # below the points, not over them
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.04), ncol=1, frameon=False)
     fig.tight_layout()
-    logger.info("figure 4: %d pairs, %d templates of %s", len(chosen), len(top), intent)
+    logger.info("figure 4: %d pairs, %d templates of %s (%s)", len(chosen), len(templates), intent, split)
     return fig
+
+
+def template_sample(utterances: pd.DataFrame, masked: pd.DataFrame, locale: str, ids: Mapping[str, Sequence[str]],
+                    split: str, intent: str, n_templates: int, per_template: int, seed: int) -> tuple[str, pd.DataFrame]:
+    """Figure 4(c)'s utterances: ``per_template`` utterances of each of up to ``n_templates`` templates of one intent.
+
+    A template is an utterance's template-masked text (slot values replaced); only utterances of
+    the pair's ``split`` (``ids[split]``) count. ``intent: auto`` takes the intent with the most
+    templates that have ``per_template`` utterances (ties: more utterances, then the name), so the
+    default always draws a picture whatever the data.
+
+    Returns:
+        ``(intent, rows)``: rows with ``id``, ``utt`` and ``template``, grouped by template.
+
+    Raises:
+        ValueError: A bad ``split``, or fewer than two templates with ``per_template`` utterances
+            (naming the ``fmda.figure`` parameters to change).
+    """
+    if split not in ids:
+        raise ValueError(f"fmda.figure.split must be one of {sorted(ids)}, got {split!r}")
+    if n_templates < 2 or per_template < 1:
+        raise ValueError(f"fmda.figure.n_templates must be >= 2 and per_template >= 1, got {n_templates}, {per_template}")
+    known = set(ids[split])
+    rows = utterances[(utterances["locale"] == locale) & (utterances["partition"] == split) & utterances["id"].isin(known)]
+    templates = masked[(masked["locale"] == locale) & (masked["partition"] == split)].set_index("id")["template_text"]
+    rows = rows.assign(template=templates.reindex(rows["id"]).to_numpy()).dropna(subset=["template"])
+    sizes = rows.groupby(["intent", "template"]).size()
+    usable = sizes[sizes >= per_template]
+    if intent == "auto":
+        if usable.empty:
+            raise ValueError(f"fmda.figure: no intent of {locale} {split} has a template with per_template={per_template} "
+                             "utterances; lower fmda.figure.per_template or choose another split")
+        score = usable.groupby(level="intent").agg(["size", "sum"])
+        intent = sorted(score.index, key=lambda t: (-score.loc[t, "size"], -score.loc[t, "sum"], t))[0]
+    intent = str(intent)
+    if intent not in usable.index.get_level_values("intent") or len(usable.loc[intent]) < 2:
+        have = int(len(usable.loc[intent])) if intent in usable.index.get_level_values("intent") else 0
+        raise ValueError(f"fmda.figure.intent {intent!r} has {have} template(s) with per_template={per_template} "
+                         f"utterances in the {locale} {split} split; the figure needs 2 or more: set fmda.figure.intent "
+                         "to auto, lower per_template or choose another split")
+    # the templates with the most utterances first (ties by text), then per_template of each, seeded
+    chosen = sorted(usable.loc[intent].index, key=lambda t: (-usable.loc[intent][t], t))[:n_templates]
+    mine = rows[rows["intent"] == intent]
+    picked = [mine[mine["template"] == t].sample(per_template, random_state=seed) for t in chosen]
+    return intent, pd.concat(picked)[["id", "utt", "template"]].reset_index(drop=True)
 
 
 def plot_meaning_language(manifest: Mapping[str, Any], test: pd.DataFrame, head: Mapping[str, Any],
