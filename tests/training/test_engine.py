@@ -76,8 +76,10 @@ def test_the_defaults_give_the_plain_adam_loop_bit_for_bit(device: str):
     dev = _reference(reference, train_data, dev_data, lr=0.05, epochs=6, seed=3)
     model = _model()
     # patience past the cap: every epoch runs, and the kept weights are the best dev epoch's
+    # (keep_initial: false, the loop as it was: here every epoch is worse on dev than the start, which
+    # the default would keep; see the test after this one)
     result = train(model, _mse, train_data, dev_data,
-                   TrainSettings(lr=0.05, max_epochs=6, patience=10, seed=3, device=device, progress=False))
+                   TrainSettings(lr=0.05, max_epochs=6, patience=10, seed=3, device=device, progress=False, keep_initial=False))
     assert [h["dev_total"] for h in result.history] == dev
     assert result.best_epoch == 1 + dev.index(min(dev)) and result.best_step == 3 * result.best_epoch
     # the kept weights are the reference's after the best epoch, exactly
@@ -85,6 +87,18 @@ def test_the_defaults_give_the_plain_adam_loop_bit_for_bit(device: str):
     kept = _model()
     _reference(kept, train_data, dev_data, lr=0.05, epochs=result.best_epoch, seed=3)
     assert torch.equal(model.weight, kept.weight) and torch.equal(model.bias, kept.bias)
+
+
+def test_by_default_the_start_is_kept_when_no_epoch_beats_it_on_dev():
+    x, y = _data()
+    train_data, dev_data = Batches(x, y, 4), Batches(*_data(5, 6), 6, shuffle=False)
+    dev = _reference(_model(), train_data, dev_data, lr=0.05, epochs=6, seed=3)
+    model = _model()
+    result = train(model, _mse, train_data, dev_data, TrainSettings(lr=0.05, max_epochs=6, patience=10, seed=3, progress=False))
+    # the same six epochs, and before them the start, better on dev than any of them
+    assert [h["dev_total"] for h in result.history[1:]] == dev and result.history[0]["dev_total"] < min(dev)
+    assert (result.best_epoch, result.best_step) == (0, 0)
+    assert torch.equal(model.weight, _model().weight) and torch.equal(model.bias, _model().bias)
 
 
 def test_two_accumulated_half_batches_make_the_step_of_one_whole_batch():
@@ -109,7 +123,8 @@ def test_the_fused_optimiser_makes_the_same_steps(weight_decay: float):
     for fused in (False, True):
         model = _model()
         result = train(model, _mse, Batches(x, y, 4), dev, TrainSettings(lr=0.05, max_epochs=4, patience=10, seed=3,
-                                                                         weight_decay=weight_decay, fused=fused, progress=False))
+                                                                         weight_decay=weight_decay, fused=fused, progress=False,
+                                                                         keep_initial=False))
         runs[fused] = (model, [h["dev_total"] for h in result.history])
     # one vectorised kernel instead of per-parameter ops: the same update up to float rounding
     assert runs[True][1] == pytest.approx(runs[False][1], rel=1e-5)
@@ -161,7 +176,7 @@ def test_warmup_and_decay_follow_transformers_schedule():
             probe.step()
             schedule.step()
         expected.append(probe.param_groups[0]["lr"])
-    assert [h["lr"] for h in result.history] == pytest.approx(expected) == [0.1, 0.0]
+    assert [h["lr"] for h in result.history[1:]] == pytest.approx(expected) == [0.1, 0.0]
     with pytest.raises(ValueError, match="need the number of training batches per epoch; Unsized has no n_batches"):
         class Unsized:
             def batches(self, epoch, generator):
@@ -192,8 +207,8 @@ def test_evaluating_every_n_steps_records_steps_and_stops_on_evaluations():
     result = train(_model(), _mse, Batches(x, y, 2), Batches(x, y, 12),
                    TrainSettings(lr=0.05, max_epochs=3, patience=50, eval_every_steps=4, progress=False))
     # 6 steps an epoch, 18 in all: evaluations after steps 4, 8, 12, 16
-    assert [h["step"] for h in result.history] == [4.0, 8.0, 12.0, 16.0]
-    assert [h["epoch"] for h in result.history] == [1.0, 2.0, 2.0, 3.0]
+    assert [h["step"] for h in result.history] == [0.0, 4.0, 8.0, 12.0, 16.0]  # 0: the initial weights
+    assert [h["epoch"] for h in result.history] == [0.0, 1.0, 2.0, 2.0, 3.0]
 
 
 def _recording(seen: list) -> Callable:

@@ -37,11 +37,13 @@ def test_early_stopping_keeps_the_best_dev_epoch():
     assert 30 <= result.best_epoch <= 40
     assert result.epochs_run == result.best_epoch + 5
     assert model.weight.item() == pytest.approx(0.35, abs=0.006)  # the best weights are restored
-    assert len(result.history) == result.epochs_run
+    # one record per epoch, and the initial weights' as epoch 0
+    assert [h["epoch"] for h in result.history] == list(range(result.epochs_run + 1))
     dev = [h["dev_total"] for h in result.history]
-    assert min(dev) == dev[result.best_epoch - 1]
+    assert dev[0] == pytest.approx(0.35**2) and "train_total" not in result.history[0]
+    assert min(dev) == dev[result.best_epoch]
     metrics = history_metrics(result.history, "toy")
-    assert metrics["toy.dev_total"][0] == {"value": dev[0], "step": 1}
+    assert metrics["toy.dev_total"][:2] == [{"value": dev[0], "step": 0}, {"value": dev[1], "step": 1}]
 
 
 def test_a_dev_score_replaces_the_dev_loss_as_the_criterion():
@@ -56,7 +58,40 @@ def test_a_dev_score_replaces_the_dev_loss_as_the_criterion():
     assert result.epochs_run == result.best_epoch + 5
     assert model.weight.item() == pytest.approx(0.2, abs=0.006)
     scores = [h["dev_score"] for h in result.history]
-    assert max(scores) == scores[result.best_epoch - 1]
+    assert max(scores) == scores[result.best_epoch] and scores[0] == pytest.approx(-0.2)
+
+
+def test_the_initial_weights_are_kept_when_training_only_worsens_dev(caplog: pytest.LogCaptureFixture):
+    model = nn.Linear(1, 1, bias=False)
+    with torch.no_grad():
+        model.weight.fill_(0.35)
+    # training pulls w towards 1.0, away from dev's 0.35: every epoch is worse than the start
+    with caplog.at_level("WARNING", logger="language_agnostic.training.loop"):
+        result = train(model, _pull, Fixed(1.0), Fixed(0.35), TrainSettings(lr=0.01, max_epochs=50, patience=3, progress=False))
+    assert (result.best_epoch, result.epochs_run, result.best_step) == (0, 3, 0)
+    assert torch.equal(model.weight.data, torch.tensor([[0.35]])) and torch.equal(result.state_dict["weight"], torch.tensor([[0.35]]))
+    assert [h["dev_total"] for h in result.history][0] == 0.0
+    assert "no improvement on dev: no epoch of 3 beat the initial weights" in caplog.text
+    # the loop before epoch 0 was scored: the first epoch always replaced the initial weights
+    model.weight.data.fill_(0.35)
+    old = train(model, _pull, Fixed(1.0), Fixed(0.35),
+                TrainSettings(lr=0.01, max_epochs=50, patience=3, progress=False, keep_initial=False))
+    assert old.best_epoch == 1 and model.weight.item() == pytest.approx(0.36, abs=1e-3)
+
+
+def test_scoring_the_initial_weights_does_not_move_the_training_draws():
+    # a dev loss that draws random numbers from the global generator: epoch 0's draws are undone
+    def noisy(model, batch):
+        return {"total": (model.weight.squeeze() - batch["x"][0]) ** 2 + 0 * torch.rand(())}
+
+    weights = {}
+    for keep in (True, False):
+        model = nn.Linear(1, 1, bias=False)
+        torch.nn.init.constant_(model.weight, 0.0)
+        result = train(model, lambda m, b: {"total": noisy(m, b)["total"] + torch.rand(()) * 1e-3}, Fixed(1.0), Fixed(0.35),
+                       TrainSettings(lr=0.01, max_epochs=5, patience=5, progress=False, keep_initial=keep))
+        weights[keep] = (model.weight.item(), [h["train_total"] for h in result.history if h["epoch"] > 0])
+    assert weights[True] == weights[False]
 
 
 def test_training_dream_is_deterministic_and_lowers_dev_loss():

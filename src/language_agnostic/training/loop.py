@@ -115,6 +115,10 @@ class TrainSettings:
             their results to the last bit.
         processes: Worker processes (data parallel, one optimiser step over one batch of each);
             ``None``: the run's ``processes`` parameter (1 unless set).
+        keep_initial: Score the weights training starts from as epoch 0, and keep them when no
+            epoch beats them on dev ("no improvement on dev": a method that only makes an encoder
+            worse reports the encoder it started from). ``false``: the first epoch always
+            replaces them (the loop before issue #34).
     """
 
     lr: float = 1e-4
@@ -134,6 +138,7 @@ class TrainSettings:
     eval_every_steps: int | None = None
     fused: bool = False
     processes: int | None = None
+    keep_initial: bool = True
 
     def __post_init__(self) -> None:
         if self.max_epochs < 1 or self.patience < 1:
@@ -150,6 +155,8 @@ class TrainSettings:
             raise ValueError(f"eval_every_steps must be >= 1 or null, got {self.eval_every_steps}")
         if self.max_grad_norm is not None and self.max_grad_norm <= 0:
             raise ValueError(f"max_grad_norm must be > 0 or null, got {self.max_grad_norm}")
+        if not isinstance(self.keep_initial, bool):
+            raise ValueError(f"keep_initial must be true or false, got {self.keep_initial!r}")
         if not isinstance(self.fused, bool):
             raise ValueError(f"fused must be true or false, got {self.fused!r}")
         if self.processes is not None:
@@ -164,7 +171,7 @@ class TrainResult:
 
     Attributes:
         state_dict: The best weights (lowest dev loss), on the CPU.
-        best_epoch: The epoch they come from (1-based).
+        best_epoch: The epoch they come from (1-based; 0: the initial weights, no epoch improved on dev).
         epochs_run: How many epochs ran before stopping.
         history: One dict per evaluation: ``epoch`` (and ``step``), ``train_<part>``, ``dev_<part>`` means.
         best_step: The optimiser step the best weights come from.
@@ -175,6 +182,17 @@ class TrainResult:
     epochs_run: int
     history: list[dict[str, float]] = field(default_factory=list)
     best_step: int = 0
+
+
+@contextlib.contextmanager
+def _random_state_kept() -> Iterator[None]:
+    """Python's, numpy's and torch's random state as they were before the block (CPU generators;
+    CUDA's too where present): scoring the initial weights must not move training's random draws."""
+    python, numpy_state = random.getstate(), np.random.get_state()
+    with torch.random.fork_rng(devices=list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []):
+        yield
+    random.setstate(python)
+    np.random.set_state(numpy_state)
 
 
 def seed_everything(seed: int) -> None:
@@ -470,6 +488,11 @@ def train(model: nn.Module, loss_fn: LossFn, train_data: BatchSource, dev_data: 
     n_batches = -(-count_batches() // accelerator.num_processes) if callable(count_batches) else None
     epoch = 0
     stop = False
+    if settings.keep_initial:
+        # epoch 0: the weights training starts from compete with every epoch's (same dev data, same
+        # criterion); when training changes nothing for the better, they are what is kept
+        with _random_state_kept():
+            evaluate(0)
     for epoch in bar:
         model.train()
         # a bar inside the epoch, shown only once an epoch has run 5 s: a LAJ-MCL epoch on CPU takes
@@ -528,6 +551,9 @@ def train(model: nn.Module, loss_fn: LossFn, train_data: BatchSource, dev_data: 
         if stop or (settings.eval_every_steps is None and evaluate(epoch)):
             break
     bar.close()
+    if best_epoch == 0 and settings.keep_initial:
+        logger.warning("no improvement on dev: no epoch of %d beat the initial weights (dev criterion %.5f); "
+                       "keeping the initial weights", epoch, best_criterion)
     model.load_state_dict(best_state)
     return TrainResult(best_state, best_epoch, epoch, history, best_step)
 
