@@ -262,7 +262,8 @@ def train_fmda_two_stage(manifest: Mapping[str, Any], template_pairs: Mapping[st
                    _fmda_batches(manifest, "dev", pools, batch_size, False, negatives=negatives), settings,
                    _dev_scorer(training, manifest))
     trained = _trained(model, [first, second], variant, spec, contrastive, manifest)
-    history = first.history + [{**r, "epoch": r["epoch"] + len(first.history)} for r in second.history]
+    # one curve: stage 2's epochs after stage 1's (its epoch 0, the stage-1 weights, is stage 1's last point)
+    history = first.history + [{**r, "epoch": r["epoch"] + first.epochs_run} for r in second.history if r["epoch"] > 0]
     pair = f"{manifest['source_locale']}-{manifest['target_locale']}"
     trained["mlflow_run_id"] = log_child_run(f"fmda/{variant}/{pair}",
                                              _run_params(variant, spec, model_params, training, contrastive, two_stage=True), history)
