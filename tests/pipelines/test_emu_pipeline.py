@@ -77,11 +77,20 @@ def test_emu_pipeline_end_to_end_on_tiny_data(tiny_hub_model: Path, tmp_path: Pa
                                                                               "emu-parallel", "softmax"}
     markdown = catalog["emu_tables_markdown"].load()
     assert "| method | en-en | EN → * | * → EN |" in markdown and "| emu-parallel |" in markdown
-    # the saved encoder loads by path like any other encoder, and differs from the base
+    # how each model was chosen: the kept epoch (0 = the raw encoder kept), its dev figure and the start's
+    selection = table[table["task"] == "model_selection"].pivot(index="method", columns="metric", values="value")
+    assert set(selection.index) == set(METHODS) and selection["kept_epoch"].isin([0.0, 1.0]).all()
+    kept_raw = selection["kept_epoch"] == 0
+    assert (selection["dev_accuracy@1"][kept_raw] == selection["dev_accuracy@1_initial"][kept_raw]).all()
+    assert (selection["dev_accuracy@1"] >= selection["dev_accuracy@1_initial"]).all()
+    assert "## Model selection" in markdown and "| method | kept epoch | dev | raw encoder (epoch 0) |" in markdown
+    # the saved encoder loads by path like any other encoder: the base's weights when the kept epoch is 0
+    # (no improvement on dev, as here for emu on this tiny data), the fine-tuned ones otherwise
     tuned = load_encoder(str(tmp_path / "emu_encoder"))
     base = load_encoder(str(tiny_hub_model))
     key = "encoder.layer.0.attention.self.query.weight"
-    assert not np.allclose(tuned.model.state_dict()[key].numpy(), base.model.state_dict()[key].numpy())
+    same = np.array_equal(tuned.model.state_dict()[key].numpy(), base.model.state_dict()[key].numpy())
+    assert same == (selection.loc["emu", "kept_epoch"] == 0)
 
 
 def test_raw_rows_equal_an_independent_computation(tiny_hub_model: Path, tmp_path: Path):

@@ -152,7 +152,7 @@ def test_fmda_pipeline_end_to_end_on_tiny_data(tiny_hub_model: Path, tmp_path: P
     two_stage = catalog["en_de.fmda_model_two_stage"].load()
     assert len(two_stage["stage_epochs"]) == 2
     history = catalog["en_de.fmda_history_all_together"].load()
-    assert [point["step"] for point in history["fmda.all_together.en-US-de-DE.dev_total"]] == [1, 2]
+    assert [point["step"] for point in history["fmda.all_together.en-US-de-DE.dev_total"]] == [0, 1, 2]  # 0: the start
     unified = catalog["fmda_model_unified"].load()
     assert unified["languages"] == ["en-US", "de-DE"] and unified["method"] == "fmda-unified"
     markdown = catalog["fmda_tables_markdown"].load()
@@ -191,7 +191,8 @@ def test_selection_on_dev_retrieval_records_the_score(tiny_hub_model: Path, tmp_
     training = {**TRAINING, "select_on": "dev_retrieval", "max_epochs": 3, "patience": 3}
     trained, history = nodes.train_fmda(manifest, pools, catalog["params:fmda.model"].load(), {}, training)
     scores = [p["value"] for p in history["fmda.all_together.en-US-de-DE.dev_score"]]
-    assert len(scores) == 3 and trained["best_epoch"] == 1 + int(np.argmax(scores))
+    # step 0: the initial weights; the kept epoch is the first best (0 when no epoch beats the start)
+    assert len(scores) == 4 and trained["best_epoch"] == int(np.argmax(scores))
     # the kept model's score is the dev retrieval accuracy of emb_m, recomputed here
     model = Fmda(FmdaConfig(**trained["config"]))
     model.load_state_dict(trained["state_dict"])
@@ -257,7 +258,7 @@ def test_two_stage_stage_one_selects_on_held_out_template_retrieval(tiny_hub_mod
                                             catalog["massive_negative_pools"].load(), {}, {}, training)
     (first, state), _ = stages
     scores = [record["dev_score"] for record in first.history]
-    assert len(scores) == 2 and first.best_epoch == 1 + int(np.argmax(scores))
+    assert len(scores) == 3 and first.best_epoch == int(np.argmax(scores))  # [0]: the initial weights
     # the kept stage-1 score is emb_tp's accuracy@1 between the held-out pairs' two utterances, both ways, both languages
     model = fmda_training._new_model(catalog["en_de.fmda_inputs"].load(), {}, 2, 0)
     model.load_state_dict(state)

@@ -19,7 +19,8 @@ INTENTS = ["alarm", "alarm", "music", "music", "weather", "weather", "alarm", "m
 DE = ["weck mich um neun", "stelle einen wecker", "spiel etwas musik", "spiel musik", "wie ist das wetter",
       "wetter heute", "weck mich um sechs", "spiel jazz", "wie ist das wetter heute", "wecker"]
 PARTITIONS = ["train"] * 6 + ["dev"] * 3 + ["test"]
-TRAINING = {"lr": 1e-3, "encoder_lr": 1e-4, "max_epochs": 2, "patience": 2, "seed": 0, "progress": False}
+TRAINING = {"lr": 1e-3, "encoder_lr": 1e-4, "max_epochs": 2, "patience": 2, "seed": 0, "progress": False,
+            "keep_initial": False}  # tiny data: test the mechanics; the loop tests keep_initial
 EXTRACTION = {"prefix": ""}
 
 

@@ -80,7 +80,8 @@ def test_a_head_on_two_processes_is_one_process_accumulating_two_batches():
 def test_encoder_fine_tuning_on_two_processes(no_dropout_model: Path):
     encoder = load_encoder(str(no_dropout_model))
     data = {"training_locale": "en-US", "per_intent": 2, "batch_size": 3, "seed": 0}  # 6 sentences: 2 batches
-    training = {"lr": 1e-3, "encoder_lr": 1e-3, "max_epochs": 3, "patience": 3, "seed": 0, "progress": False}
+    training = {"lr": 1e-3, "encoder_lr": 1e-3, "max_epochs": 3, "patience": 3, "seed": 0, "progress": False,
+                "keep_initial": False}
     _, one, info_one = train_emu(_utterances(), encoder, {"loss": "softmax"}, data,
                                  {**training, "gradient_accumulation_steps": 2}, {"prefix": ""})
     _, two, info_two = train_emu(_utterances(), encoder, {"loss": "softmax"}, data, {**training, "processes": 2},

@@ -38,6 +38,7 @@ DE = [
     ("7", "dev", "alarm_set", "weck mich um sechs", "O O O B-time"),  # another locale's dev: never read
 ]
 TRAINING = {"lr": 1e-2, "encoder_lr": 1e-3, "max_epochs": 3, "patience": 3, "seed": 0, "progress": False,
+            "keep_initial": False,
             "weight_decay": 0.01, "schedule": "linear", "warmup_ratio": 0.1}
 EXTRACTION = {"prefix": ""}
 DICTIONARIES = {"de": {"wake": ["weck"], "me": ["mich"], "play": ["spiel"], "music": ["musik"], "weather": ["wetter"]}}

@@ -100,3 +100,17 @@ def classifier_rows(predicted: Mapping[str, np.ndarray], gold: Mapping[str, Sequ
                  float(np.mean(np.asarray(predicted[locale], dtype=object) == np.asarray(gold[locale], dtype=object))), encoder)
             for locale in predicted]
     return pd.DataFrame(rows)
+
+
+def selection_rows(artifact: Mapping[str, Any], locale: str, encoder: str, embedding: str = "mean") -> pd.DataFrame:
+    """How the fine-tuned model was chosen: the kept epoch (0: no epoch beat the raw encoder on dev, which is
+    then what the method's rows measure), its dev accuracy@1 and the raw encoder's (epoch 0's) on ``locale`` dev."""
+    method = str(artifact["method"])
+    rows = [_row(method, embedding, "model_selection", locale, locale, "kept_epoch", float(artifact["best_epoch"]), encoder),
+            _row(method, embedding, "model_selection", locale, locale, "dev_accuracy@1", float(artifact["dev_accuracy"]), encoder)]
+    if artifact.get("dev_accuracy_initial") is not None:
+        rows.append(_row(method, embedding, "model_selection", locale, locale, "dev_accuracy@1_initial",
+                         float(artifact["dev_accuracy_initial"]), encoder))
+    for row in rows:
+        row["dataset"] = "massive_dev"
+    return pd.DataFrame(rows)

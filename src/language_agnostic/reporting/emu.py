@@ -106,6 +106,21 @@ def table3_relative(rows: pd.DataFrame) -> list[str]:
     return table(["method", *(f"{_lang(q).lower()}-{_lang(c).lower()}" for q, c in directions)], body)
 
 
+def selection_table(rows: pd.DataFrame) -> list[str]:
+    """Per trained method: the kept epoch, its dev accuracy and the starting encoder's; epoch 0 says "no improvement on dev"."""
+    picked = rows[rows["task"] == "model_selection"]
+    if picked.empty:
+        return ["(no model-selection rows: a run from before the initial weights were scored)"]
+    body = []
+    for method in dict.fromkeys(picked["method"]):
+        values = picked[picked["method"] == method].set_index("metric")["value"]
+        epoch = int(values["kept_epoch"])
+        start = values.get("dev_accuracy@1_initial")
+        body.append([method, "0: no improvement on dev, the raw encoder is kept" if epoch == 0 else str(epoch),
+                     f"{100 * values['dev_accuracy@1']:.2f}", "—" if start is None else f"{100 * start:.2f}"])
+    return table(["method", "kept epoch", "dev", "raw encoder (epoch 0)"], body)
+
+
 def emu_tables(rows: pd.DataFrame, training_locale: str, title_locales: Sequence[str] = ()) -> str:
     """The markdown report: Table 2 (summary and per direction), Table 5, the classifier's accuracy."""
     del title_locales
@@ -116,7 +131,9 @@ def emu_tables(rows: pd.DataFrame, training_locale: str, title_locales: Sequence
            "## Per direction (query → labelled candidates); * = McNemar p < 0.05 against raw", "",
            *per_direction_table(rows, training_locale), "",
            "## Table 5: ablation, average drop in points", "", *table5_ablation(values), "",
-           "## The semantic classifier's own accuracy", "", *classifier_table(rows), ""]
+           "## The semantic classifier's own accuracy", "", *classifier_table(rows), "",
+           "## Model selection (dev nearest-neighbour accuracy@1 %, the criterion of early stopping)", "",
+           *selection_table(rows), ""]
     acc = _accuracy(rows)
     if ((acc["source"] != training_locale) & (acc["target"] != training_locale)).any():  # emu.evaluation.directions: all
         out += ["## Table 3: relative to the raw encoder, every direction (query-candidates)", "", *table3_relative(rows), ""]

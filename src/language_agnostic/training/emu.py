@@ -208,8 +208,11 @@ def train_emu(utterances: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[
                 name, info["n_train"], info["training_locale"], len(info["intents"]), info["adversarial_locales"],
                 run.settings.encoder_lr)
     result = train(run.model, lambda m, b: emu_losses(m, b), run.train_data, run.dev_data, run.settings, run.dev_score)
+    # the kept model's dev accuracy; epoch 0 (when scored) is the encoder training started from
+    initial = [float(r["dev_score"]) for r in result.history if r["epoch"] == 0]
     info = {**info, "best_epoch": result.best_epoch, "epochs_run": result.epochs_run,
-            "dev_accuracy": max(float(r["dev_score"]) for r in result.history)}
+            "dev_accuracy": max(float(r["dev_score"]) for r in result.history),
+            "dev_accuracy_initial": initial[0] if initial else None}
     return run.model, result, info
 
 

@@ -11,7 +11,9 @@ import pandas as pd
 import torch
 
 from language_agnostic.encoders.loading import LoadedEncoder
-from language_agnostic.evaluation.emu import LocaleSet, classifier_predictions, classifier_rows, intent_nn_correct, intent_nn_rows
+from language_agnostic.evaluation.emu import (
+    LocaleSet, classifier_predictions, classifier_rows, intent_nn_correct, intent_nn_rows, selection_rows,
+)
 from language_agnostic.methods.emu import PooledEncoder
 from language_agnostic.methods.registry import build_spec
 from language_agnostic.reporting.emu import emu_tables
@@ -103,7 +105,8 @@ def evaluate_emu_variant(utterances: pd.DataFrame, encoder: LoadedEncoder, artif
     tests = _test_sets(utterances, locales)
     sets = _embed(model, encoder, tests, extraction)
     name, encoder_name = str(artifact["method"]), str(identity.get("name"))
-    rows = [intent_nn_rows(intent_nn_correct(sets, locales[0], _which(evaluation)), name, encoder_name, model.config.pooling, raw)]
+    rows = [intent_nn_rows(intent_nn_correct(sets, locales[0], _which(evaluation)), name, encoder_name, model.config.pooling, raw),
+            selection_rows(artifact, locales[0], encoder_name, model.config.pooling)]
     if model.config.loss in ("emu", "softmax"):  # the baselines with a trained classifier
         predicted = classifier_predictions(model, {loc: s.vectors for loc, s in sets.items()}, list(artifact["intents"]))
         rows.append(classifier_rows(predicted, {loc: t["intent"].tolist() for loc, t in tests.items()}, name, encoder_name))
