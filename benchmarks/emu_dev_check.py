@@ -5,7 +5,9 @@ pre-training. For each ``--encoder-lrs`` value this trains one ``emu.methods`` e
 pipeline's own function (``training/emu.py:train_emu``) and the configured ``emu.data`` /
 ``emu.training``, and prints the kept epoch's en-US **dev** accuracy (leave-one-out nearest
 neighbour), the epochs and the seconds taken. ``--raw`` prints the raw encoder's dev figure,
-which a fine-tuned encoder has to beat. No test figure is computed.
+which a fine-tuned encoder has to beat. ``--options`` tries method options instead (e.g. the
+contrastive baseline's ``margin``), each at the configured (or the first ``--encoder-lrs``) rate.
+No test figure is computed.
 
 Needs ``data/02_intermediate/massive_utterances.parquet`` (any ``kedro run`` of ``massive``).
 
@@ -13,6 +15,7 @@ Usage::
 
     .venv/bin/python -u benchmarks/emu_dev_check.py --raw
     .venv/bin/python -u benchmarks/emu_dev_check.py --method emu --encoder-lrs 1e-5 3e-5 1e-4
+    .venv/bin/python -u benchmarks/emu_dev_check.py --method contrastive --options margin=2 margin=4 margin=6
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ def main() -> None:
     parser.add_argument("--method", default="emu", help="an emu.methods entry")
     parser.add_argument("--encoder-lrs", type=float, nargs="*", default=[])
     parser.add_argument("--raw", action="store_true", help="the raw encoder's en-US dev accuracy")
+    parser.add_argument("--options", nargs="*", default=[], metavar="KEY=VALUE",
+                        help="method options to try one at a time (EmuConfig fields, e.g. margin=4)")
     parser.add_argument("--mixed-precision", default=None, help="override emu.training.mixed_precision (no | bf16 | auto)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
@@ -51,17 +56,24 @@ def main() -> None:
         ids, labels = dev["id"].tolist(), dev["intent"].tolist()
         print(f"raw/mean {locale} dev accuracy@1: {nearest_neighbour_correct(u, ids, labels, u, ids, labels).mean():.4f}")
     config, training_overrides, data_overrides = method_settings(args.method, params["methods"][args.method])
-    print(f"| {args.method}: encoder lr | {locale} dev accuracy@1 (kept epoch) | per epoch | epochs | seconds |")
+    runs = [(lr, {}) for lr in args.encoder_lrs]
+    lr_default = args.encoder_lrs[0] if args.encoder_lrs else {**params["training"], **training_overrides}["encoder_lr"]
+    for option in args.options:
+        key, _, value = option.partition("=")
+        runs.append((lr_default, {key: yaml.safe_load(value)}))
+    print(f"| {args.method}: encoder lr, options | {locale} dev accuracy@1 (kept epoch; 0 = the raw encoder) | "
+          "per epoch (0 = raw) | epochs | seconds |")
     print("|---|---:|---|---:|---:|")
-    for lr in args.encoder_lrs:
+    for lr, options in runs:
         training = {**params["training"], **training_overrides, "encoder_lr": lr, "progress": False}
         if args.mixed_precision is not None:
             training["mixed_precision"] = args.mixed_precision
         start = time.perf_counter()
-        _, result, info = train_emu(utterances, encoder, config, {**params["data"], **data_overrides}, training,
-                                    extraction, args.method)
+        _, result, info = train_emu(utterances, encoder, {**config, **options}, {**params["data"], **data_overrides},
+                                    training, extraction, args.method)
         scores = [round(float(r["dev_score"]), 4) for r in result.history]
-        print(f"| {lr:g} | {info['dev_accuracy']:.4f} ({info['best_epoch']}) | {scores} | {info['epochs_run']} | "
+        label = f"{lr:g}" + "".join(f", {k}={v}" for k, v in options.items())
+        print(f"| {label} | {info['dev_accuracy']:.4f} ({info['best_epoch']}) | {scores} | {info['epochs_run']} | "
               f"{time.perf_counter() - start:.0f} |", flush=True)
 
 
