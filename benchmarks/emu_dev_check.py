@@ -16,6 +16,8 @@ Usage::
     .venv/bin/python -u benchmarks/emu_dev_check.py --raw
     .venv/bin/python -u benchmarks/emu_dev_check.py --method emu --encoder-lrs 1e-5 3e-5 1e-4
     .venv/bin/python -u benchmarks/emu_dev_check.py --method contrastive --options margin=2 margin=4 margin=6
+    .venv/bin/python -u benchmarks/emu_dev_check.py --method npair --options scale=1 scale=10 scale=20
+    .venv/bin/python -u benchmarks/emu_dev_check.py --method emu-no_ld --options centers=learned centers=centroid
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ def main() -> None:
     parser.add_argument("--encoder-lrs", type=float, nargs="*", default=[])
     parser.add_argument("--raw", action="store_true", help="the raw encoder's en-US dev accuracy")
     parser.add_argument("--options", nargs="*", default=[], metavar="KEY=VALUE",
-                        help="method options to try one at a time (EmuConfig fields, e.g. margin=4)")
+                        help="method options to try, one run each (EmuConfig fields, e.g. margin=4 or scale=20,centers=learned)")
     parser.add_argument("--mixed-precision", default=None, help="override emu.training.mixed_precision (no | bf16 | auto)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
@@ -58,9 +60,9 @@ def main() -> None:
     config, training_overrides, data_overrides = method_settings(args.method, params["methods"][args.method])
     runs = [(lr, {}) for lr in args.encoder_lrs]
     lr_default = args.encoder_lrs[0] if args.encoder_lrs else {**params["training"], **training_overrides}["encoder_lr"]
-    for option in args.options:
-        key, _, value = option.partition("=")
-        runs.append((lr_default, {key: yaml.safe_load(value)}))
+    for option in args.options:  # one run per argument; "a=1,b=2" sets two options in one run
+        pairs = [part.partition("=") for part in option.split(",")]
+        runs.append((lr_default, {key: yaml.safe_load(value) for key, _, value in pairs}))
     print(f"| {args.method}: encoder lr, options | {locale} dev accuracy@1 (kept epoch; 0 = the raw encoder) | "
           "per epoch (0 = raw) | epochs | seconds |")
     print("|---|---:|---|---:|---:|")

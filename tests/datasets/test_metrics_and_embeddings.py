@@ -52,3 +52,22 @@ def test_manifest_round_trip_and_missing_entry(tmp_path: Path):
         dataset.load()
     store = EmbeddingStoreDataset(str(tmp_path / "store")).load()
     assert store.report() == []  # a directory without namespace.json is not part of the store
+
+
+def test_outcomes_upsert_whole_groups_and_load_empty_when_missing(tmp_path):
+    from language_agnostic.datasets.outcomes import OUTCOME_COLUMNS, OutcomesDataset
+
+    store = OutcomesDataset(str(tmp_path / "o.parquet"))
+    assert list(store.load().columns) == OUTCOME_COLUMNS and len(store.load()) == 0
+
+    def rows(method, queries, correct, run):
+        return pd.DataFrame({"pipeline": "emu", "method": method, "task": "intent_nn", "source": "en-US", "target": "en-US",
+                             "query": queries, "correct": correct, "run_id": run})
+
+    store.save(pd.concat([rows("a", ["1", "2", "3"], [True, False, True], "r1"), rows("b", ["1", "2"], [False, False], "r1")]))
+    store.save(rows("a", ["1", "2"], [False, True], "r2"))  # a re-run of a replaces all of a's queries, b stays
+    out = store.load().sort_values(["method", "query"])
+    assert out[["method", "query", "correct", "run_id"]].values.tolist() == [
+        ["a", "1", False, "r2"], ["a", "2", True, "r2"], ["b", "1", False, "r1"], ["b", "2", False, "r1"]]
+    with pytest.raises(DatasetError, match=r"outcome rows lack column\(s\) \[.correct.\]"):
+        store.save(rows("a", ["1"], [True], "r3").drop(columns="correct"))

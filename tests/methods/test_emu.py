@@ -11,8 +11,8 @@ from torch import nn
 from transformers import BertConfig, BertModel
 
 from language_agnostic.methods.emu import (
-    Emu, EmuConfig, center_loss, critic_loss, emu_losses, l2_constrained_logits, npair_cosine_loss,
-    siamese_contrastive_loss,
+    Emu, EmuConfig, center_loss, class_means, critic_loss, emu_losses, l2_constrained_logits, npair_cosine_loss,
+    siamese_contrastive_loss, update_centroids,
 )
 from language_agnostic.training.loop import TrainSettings, train
 
@@ -38,6 +38,40 @@ def test_center_loss_by_hand():
     assert float(center_loss(u, torch.tensor([0, 1]), centers)) == pytest.approx(3.0)
     # summed over the batch as eq. 1 prints it, not averaged
     assert float(center_loss(torch.cat([u, u]), torch.tensor([0, 1, 0, 1]), centers)) == pytest.approx(6.0)
+
+
+def test_centroids_start_at_class_means_and_move_by_wens_rule():
+    u = torch.tensor([[2.0, 0.0], [2.0, 2.0], [5.0, 5.0]])
+    labels = torch.tensor([0, 0, 1])
+    # class 0: mean (2, 1); class 1: (5, 5); class 2 has no row: zero
+    assert torch.allclose(class_means(u, labels, 3), torch.tensor([[2.0, 1.0], [5.0, 5.0], [0.0, 0.0]]))
+    centers = torch.tensor([[0.0, 0.0], [1.0, 1.0], [7.0, 7.0]])
+    update_centroids(centers, u, labels, rate=0.5)
+    # Wen et al. eq. 4: Δc_0 = (2·(0, 0) − (4, 2)) / 3, c_0 − ½Δc_0 = (2/3, 1/3); Δc_1 = ((1, 1) − (5, 5)) / 2 → (2, 2);
+    # class 2 is not in the batch and stays
+    assert torch.allclose(centers, torch.tensor([[2 / 3, 1 / 3], [2.0, 2.0], [7.0, 7.0]]))
+
+
+def test_centroid_centres_are_not_trained_and_move_only_in_training_mode():
+    model = _tiny_emu("emu", adversarial_weight=0.0)
+    assert "centers" not in dict(model.named_parameters()) and "centers" in model.state_dict()
+    assert "centers" in dict(_tiny_emu("emu", centers="learned").named_parameters())
+    batch = next(iter(_Data(1).batches(0, torch.Generator().manual_seed(1))))
+    model.eval()
+    emu_losses(model, batch)
+    assert torch.count_nonzero(model.centers) == 0  # dev batches leave the centroids alone
+    model.train()
+    emu_losses(model, batch)
+    assert torch.count_nonzero(model.centers[:3]) > 0
+
+
+def test_npair_scale_sharpens_the_softmax_over_cosines():
+    anchor = positive = torch.eye(4)
+    labels = torch.arange(4)
+    # cosine 1 with its own positive, 0 with the three others: CE = log(1 + 3 e^{−s})
+    for scale in (1.0, 10.0):
+        expected = math.log(1 + 3 * math.exp(-scale))
+        assert float(npair_cosine_loss(anchor, positive, labels, scale)) == pytest.approx(expected, rel=1e-3)
 
 
 class _First(nn.Module):
@@ -147,6 +181,10 @@ def test_config_names_its_mistakes():
         EmuConfig(n_intents=3, loss="triplet")
     with pytest.raises(ValueError, match="pooling must be 'mean' or 'cls'"):
         EmuConfig(n_intents=3, pooling="max")
+    with pytest.raises(ValueError, match=r"centers must be one of \['centroid', 'learned'\], got 'mean'"):
+        EmuConfig(n_intents=3, centers="mean")
+    with pytest.raises(ValueError, match="scale and margin must be > 0"):
+        EmuConfig(n_intents=3, loss="npair", scale=0)
 
 
 def test_an_emu_artifact_comes_back_from_its_encoder_config_alone():

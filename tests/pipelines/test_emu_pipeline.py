@@ -12,6 +12,7 @@ from kedro.io import DataCatalog, MemoryDataset
 from kedro.runner import SequentialRunner
 
 from language_agnostic.datasets.encoder_dir import EncoderDirectoryDataset
+from language_agnostic.datasets.outcomes import OutcomesDataset
 from language_agnostic.encoders.loading import load_encoder
 from language_agnostic.pipelines.emu.pipeline import create_pipeline
 
@@ -52,6 +53,8 @@ def _catalog(model_dir: Path, tmp: Path) -> DataCatalog:
     }
     return DataCatalog({"massive_utterances": MemoryDataset(_utterances()), "encoder": MemoryDataset(copy_mode="assign"),
                         "emu_encoder_emu": EncoderDirectoryDataset(str(tmp / "emu_encoder")),
+                        "emu_outcomes": OutcomesDataset(str(tmp / "outcomes.parquet")),
+                        "emu_outcomes_before": OutcomesDataset(str(tmp / "outcomes.parquet")),
                         **{k: MemoryDataset(v) for k, v in params.items()}})
 
 
@@ -84,6 +87,19 @@ def test_emu_pipeline_end_to_end_on_tiny_data(tiny_hub_model: Path, tmp_path: Pa
     assert (selection["dev_accuracy@1"][kept_raw] == selection["dev_accuracy@1_initial"][kept_raw]).all()
     assert (selection["dev_accuracy@1"] >= selection["dev_accuracy@1_initial"]).all()
     assert "## Model selection" in markdown and "| method | kept epoch | dev | raw encoder (epoch 0) |" in markdown
+    # per-query outcomes stored for paired tests: every method, direction and test query (4 per locale here)
+    outcomes = catalog["emu_outcomes"].load()
+    assert len(outcomes) == (1 + len(METHODS)) * 3 * 4 and set(outcomes["method"]) == {"raw", *METHODS}
+    en = outcomes[(outcomes["method"] == "raw") & (outcomes["source"] == "en-US") & (outcomes["target"] == "en-US")]
+    assert en["correct"].mean() == pytest.approx(accuracy[(accuracy["method"] == "raw") & (accuracy["source"] == "en-US")
+                                                          & (accuracy["target"] == "en-US")]["value"].item())
+    # the claims: each with the paper's backbone, both columns, a p-value, one seed and a verdict
+    claims = markdown.split("## Claims (EMU), as measured")[1]
+    lines = [line for line in claims.splitlines() if line.startswith("| EMU above the raw encoder")]
+    assert len(lines) == 2 and all("LASER (BiLSTM)" in line for line in lines)
+    cells = [c.strip() for c in lines[0].strip("|").split("|")]
+    assert cells[5] == "en-en" and cells[10] == "1" and cells[11] in ("holds", "fails", "tie")
+    assert 0 <= float(cells[9]) <= 1
     # the saved encoder loads by path like any other encoder: the base's weights when the kept epoch is 0
     # (no improvement on dev, as here for emu on this tiny data), the fine-tuned ones otherwise
     tuned = load_encoder(str(tmp_path / "emu_encoder"))

@@ -55,6 +55,19 @@ def intent_nn_correct(sets: Mapping[str, LocaleSet], training_locale: str, which
     return out
 
 
+def outcome_rows(correct: Mapping[str, np.ndarray], sets: Mapping[str, LocaleSet], method: str) -> pd.DataFrame:
+    """Per-query outcomes of :func:`intent_nn_correct` (``datasets/outcomes.py``'s columns): a query is its
+    MASSIVE id in the source locale, so two methods pair on the same queries for McNemar's test."""
+    frames = []
+    for direction, hits in correct.items():
+        source, target = direction.split(">")
+        frames.append(pd.DataFrame({"pipeline": "emu", "method": method, "task": "intent_nn", "source": source,
+                                    "target": target, "query": [str(i) for i in sets[source].ids],
+                                    "correct": np.asarray(hits, dtype=bool)}))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
+        columns=["pipeline", "method", "task", "source", "target", "query", "correct"])
+
+
 def _row(method: str, embedding: str, task: str, source: str, target: str, metric: str, value: float, encoder: str) -> dict[str, Any]:
     return {"pipeline": "emu", "method": method, "embedding": embedding, "task": task, "dataset": "massive_test",
             "source": source, "target": target, "metric": metric, "value": round(float(value), 6), "encoder": encoder}

@@ -6,8 +6,11 @@ The encoder ``E`` itself is fine-tuned (no public code exists; ``../shared/paper
   **L2-constrained softmax** (Ranjan et al. 2017): ``u`` is L2-normalised and scaled by ``α``
   before the output layer, so that same-intent sentences meet on a hypersphere where Euclidean
   and cosine distance agree;
-- the **center loss** (Wen et al. 2016, eq. 1): ``½ Σ_i ‖u_i − c_{y_i}‖²`` over the batch, with
-  a learnable centre per intent; ``L_C = L_{L2-sm} + λ L_center`` (eq. 2);
+- the **center loss** (Wen et al. 2016, eq. 1): ``½ Σ_i ‖u_i − c_{y_i}‖²`` over the batch, where
+  ``c_y`` is the centroid of intent ``y`` (``centers: centroid``: started at the class means of the
+  labelled sentences under the starting encoder and moved towards each batch's class means with Wen
+  et al.'s rate ``center_rate``, no gradient) or, as this project first read it, a learnable
+  parameter from zero (``centers: learned``); ``L_C = L_{L2-sm} + λ L_center`` (eq. 2);
 - a **language discriminator** ``D_t`` per training language ``t`` (two 900-d fully connected
   layers, dropout 0.2), trained as a Wasserstein critic: the paper writes eq. 3 with
   cross-entropy labels (1 for ``t``, 0 for an adversarial language ``ℓ``) but says it
@@ -19,8 +22,11 @@ The encoder ``E`` itself is fine-tuned (no public code exists; ``../shared/paper
   before each (Algorithm 1).
 
 The baselines the paper fine-tunes the same encoder with are here too: plain ``softmax``, the
-Siamese ``contrastive`` loss (Chopra et al. 2005, margin 2.0) and the ``npair`` cosine loss
-(Yang et al. 2019).
+Siamese ``contrastive`` loss (Chopra et al. 2005) and the ``npair`` cosine loss (Yang et al. 2019).
+Neither paper gives a margin or a scale for e5's mean-pooled vectors (norm about 4.8; different
+intents are already 2.5-3.3 apart, so the classic margin 2.0 pushes nothing): ``margin`` and the
+N-pair cosine ``scale`` are chosen on en-US dev (``docs/emu.md``), the literal settings stay
+available as options (``margin: 2.0``, ``scale: 1.0``).
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ import torch.nn.functional as F
 from torch import nn
 
 LOSSES = ("emu", "softmax", "contrastive", "npair")
+CENTERS = ("centroid", "learned")
 WEIGHTS = ("l2_softmax", "center", "adversarial")  # loss_weights keys; center and adversarial default to λ and γ
 
 
@@ -54,7 +61,10 @@ class EmuConfig:
         critic_hidden: Width of the critic's two hidden layers (900).
         critic_dropout: Dropout of the critic (0.2).
         training_languages: The languages with labelled data; one critic each.
-        margin: The contrastive baseline's margin (2.0).
+        margin: The contrastive baseline's margin (2.0, Chopra et al.'s; chosen on dev in ``parameters_emu.yml``).
+        scale: N-pair's cosine scale: the logits are ``scale · cos`` (1.0: the unscaled cosines).
+        centers: ``centroid`` (the paper's class centroids, see above) or ``learned`` (a parameter from zero).
+        center_rate: Wen et al.'s centroid update rate α (0.5).
         pooling: How ``u`` is read from the token states: ``mean`` (e5's own pooling) or ``cls``.
     """
 
@@ -71,6 +81,9 @@ class EmuConfig:
     training_languages: tuple[str, ...] = ("en",)
     margin: float = 2.0
     pooling: str = "mean"
+    scale: float = 1.0
+    centers: str = "centroid"
+    center_rate: float = 0.5
 
     def __post_init__(self) -> None:
         if self.loss not in LOSSES:
@@ -81,6 +94,11 @@ class EmuConfig:
             raise ValueError(f"n_intents must be >= 2, got {self.n_intents}")
         if self.critic_steps < 1 or self.clip <= 0 or self.alpha <= 0:
             raise ValueError("critic_steps must be >= 1, clip and alpha > 0")
+        if self.centers not in CENTERS:
+            raise ValueError(f"centers must be one of {list(CENTERS)}, got {self.centers!r}")
+        if self.scale <= 0 or self.margin <= 0 or not 0 < self.center_rate <= 1:
+            raise ValueError(f"scale and margin must be > 0 and center_rate in (0, 1], got {self.scale}, {self.margin}, "
+                             f"{self.center_rate}")
 
 
 def l2_constrained_logits(u: torch.Tensor, classifier: nn.Linear, alpha: float) -> torch.Tensor:
@@ -93,6 +111,25 @@ def center_loss(u: torch.Tensor, labels: torch.Tensor, centers: torch.Tensor) ->
     return 0.5 * ((u - centers[labels]) ** 2).sum()
 
 
+def class_means(u: torch.Tensor, labels: torch.Tensor, n_classes: int) -> torch.Tensor:
+    """``(n_classes, D)``: the mean ``u`` of each class (zero for a class with no row)."""
+    sums = torch.zeros(n_classes, u.shape[1], dtype=u.dtype).index_add_(0, labels, u)
+    return sums / torch.bincount(labels, minlength=n_classes).clamp(min=1).to(u.dtype)[:, None]
+
+
+def update_centroids(centers: torch.Tensor, u: torch.Tensor, labels: torch.Tensor, rate: float) -> None:
+    """Wen et al. 2016, eq. 4: ``c_j ← c_j − α Σ_{i: y_i=j} (c_j − u_i) / (1 + n_j)``, in place, no gradient.
+
+    A centre moves towards its intent's mean in the batch; an intent absent from the batch stays.
+    """
+    with torch.no_grad():
+        u = u.detach().to(centers.dtype)
+        counts = torch.bincount(labels, minlength=len(centers)).to(centers.dtype)
+        sums = torch.zeros_like(centers).index_add_(0, labels, u)
+        delta = (counts[:, None] * centers - sums) / (1 + counts[:, None])
+        centers.sub_(rate * delta)
+
+
 def siamese_contrastive_loss(a: torch.Tensor, b: torch.Tensor, same: torch.Tensor, margin: float = 2.0) -> torch.Tensor:
     """Chopra et al. 2005: ``d²`` for a same-intent pair, ``max(0, m − d)²`` otherwise (Euclidean ``d``), batch mean."""
     d = F.pairwise_distance(a, b)
@@ -100,13 +137,15 @@ def siamese_contrastive_loss(a: torch.Tensor, b: torch.Tensor, same: torch.Tenso
     return (same * d**2 + (1 - same) * F.relu(margin - d) ** 2).mean()
 
 
-def npair_cosine_loss(anchor: torch.Tensor, positive: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+def npair_cosine_loss(anchor: torch.Tensor, positive: torch.Tensor, labels: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
     """N-pair cosine loss (Yang et al. 2019): each anchor's positive against the batch's other positives.
 
-    Softmax cross-entropy over the cosines of anchor ``i`` with every positive ``j``; a ``j``
-    of the anchor's own intent (other than ``i``) is not a negative and is masked out.
+    Softmax cross-entropy over ``scale ·`` the cosines of anchor ``i`` with every positive ``j``; a
+    ``j`` of the anchor's own intent (other than ``i``) is not a negative and is masked out. With
+    ``scale`` 1 the logits lie in [−1, 1] and the softmax over a batch of 16 is nearly flat (its
+    loss cannot fall below about ``log 16 − 2``); a scale of 10–30 is what such losses use since.
     """
-    cos = F.normalize(anchor, dim=-1) @ F.normalize(positive, dim=-1).T
+    cos = scale * (F.normalize(anchor, dim=-1) @ F.normalize(positive, dim=-1).T)
     same = labels[:, None] == labels[None, :]
     own = torch.eye(len(labels), dtype=torch.bool, device=labels.device)
     cos = cos.masked_fill(same & ~own, float("-inf"))
@@ -163,7 +202,10 @@ class Emu(nn.Module):
         self.config = config
         self.encoder = encoder
         self.classifier = nn.Linear(dim, config.n_intents)
-        self.centers = nn.Parameter(torch.zeros(config.n_intents, dim))
+        if config.centers == "learned":
+            self.centers = nn.Parameter(torch.zeros(config.n_intents, dim))
+        else:  # class centroids: moved by update_centroids, not by the optimiser (set by set_centroids before training)
+            self.register_buffer("centers", torch.zeros(config.n_intents, dim))
         self.critics = nn.ModuleDict({lang: LanguageCritic(dim, config.critic_hidden, config.critic_dropout)
                                       for lang in config.training_languages})
 
@@ -252,10 +294,12 @@ def emu_losses(model: Emu, batch: Mapping[str, torch.Tensor], weights: Mapping[s
         return {"contrastive": loss, "total": loss}
     if config.loss == "npair":
         positive = model(batch["pos_input_ids"], batch["pos_attention_mask"])
-        loss = npair_cosine_loss(u, positive, labels)
+        loss = npair_cosine_loss(u, positive, labels, config.scale)
         return {"npair": loss, "total": loss}
     losses = {"l2_softmax": F.cross_entropy(l2_constrained_logits(u, model.classifier, config.alpha), labels),
               "center": center_loss(u, labels, model.centers)}
+    if config.centers == "centroid" and model.training:  # after the loss: c is the centroid before this batch
+        update_centroids(model.centers, u, labels, config.center_rate)
     total = w["l2_softmax"] * losses["l2_softmax"] + w["center"] * losses["center"]
     if model.adversarial and "adv_input_ids" in batch:  # dev batches carry no adversarial sentences: L_C only
         # eq. 4: the encoder maximises the critic's loss (γ = w["adversarial"]); the critic's
@@ -270,7 +314,8 @@ def emu_losses(model: Emu, batch: Mapping[str, torch.Tensor], weights: Mapping[s
 
 
 EMU_OPTIONS = ("encoder_config", "n_intents", "loss", "alpha", "center_weight", "adversarial_weight", "critic_steps",
-               "clip", "critic_lr", "critic_hidden", "critic_dropout", "training_languages", "margin", "pooling")
+               "clip", "critic_lr", "critic_hidden", "critic_dropout", "training_languages", "margin", "pooling",
+               "scale", "centers", "center_rate")
 
 
 def build_emu(dim: int, n_languages: int, options: Mapping[str, Any]) -> Emu:

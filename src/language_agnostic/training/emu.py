@@ -22,9 +22,9 @@ from language_agnostic.config import method_spec, settings_from_params
 from language_agnostic.encoders.extraction import Tokenised, padded_batch
 from language_agnostic.encoders.loading import LoadedEncoder
 from language_agnostic.evaluation.intent_nn import nearest_neighbour_correct
-from language_agnostic.methods.emu import Emu, EmuConfig, emu_losses
+from language_agnostic.methods.emu import Emu, EmuConfig, class_means, emu_losses
 from language_agnostic.training.emu_data import EmuBatches, sample_per_intent, tokenise
-from language_agnostic.training.loop import TrainResult, TrainSettings, train
+from language_agnostic.training.loop import TrainResult, TrainSettings, inference_autocast, train
 
 logger = logging.getLogger(__name__)
 
@@ -76,16 +76,19 @@ def _rows(utterances: pd.DataFrame, locale: str, partition: str) -> pd.DataFrame
     return rows.sort_values("id", key=lambda c: c.astype(int)).reset_index(drop=True)
 
 
-def encode_tokenised(model: torch.nn.Module, tok: Tokenised, pad_id: int, batch_size: int = 64) -> np.ndarray:
+def encode_tokenised(model: torch.nn.Module, tok: Tokenised, pad_id: int, batch_size: int = 64,
+                     precision: str = "no") -> np.ndarray:
     """``u = E(x)`` of every tokenised text (eval mode, no gradients, on the model's device), in input order.
 
-    Texts are batched in order of length, so a batch pads to about its own length.
+    Texts are batched in order of length, so a batch pads to about its own length. ``precision``:
+    the autocast to encode under (``no``: fp32; a trained model's test sets pass its training's, the
+    precision its dev score was computed in: :func:`~language_agnostic.training.loop.inference_autocast`).
     """
     device = next(model.parameters()).device
     model.eval()
     order = np.argsort(tok.lengths, kind="stable")
     out = np.empty((len(order), 0), dtype=np.float32)
-    with torch.no_grad():
+    with torch.no_grad(), inference_autocast(device, precision):
         for start in range(0, len(order), batch_size):
             index = order[start:start + batch_size]
             ids, mask = padded_batch(tok, index, pad_id)
@@ -177,6 +180,10 @@ def prepare_emu(utterances: pd.DataFrame, encoder: LoadedEncoder, method: Mappin
     model = Emu(copy.deepcopy(encoder.model), int(encoder.model.config.hidden_size), config)
     if settings_data.encoder_trainable == "no_embeddings":
         model.encoder.get_input_embeddings().weight.requires_grad_(False)
+    if config.loss == "emu" and config.centers == "centroid" and config.center_weight > 0:
+        # c_y starts as the class centroid under the encoder training starts from (EMU eq. 1)
+        u = torch.from_numpy(encode_tokenised(model, labelled, pad_id))
+        model.centers.copy_(class_means(u, torch.tensor(train_rows["intent"].map(index).to_numpy()), len(intents)))
     info = {"name": name, "loss": config.loss, "intents": intents, "n_train": len(train_rows),
             "training_locale": settings_data.training_locale, "labelled_locales": list(locales),
             "adversarial_locales": list(adversarial_locales) if needs_critic else [], "adversarial": settings_data.adversarial}
@@ -212,7 +219,10 @@ def train_emu(utterances: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[
     initial = [float(r["dev_score"]) for r in result.history if r["epoch"] == 0]
     info = {**info, "best_epoch": result.best_epoch, "epochs_run": result.epochs_run,
             "dev_accuracy": max(float(r["dev_score"]) for r in result.history),
-            "dev_accuracy_initial": initial[0] if initial else None}
+            "dev_accuracy_initial": initial[0] if initial else None,
+            # the dev score ran under the training's autocast (Accelerate wraps the model's forward):
+            # test is encoded the same way (pipelines/emu/nodes.py:evaluate_emu_variant)
+            "mixed_precision": run.settings.mixed_precision}
     return run.model, result, info
 
 

@@ -12,7 +12,7 @@ import torch
 
 from language_agnostic.encoders.loading import LoadedEncoder
 from language_agnostic.evaluation.emu import (
-    LocaleSet, classifier_predictions, classifier_rows, intent_nn_correct, intent_nn_rows, selection_rows,
+    LocaleSet, classifier_predictions, classifier_rows, intent_nn_correct, intent_nn_rows, outcome_rows, selection_rows,
 )
 from language_agnostic.methods.emu import PooledEncoder
 from language_agnostic.methods.registry import build_spec
@@ -67,9 +67,10 @@ def _which(evaluation: Mapping[str, Any] | None) -> str:
 
 
 def _embed(model: torch.nn.Module, encoder: LoadedEncoder, tests: Mapping[str, pd.DataFrame],
-           extraction: Mapping[str, Any]) -> dict[str, LocaleSet]:
+           extraction: Mapping[str, Any], precision: str = "no") -> dict[str, LocaleSet]:
     pad_id = int(encoder.tokenizer.pad_token_id)
-    return {loc: LocaleSet(encode_tokenised(model, tokenise(encoder, rows["utt"].tolist(), extraction), pad_id),
+    return {loc: LocaleSet(encode_tokenised(model, tokenise(encoder, rows["utt"].tolist(), extraction), pad_id,
+                                            precision=precision),
                            rows["id"].tolist(), rows["intent"].tolist()) for loc, rows in tests.items()}
 
 
@@ -86,33 +87,40 @@ def _figure_sets(sets: Mapping[str, LocaleSet], name: str, figure: Mapping[str, 
 def evaluate_raw(utterances: pd.DataFrame, encoder: LoadedEncoder, data: Mapping[str, Any], extraction: Mapping[str, Any],
                  identity: Mapping[str, Any], evaluation: Mapping[str, Any] | None = None,
                  figure: Mapping[str, Any] | None = None, pooling: str = "mean"
-                 ) -> tuple[pd.DataFrame, dict[str, np.ndarray], dict[str, LocaleSet]]:
-    """The raw encoder's nearest-neighbour intent accuracy, its per-query results for the paired tests, and Figure 2's sets."""
+                 ) -> tuple[pd.DataFrame, dict[str, np.ndarray], dict[str, LocaleSet], pd.DataFrame]:
+    """The raw encoder's nearest-neighbour intent accuracy, its per-query results for the paired tests, Figure 2's
+    sets and its per-query outcomes (the claims' paired tests)."""
     locales = evaluation_locales(utterances, data, evaluation)
     sets = _embed(PooledEncoder(encoder.model, pooling), encoder, _test_sets(utterances, locales), extraction)
     correct = intent_nn_correct(sets, locales[0], _which(evaluation))
     return (intent_nn_rows(correct, "raw", str(identity.get("name")), pooling), {k: v.astype(bool) for k, v in correct.items()},
-            _figure_sets(sets, "raw", figure or {}))
+            _figure_sets(sets, "raw", figure or {}), outcome_rows(correct, sets, "raw"))
 
 
 def evaluate_emu_variant(utterances: pd.DataFrame, encoder: LoadedEncoder, artifact: Mapping[str, Any],
                          data: Mapping[str, Any], extraction: Mapping[str, Any], raw: Mapping[str, np.ndarray],
                          identity: Mapping[str, Any], evaluation: Mapping[str, Any] | None = None,
-                         figure: Mapping[str, Any] | None = None) -> tuple[pd.DataFrame, dict[str, LocaleSet]]:
-    """A fine-tuned encoder on every direction (with McNemar against raw), its classifier's own accuracy, and Figure 2's sets."""
+                         figure: Mapping[str, Any] | None = None) -> tuple[pd.DataFrame, dict[str, LocaleSet], pd.DataFrame]:
+    """A fine-tuned encoder on every direction (with McNemar against raw), its classifier's own accuracy, Figure 2's
+    sets and its per-query outcomes.
+
+    Test sentences are encoded under the artifact's ``mixed_precision`` (the training's), as dev was.
+    """
     model = rebuild_emu(encoder, artifact)
     locales = evaluation_locales(utterances, data, evaluation)
     tests = _test_sets(utterances, locales)
-    sets = _embed(model, encoder, tests, extraction)
+    # as the kept epoch's dev score was computed: under the training's autocast (bf16 on a CPU with native bf16)
+    sets = _embed(model, encoder, tests, extraction, str(artifact.get("mixed_precision", "no")))
     name, encoder_name = str(artifact["method"]), str(identity.get("name"))
-    rows = [intent_nn_rows(intent_nn_correct(sets, locales[0], _which(evaluation)), name, encoder_name, model.config.pooling, raw),
+    correct = intent_nn_correct(sets, locales[0], _which(evaluation))
+    rows = [intent_nn_rows(correct, name, encoder_name, model.config.pooling, raw),
             selection_rows(artifact, locales[0], encoder_name, model.config.pooling)]
     if model.config.loss in ("emu", "softmax"):  # the baselines with a trained classifier
         predicted = classifier_predictions(model, {loc: s.vectors for loc, s in sets.items()}, list(artifact["intents"]))
         rows.append(classifier_rows(predicted, {loc: t["intent"].tolist() for loc, t in tests.items()}, name, encoder_name))
     table = pd.concat(rows, ignore_index=True)
     log_child_metrics(artifact.get("mlflow_run_id"), table[table["metric"] == "accuracy@1"])
-    return table, _figure_sets(sets, name, figure or {})
+    return table, _figure_sets(sets, name, figure or {}), outcome_rows(correct, sets, name)
 
 
 def plot_emu_figure(figure: Mapping[str, Any], *sets: Mapping[str, LocaleSet], names: list[str]) -> Any:
@@ -120,11 +128,25 @@ def plot_emu_figure(figure: Mapping[str, Any], *sets: Mapping[str, LocaleSet], n
     return plot_intent_tsne(dict(zip(names, sets, strict=True)), figure)
 
 
-def report_emu(data: Mapping[str, Any], *tables: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any], str]:
-    """All rows: the metrics table, MLflow metrics and the markdown tables."""
+def report_emu(data: Mapping[str, Any], earlier: pd.DataFrame, *parts: pd.DataFrame
+               ) -> tuple[pd.DataFrame, dict[str, Any], str, pd.DataFrame]:
+    """All rows: the metrics table, MLflow metrics, the markdown tables and this run's per-query outcomes.
+
+    Args:
+        data: ``emu.data``.
+        earlier: The per-query outcomes stored before this run (``emu_outcomes_before``): the claims pair
+            a method this run did not train with its stored outcomes.
+        parts: Every method's metric rows (raw first), then every method's outcomes, in the same order.
+    """
+    if len(parts) % 2:
+        raise ValueError(f"report_emu: {len(parts)} inputs; expected each method's rows, then each method's outcomes")
+    tables, outcomes = parts[: len(parts) // 2], parts[len(parts) // 2:]
     rows = pd.concat(tables, ignore_index=True)
+    mine = pd.concat(outcomes, ignore_index=True)
     metrics = {metric_key(r): {"value": float(r.value), "step": 0} for r in rows.itertuples() if r.metric == "accuracy@1"}
-    return rows, metrics, emu_tables(rows, str(data.get("training_locale", EmuData.training_locale)))
+    pool = pd.concat([mine, earlier[(earlier["pipeline"] == "emu") & ~earlier["method"].isin(set(mine["method"]))]],
+                     ignore_index=True) if len(earlier) else mine
+    return rows, metrics, emu_tables(rows, str(data.get("training_locale", EmuData.training_locale)), pool), mine
 
 
 def tuned_encoder(encoder: LoadedEncoder, artifact: Mapping[str, Any]) -> LoadedEncoder:

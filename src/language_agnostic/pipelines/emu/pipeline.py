@@ -63,7 +63,8 @@ def _create_pipeline(methods: Mapping[str, Any] | None = None, save_encoders: li
     figure_methods = [str(n) for n in figure.get("methods") or [] if n == "raw" or n in methods]
     parts = [node(nodes.evaluate_raw, inputs=[*shared, "params:embeddings.extraction", "encoder_identity", "params:emu.evaluation",
                           "params:emu.figure"],
-                  outputs=["emu_rows_raw", "emu_raw_correct", "emu_figure_sets_raw"], name="evaluate_emu_raw_node")]
+                  outputs=["emu_rows_raw", "emu_raw_correct", "emu_figure_sets_raw", "emu_outcomes_raw"],
+                  name="evaluate_emu_raw_node")]
     for name in methods:
         key = name.replace("-", "_")  # dataset names: emu-no_ld -> emu_no_ld
         parts += [
@@ -74,13 +75,15 @@ def _create_pipeline(methods: Mapping[str, Any] | None = None, save_encoders: li
             node(nodes.evaluate_emu_variant,
                  inputs=[*shared[:2], f"emu_model_{key}", "params:emu.data", "params:embeddings.extraction",
                          "emu_raw_correct", "encoder_identity", "params:emu.evaluation", "params:emu.figure"],
-                 outputs=[f"emu_rows_{key}", f"emu_figure_sets_{key}"], name=f"evaluate_{key}_node"),
+                 outputs=[f"emu_rows_{key}", f"emu_figure_sets_{key}", f"emu_outcomes_{key}"], name=f"evaluate_{key}_node"),
         ]
         if name in save_encoders:
             parts.append(node(nodes.tuned_encoder, inputs=["encoder", f"emu_model_{key}"], outputs=f"emu_encoder_{key}",
                               name=f"save_{key}_encoder_node"))
-    parts.append(node(nodes.report_emu, inputs=["params:emu.data", "emu_rows_raw", *[f"emu_rows_{n.replace('-', '_')}" for n in methods]],
-                      outputs=["emu_metrics_table", "emu_metrics", "emu_tables_markdown"], name="report_emu_node"))
+    keys = ["raw", *[n.replace("-", "_") for n in methods]]
+    parts.append(node(nodes.report_emu, inputs=["params:emu.data", "emu_outcomes_before", *[f"emu_rows_{k}" for k in keys],
+                                                *[f"emu_outcomes_{k}" for k in keys]],
+                      outputs=["emu_metrics_table", "emu_metrics", "emu_tables_markdown", "emu_outcomes"], name="report_emu_node"))
     if figure_methods and figure.get("locales"):  # Figure 2; emu.figure.methods: [] = no figure
         parts.append(node(bind(nodes.plot_emu_figure, names=figure_methods),
                           inputs=["params:emu.figure", *[f"emu_figure_sets_{n.replace('-', '_')}" for n in figure_methods]],

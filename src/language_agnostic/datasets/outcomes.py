@@ -1,0 +1,63 @@
+"""Per-query outcomes (right or wrong, per test query) that paired tests between methods read, across runs.
+
+The long metrics table holds one accuracy per cell; a paired test (McNemar) needs which queries each
+method got right. Report nodes save their methods' outcomes here and read the file back for the
+methods an earlier run trained (e.g. the default ``slu`` run's ``lajoint-cs`` for the ablations run).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from kedro.io import AbstractDataset
+
+from language_agnostic.datasets.metrics import _active_run_id
+
+OUTCOME_COLUMNS = ["pipeline", "method", "task", "source", "target", "query", "correct", "run_id"]
+GROUP_COLUMNS = ["pipeline", "method", "task", "source", "target"]
+
+
+class OutcomesDataset(AbstractDataset[pd.DataFrame, pd.DataFrame]):
+    """A parquet file of :data:`OUTCOME_COLUMNS`; saving *upserts* whole groups.
+
+    The rows saved for a ``(pipeline, method, task, source, target)`` group replace every stored row
+    of that group (a re-run's queries replace the last run's), and other groups stay. ``run_id`` is
+    the active MLflow run when the rows carry none. A missing file loads as an empty table.
+
+    Args:
+        filepath: The parquet file.
+        metadata: Kedro's free-form metadata.
+    """
+
+    def __init__(self, filepath: str, metadata: dict[str, Any] | None = None) -> None:
+        self._filepath = Path(filepath)
+        self.metadata = metadata
+
+    def load(self) -> pd.DataFrame:
+        if not self._filepath.is_file():
+            return pd.DataFrame({c: pd.Series(dtype=bool if c == "correct" else str) for c in OUTCOME_COLUMNS})
+        return pd.read_parquet(self._filepath)
+
+    def save(self, data: pd.DataFrame) -> None:
+        missing = [c for c in OUTCOME_COLUMNS if c not in data.columns and c != "run_id"]
+        if missing:
+            raise ValueError(f"outcome rows lack column(s) {missing}; expected {OUTCOME_COLUMNS}")
+        rows = data.copy()
+        if "run_id" not in rows.columns:
+            rows["run_id"] = _active_run_id()
+        rows = rows[OUTCOME_COLUMNS].astype({c: str for c in OUTCOME_COLUMNS if c != "correct"}).astype({"correct": bool})
+        old = self.load()
+        if len(old):
+            groups = set(map(tuple, rows[GROUP_COLUMNS].to_numpy()))
+            old = old[[tuple(r) not in groups for r in old[GROUP_COLUMNS].to_numpy()]]
+            rows = pd.concat([old, rows], ignore_index=True)
+        self._filepath.parent.mkdir(parents=True, exist_ok=True)
+        rows.reset_index(drop=True).to_parquet(self._filepath, index=False)
+
+    def _exists(self) -> bool:
+        return self._filepath.is_file()
+
+    def _describe(self) -> dict[str, Any]:
+        return {"filepath": str(self._filepath)}

@@ -1,0 +1,70 @@
+"""One layout for every paper's claims section: the claim, the backbone the paper made it on, the
+paper's figures, ours, the paired test, the seeds and the verdict (``evaluation/claims.py``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from language_agnostic.evaluation.claims import Paired, verdict
+from language_agnostic.reporting.markdown import table
+
+COLUMNS = ["claim", "paper's backbone", "paper", "method", "baseline", "on", "method %", "baseline %", "Δ (points)",
+           "McNemar p", "seeds", "verdict"]
+VERDICT_RULE = ("Verdict: *holds* when our Δ has the claimed sign with McNemar p ≤ 0.05 (exact, on the same test "
+                "queries) in every seed; *fails* when it has the other sign under the same conditions; *tie* "
+                "otherwise (a seed or p > 0.05 could flip it); *not comparable* without paired outcomes. "
+                "A claim the paper made on another backbone than ours (multilingual-e5-small, of the XLM-R "
+                "family) is judged against the paper's XLM-R figures where it has them.")
+
+
+@dataclass(frozen=True)
+class ClaimSpec:
+    """A claim of a paper as this project checks it.
+
+    Attributes:
+        claim: The claim in a few words, with its section or table.
+        method: The method the claim is about (a method name of the pipeline).
+        baseline: What it is compared with.
+        backbone: The encoder(s) the paper made the claim on.
+        paper: The paper's figures behind it (on that backbone; the XLM-R rows where it has them).
+        direction: ``>`` (the method above the baseline) or ``not >`` (no better).
+    """
+
+    claim: str
+    method: str
+    baseline: str
+    backbone: str
+    paper: str
+    direction: str = ">"
+
+
+def p_text(p: float | None) -> str:
+    """``0.014``; ``<1e-6``; ``—`` when there is no test."""
+    if p is None or not np.isfinite(p):
+        return "—"
+    return "<1e-6" if p < 1e-6 else f"{p:.2g}"
+
+
+def claim_row(spec: ClaimSpec, on: str, seeds: Sequence[Paired | None]) -> list[str]:
+    """A row of :data:`COLUMNS`: the mean over seeds of both accuracies, the largest p over seeds, the verdict."""
+    measured = [s for s in seeds if s is not None]
+    if not measured:
+        return [spec.claim, spec.backbone, spec.paper, f"`{spec.method}`", f"`{spec.baseline}`", on, "—", "—", "—", "—",
+                str(len(seeds)), "not comparable"]
+    mean = lambda xs: float(np.mean(xs))  # noqa: E731
+    method, baseline = mean([s.method for s in measured]), mean([s.baseline for s in measured])
+    spread = "" if len(measured) == 1 else f" ± {100 * float(np.std([s.delta for s in measured], ddof=1)):.2f}"
+    worst = max(s.pvalue for s in measured)
+    return [spec.claim, spec.backbone, spec.paper, f"`{spec.method}`", f"`{spec.baseline}`", on, f"{100 * method:.2f}",
+            f"{100 * baseline:.2f}", f"{100 * (method - baseline):+.2f}{spread}", p_text(worst), str(len(measured)),
+            verdict([s.delta for s in measured], [s.pvalue if s else None for s in seeds], spec.direction)]
+
+
+def claims_section(title: str, intro: str, rows: Sequence[Sequence[str]]) -> list[str]:
+    """``## title``, the intro, the verdict rule and the table; nothing when there is no row."""
+    if not rows:
+        return []
+    return [f"## {title}", "", intro, "", VERDICT_RULE, "", *table(COLUMNS, [list(r) for r in rows], left=6), ""]
