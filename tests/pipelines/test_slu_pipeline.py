@@ -15,6 +15,7 @@ from language_agnostic.corpora.errors import CorpusFormatError
 from language_agnostic.datasets import TarArchiveDataset
 from language_agnostic.datasets.metrics import METRIC_COLUMNS
 from language_agnostic.datasets.muse import MuseDictionariesDataset
+from language_agnostic.datasets.outcomes import OutcomesDataset
 from language_agnostic.datasets.torch_state import TrainedHeadDataset
 from language_agnostic.pipelines.slu.nodes import parse_slu_locales
 from language_agnostic.pipelines.slu.pipeline import create_pipeline
@@ -65,6 +66,8 @@ def _catalog(model_dir: Path, muse_dir: Path, methods: dict[str, Any] | None = N
                         "encoder": MemoryDataset(copy_mode="assign"),
                         "muse_dictionaries": MuseDictionariesDataset(str(muse_dir)),
                         "slu_metrics_before": MemoryDataset(pd.DataFrame(columns=METRIC_COLUMNS)),
+                        "slu_outcomes_before": OutcomesDataset(str(muse_dir / "outcomes.parquet")),
+                        "slu_outcomes": OutcomesDataset(str(muse_dir / "outcomes.parquet")),
                         **{k: MemoryDataset(v) for k, v in params.items()}})
 
 
@@ -184,6 +187,12 @@ def test_a_method_named_with_plus_runs_under_a_node_safe_key_and_keeps_its_name_
     details = catalog["slu_details_lajoint_cs_plus_ucl"].load()
     assert details["train_seconds_per_epoch"] > 0 and details["epochs_run"] == 1
     assert set(details["slot_errors"]) == {"en-US", "de-DE"} and details["n_test"] == {"en-US": 3, "de-DE": 3}
+    # per-utterance exact match, stored for the claims' paired tests: its mean is the exact-match row
+    outcomes = catalog["slu_outcomes"].load()
+    assert set(outcomes["method"]) == {"zsjoint", "lajoint-cs+ucl"} and len(outcomes) == 2 * 2 * 3
+    de = outcomes[(outcomes["method"] == "zsjoint") & (outcomes["target"] == "de-DE")]["correct"].mean()
+    assert de == pytest.approx(table[(table["method"] == "zsjoint") & (table["target"] == "de-DE")
+                                     & (table["metric"] == "exact_match")]["value"].item(), abs=1e-6)
     # Figure 3: the same test utterance of the intent in both locales, a [CLS] vector each, for the methods run
     assert details["figure"]["ids"] == ["10"] and {k: v.shape for k, v in details["figure"]["vectors"].items()} == {
         "en-US": (1, 16), "de-DE": (1, 16)}

@@ -86,9 +86,20 @@ def test_figure_3_takes_the_same_ids_of_one_intent_in_every_locale():
 
 
 def _claims(markdown: str) -> list[list[str]]:
+    """Claim, method, baseline, method %, baseline %, Δ, p, seeds, verdict of each claims row."""
     section = markdown.split("## Claims (LAJ-MCL), as measured")[1]
-    return [[c.strip() for c in line.strip("|").split("|")] for line in section.splitlines()
-            if line.startswith("| ") and "claim" not in line]
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in section.splitlines()
+            if line.startswith("| ") and not line.startswith("| claim |")]
+    return [[r[0], r[3], r[4], *r[6:]] for r in rows]
+
+
+def _backbones(markdown: str) -> dict[str, str]:
+    section = markdown.split("## Claims (LAJ-MCL), as measured")[1]
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in section.splitlines() if line.startswith("| ")]
+    return {r[0]: r[1] for r in rows[1:]}
+
+
+ZS = "ZSJoint above LAJoint on XLM-R (Tables 2, 3; the text's mBERT claim is the reverse, §4.3)"
 
 
 def test_the_claims_compare_average_em_over_the_non_training_locales():
@@ -96,15 +107,38 @@ def test_the_claims_compare_average_em_over_the_non_training_locales():
     rows = _rows({"lajoint": _three((0.9, 0.5, 0.3)), "zsjoint-laj_budget": _three((0.1, 0.4, 0.2)),
                   "zsjoint": _three((0.9, 0.6, 0.3)), "lajoint-cs": _three((0.9, 0.3, 0.2)),
                   "lajoint-cs+ucl": _three((0.9, 0.2, 0.2))})
-    claims = _claims(slu_tables(rows, "en-US"))
-    assert claims == [
-        ["LAJoint > ZSJoint (§4.3, Table 2)", "`lajoint`", "`zsjoint-laj_budget`", "yes", "this run; this run",
-         "40.00", "30.00", "+10.00"],
-        ["LAJoint > ZSJoint (§4.3, Table 2)", "`lajoint`", "`zsjoint`", "no", "this run; this run", "40.00", "45.00", "-5.00"],
-        ["UCL > LAJoint+CS (§4.5, Table 4)", "`lajoint-cs+ucl`", "`lajoint-cs`", "no", "this run; this run",
-         "20.00", "25.00", "-5.00"]]
+    markdown = slu_tables(rows, "en-US")
+    # no per-utterance outcomes: the metrics table's averages, no test, not comparable
+    assert _claims(markdown) == [
+        [ZS, "`zsjoint-laj_budget` (this run)", "`lajoint` (this run)", "30.00", "40.00", "-10.00", "—", "1", "not comparable"],
+        [ZS, "`zsjoint` (this run)", "`lajoint` (this run)", "45.00", "40.00", "+5.00", "—", "1", "not comparable"],
+        ["UCL > LAJoint+CS (§4.5, Table 4)", "`lajoint-cs+ucl` (this run)", "`lajoint-cs` (this run)", "20.00", "25.00",
+         "-5.00", "—", "1", "not comparable"]]
+    # each claim names the backbone the paper made it on: the XLM-R rows for ZSJoint vs LAJoint, mBERT for Table 4
+    assert _backbones(markdown) == {ZS: "XLM-R base (Tables 2, 3)", "UCL > LAJoint+CS (§4.5, Table 4)": "mBERT only"}
     # no pair present: no section
     assert "## Claims" not in slu_tables(_rows({"lajoint": _three((0.9, 0.5, 0.3))}), "en-US")
+
+
+def _outcomes(method: str, de: list[bool], ja: list[bool]) -> pd.DataFrame:
+    return pd.DataFrame([{"pipeline": "slu", "method": method, "task": "slu_exact_match", "source": "", "target": loc,
+                          "query": str(i), "correct": c} for loc, hits in (("de-DE", de), ("ja-JP", ja))
+                         for i, c in enumerate(hits)])
+
+
+def test_the_claims_are_paired_on_the_utterances_with_mcnemar():
+    rows = _rows({"lajmcl": _three((0.9, 0.9, 0.9)), "lajoint-cs": _three((0.9, 0.1, 0.1))})
+    # lajmcl right on all 20 de + ja utterances, lajoint-cs on 2: 18 discordant, all one way: p = 2 / 2^18
+    outcomes = pd.concat([_outcomes("lajmcl", [True] * 10, [True] * 10),
+                          _outcomes("lajoint-cs", [True] + [False] * 9, [True] + [False] * 9),
+                          _outcomes("lajoint-cs", [True] * 10, [True] * 10).assign(task="other")])  # another task: ignored
+    assert _claims(slu_tables(rows, "en-US", outcomes=outcomes)) == [
+        ["MCL > w/o MCL (§4.3, Tables 2, 3)", "`lajmcl` (this run)", "`lajoint-cs` (this run)", "100.00", "10.00", "+90.00",
+         f"{2 / 2**18:.2g}", "1", "holds"]]
+    # a few utterances apart: a tie
+    close = pd.concat([_outcomes("lajmcl", [True] * 6 + [False] * 4, [True] * 5 + [False] * 5),
+                       _outcomes("lajoint-cs", [True] * 5 + [False] * 5, [True] * 5 + [False] * 5)])
+    assert _claims(slu_tables(rows, "en-US", outcomes=close))[0][3:] == ["55.00", "50.00", "+5.00", "1", "1", "tie"]
 
 
 def test_the_ablation_claims_compare_each_method_with_what_it_adds_to():
@@ -112,13 +146,13 @@ def test_the_ablation_claims_compare_each_method_with_what_it_adds_to():
     rows = _rows({"lajoint": _three((0.9, 0.5, 0.3)), "lajoint-no_comp_proj": _three((0.9, 0.6, 0.3)),
                   "lajoint-cs": _three((0.9, 0.3, 0.2)), "lajmcl": _three((0.9, 0.4, 0.3)),
                   "lajoint-cs+ucl+wcl": _three((0.9, 0.4, 0.4))})
-    assert _claims(slu_tables(rows, "en-US")) == [
-        ["MCL > w/o MCL (§4.3, Table 2)", "`lajmcl`", "`lajoint-cs`", "yes", "this run; this run", "35.00", "25.00", "+10.00"],
-        ["LAJoint > − Comp&Proj (§4.5, Table 4)", "`lajoint`", "`lajoint-no_comp_proj`", "no", "this run; this run",
+    assert [r[:6] for r in _claims(slu_tables(rows, "en-US"))] == [
+        ["MCL > w/o MCL (§4.3, Tables 2, 3)", "`lajmcl` (this run)", "`lajoint-cs` (this run)", "35.00", "25.00", "+10.00"],
+        ["LAJoint > − Comp&Proj (§4.5, Table 4)", "`lajoint` (this run)", "`lajoint-no_comp_proj` (this run)",
          "40.00", "45.00", "-5.00"],
-        ["UCL&WCL > LAJoint+CS (§4.5, Table 4)", "`lajoint-cs+ucl+wcl`", "`lajoint-cs`", "yes", "this run; this run",
+        ["UCL&WCL > LAJoint+CS (§4.5, Table 4)", "`lajoint-cs+ucl+wcl` (this run)", "`lajoint-cs` (this run)",
          "40.00", "25.00", "+15.00"],
-        ["MCL > any two levels (§4.5, Table 4)", "`lajmcl`", "`lajoint-cs+ucl+wcl`", "no", "this run; this run",
+        ["MCL > any two levels (§4.5, Table 4)", "`lajmcl` (this run)", "`lajoint-cs+ucl+wcl` (this run)",
          "35.00", "40.00", "-5.00"]]
 
 
@@ -131,8 +165,8 @@ def test_a_claims_baseline_not_trained_in_this_run_comes_from_the_earlier_metric
         _rows({"lajoint-cs+scl": _three((0.0, 0.0, 0.0))}).assign(encoder="e5", source="en-US", run_id="y" * 16)],
         ignore_index=True)
     claims = _claims(slu_tables(rows, "en-US", earlier=earlier))
-    assert claims == [["SCL > LAJoint+CS (§4.5, Table 4)", "`lajoint-cs+scl`", "`lajoint-cs`", "yes", "this run; run `abcdef01`",
-                       "50.00", "30.00", "+20.00"]]
+    assert claims == [["SCL > LAJoint+CS (§4.5, Table 4)", "`lajoint-cs+scl` (this run)", "`lajoint-cs` (run `abcdef01`)",
+                       "50.00", "30.00", "+20.00", "—", "1", "not comparable"]]
     # a baseline evaluated on fewer locales than this run is not compared
     partial = earlier[(earlier["target"] != "ja-JP")]
     assert "## Claims" not in slu_tables(rows, "en-US", earlier=partial)
@@ -142,11 +176,10 @@ def test_the_slot_level_readings_are_claimed_against_laj_cs_and_cosda():
     # EM over de, ja: lajoint-cs 0.25, lajoint-cs+scl-cos 0.30, lajmcl-cos 0.35, cosda-laj_budget 0.40
     rows = _rows({"lajoint-cs": _three((0.9, 0.3, 0.2)), "lajoint-cs+scl-cos": _three((0.9, 0.4, 0.2)),
                   "lajmcl-cos": _three((0.9, 0.4, 0.3)), "cosda-laj_budget": _three((0.9, 0.5, 0.3))})
-    assert _claims(slu_tables(rows, "en-US")) == [
-        ["LAJoint+CS > CoSDA-ML (§4.3)", "`lajoint-cs`", "`cosda-laj_budget`", "no", "this run; this run",
-         "25.00", "40.00", "-15.00"],
-        ["SCL, cosine affinity > LAJoint+CS", "`lajoint-cs+scl-cos`", "`lajoint-cs`", "yes", "this run; this run",
-         "30.00", "25.00", "+5.00"],
-        ["MCL, cosine SCL > w/o MCL", "`lajmcl-cos`", "`lajoint-cs`", "yes", "this run; this run", "35.00", "25.00", "+10.00"],
-        ["LAJ-MCL, cosine SCL > CoSDA-ML", "`lajmcl-cos`", "`cosda-laj_budget`", "no", "this run; this run",
-         "35.00", "40.00", "-5.00"]]
+    assert [r[:3] + r[5:6] for r in _claims(slu_tables(rows, "en-US"))] == [
+        ["LAJoint+CS > CoSDA-ML (§4.3, Tables 2, 3)", "`lajoint-cs` (this run)", "`cosda-laj_budget` (this run)", "-15.00"],
+        ["SCL, cosine affinity > LAJoint+CS (this project's reading)", "`lajoint-cs+scl-cos` (this run)",
+         "`lajoint-cs` (this run)", "+5.00"],
+        ["MCL, cosine SCL > w/o MCL (this project's reading)", "`lajmcl-cos` (this run)", "`lajoint-cs` (this run)", "+10.00"],
+        ["LAJ-MCL, cosine SCL > CoSDA-ML (this project's reading)", "`lajmcl-cos` (this run)", "`cosda-laj_budget` (this run)",
+         "-5.00"]]

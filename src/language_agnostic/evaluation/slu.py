@@ -59,13 +59,13 @@ def slot_f1(gold_labels: Sequence[Sequence[str]], pred_labels: Sequence[Sequence
     return float(f1_score(gold, pred))
 
 
-def exact_match(
+def exact_match_correct(
     gold_intents: Sequence[str],
     pred_intents: Sequence[str],
     gold_labels: Sequence[Sequence[str]],
     pred_labels: Sequence[Sequence[str]],
-) -> float:
-    """Fraction of utterances with the right intent and every slot label right.
+) -> list[bool]:
+    """Per utterance: the right intent and every slot label right (the outcomes a paired test reads).
 
     Raises:
         ValueError: any of the four lists misaligned (see :func:`slot_f1`).
@@ -74,10 +74,22 @@ def exact_match(
     gold, pred = _label_lists(gold_labels, pred_labels)
     if len(gold) != len(gold_intents):
         raise ValueError(f"{len(gold_intents)} intents but {len(gold)} label lists; they must align")
-    hits = sum(
-        gi == pi and g == p for gi, pi, g, p in zip(gold_intents, pred_intents, gold, pred)
-    )
-    return hits / len(gold)
+    return [gi == pi and g == p for gi, pi, g, p in zip(gold_intents, pred_intents, gold, pred)]
+
+
+def exact_match(
+    gold_intents: Sequence[str],
+    pred_intents: Sequence[str],
+    gold_labels: Sequence[Sequence[str]],
+    pred_labels: Sequence[Sequence[str]],
+) -> float:
+    """Fraction of utterances with the right intent and every slot label right (:func:`exact_match_correct`).
+
+    Raises:
+        ValueError: any of the four lists misaligned (see :func:`slot_f1`).
+    """
+    hits = exact_match_correct(gold_intents, pred_intents, gold_labels, pred_labels)
+    return sum(hits) / len(hits)
 
 
 def slu_scores(

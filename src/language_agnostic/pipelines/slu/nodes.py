@@ -14,7 +14,7 @@ import pandas as pd
 from language_agnostic.corpora.massive_slu import slu_table
 from language_agnostic.datasets.muse import MuseDirectory
 from language_agnostic.encoders.loading import LoadedEncoder
-from language_agnostic.evaluation.slu import slot_error_statistics, slu_scores
+from language_agnostic.evaluation.slu import exact_match_correct, slot_error_statistics, slu_scores
 from language_agnostic.reporting.figures import parallel_intent_sample, plot_parallel_tsne
 from language_agnostic.reporting.slu import slu_rows, slu_tables, summary
 from language_agnostic.reporting.tracking import log_child_metrics, log_child_run, metric_key
@@ -160,8 +160,8 @@ def evaluate_slu_variant(rows: pd.DataFrame, encoder: LoadedEncoder, artifact: M
 
     Returns:
         ``(rows, details)``: the metric rows, and ``{method, train_seconds_per_epoch, epochs_run,
-        inference_seconds, n_test, slot_errors}`` (per locale: Table 10's inference column and
-        Table 5's counts) with ``figure``: ``{ids, vectors: {locale: (n, D)}}`` of Figure 3's
+        inference_seconds, n_test, slot_errors, outcomes}`` (per locale: Table 10's inference column and
+        Table 5's counts; ``outcomes``: per test utterance, exact match right or wrong, for the claims' paired tests) with ``figure``: ``{ids, vectors: {locale: (n, D)}}`` of Figure 3's
         utterances when ``figure`` (``slu.figure``) is given, else ``None``.
     """
     lajoint = artifact["build"]["method"] == "lajoint"
@@ -170,7 +170,7 @@ def evaluate_slu_variant(rows: pd.DataFrame, encoder: LoadedEncoder, artifact: M
     wanted = test_locales(rows, locales)
     # as the kept checkpoint's dev score was computed: under its training's autocast (bf16 on a CPU with native bf16)
     precision = str(artifact.get("mixed_precision", "no"))
-    scores, seconds, n_test, errors = {}, {}, {}, {}
+    scores, seconds, n_test, errors, outcomes = {}, {}, {}, {}, []
     for locale in wanted:
         test = rows[(rows["locale"] == locale) & (rows["partition"] == "test")]
         start = time.perf_counter()
@@ -182,6 +182,9 @@ def evaluate_slu_variant(rows: pd.DataFrame, encoder: LoadedEncoder, artifact: M
         seconds[locale], n_test[locale] = time.perf_counter() - start, len(test)
         gold = [list(x) for x in test["labels"]]
         scores[locale] = slu_scores(test["intent"].tolist(), intents, gold, labels)
+        outcomes.append(pd.DataFrame({"pipeline": "slu", "method": name, "task": "slu_exact_match", "source": "",
+                                      "target": locale, "query": test["id"].astype(str).to_numpy(),
+                                      "correct": exact_match_correct(test["intent"].tolist(), intents, gold, labels)}))
         errors[locale] = slot_error_statistics(gold, labels)
         logger.info("slu %s on %s: %s", name, locale, {k: round(v, 4) for k, v in scores[locale].items()})
     training_locale = str(artifact.get("training_locale", "en-US"))
@@ -189,7 +192,8 @@ def evaluate_slu_variant(rows: pd.DataFrame, encoder: LoadedEncoder, artifact: M
     log_child_metrics(artifact.get("mlflow_run_id"), table)
     details: dict[str, Any] = {
         "method": name, "train_seconds_per_epoch": artifact.get("train_seconds_per_epoch"), "epochs_run": artifact.get("epochs_run"),
-        "inference_seconds": seconds, "n_test": n_test, "slot_errors": errors, "figure": None}
+        "inference_seconds": seconds, "n_test": n_test, "slot_errors": errors, "figure": None,
+        "outcomes": pd.concat(outcomes, ignore_index=True)}
     if figure is not None:
         details["figure"] = figure_vectors(rows, encoder, model, artifact, extraction, figure, wanted, training_locale)
     return table, details
@@ -217,14 +221,16 @@ def plot_slu_figure(figure: Mapping[str, Any], *details: Mapping[str, Any], name
     return plot_parallel_tsne({name: d["figure"]["vectors"] for name, d in zip(names, details, strict=True)}, figure)
 
 
-def report_slu(data: Mapping[str, Any], earlier: pd.DataFrame, *parts: Any, names: list[str],
-               grid: Mapping[str, tuple[int, int]] | None = None) -> tuple[pd.DataFrame, dict[str, Any], str]:
-    """All rows: the metrics table, MLflow metrics (the averages, seconds and slot error counts too) and the markdown tables.
+def report_slu(data: Mapping[str, Any], earlier: pd.DataFrame, earlier_outcomes: pd.DataFrame, *parts: Any, names: list[str],
+               grid: Mapping[str, tuple[int, int]] | None = None) -> tuple[pd.DataFrame, dict[str, Any], str, pd.DataFrame]:
+    """All rows: the metrics table, MLflow metrics (the averages, seconds and slot error counts too), the markdown
+    tables and this run's per-utterance exact-match outcomes.
 
     Args:
         data: ``slu.data``.
         earlier: The long metrics table before this run: the claims section takes the rows of methods
             this run did not train from it (``reporting/slu.py:claims_table``).
+        earlier_outcomes: The per-utterance outcomes stored before this run: the paired tests of those methods.
         parts: Each method's metric rows, then each method's details, in ``names`` order
             (:func:`evaluate_slu_variant`).
         names: The methods.
@@ -245,4 +251,9 @@ def report_slu(data: Mapping[str, Any], earlier: pd.DataFrame, *parts: Any, name
             metrics[f"{prefix}.{locale}.inference_seconds"] = {"value": float(value), "step": 0}
         for locale, counts in d["slot_errors"].items():
             metrics.update({f"{prefix}.{locale}.slot_errors.{k}": {"value": float(v), "step": 0} for k, v in counts.items()})
-    return rows, metrics, slu_tables(rows, training_locale, details=details, grid=grid, earlier=earlier)
+    mine = pd.concat([d["outcomes"] for d in details if d.get("outcomes") is not None], ignore_index=True)
+    older = earlier_outcomes[(earlier_outcomes["pipeline"] == "slu") & ~earlier_outcomes["method"].isin(set(mine["method"]))] \
+        if len(earlier_outcomes) else earlier_outcomes
+    outcomes = pd.concat([mine, older], ignore_index=True)
+    return (rows, metrics, slu_tables(rows, training_locale, details=details, grid=grid, earlier=earlier, outcomes=outcomes),
+            mine)

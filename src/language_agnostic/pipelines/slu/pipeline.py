@@ -76,8 +76,9 @@ def _create_pipeline(methods: Mapping[str, Any], figure: Mapping[str, Any]) -> P
         ]
     names = [str(n) for n in methods]
     parts.append(node(bind(nodes.report_slu, names=names, grid=nodes.grid_methods(methods)),
-                      inputs=["params:slu.data", "slu_metrics_before", *[f"slu_rows_{keys[n]}" for n in names], *[f"slu_details_{keys[n]}" for n in names]],
-                      outputs=["slu_metrics_table", "slu_metrics", "slu_tables_markdown"], name="report_slu_node"))
+                      inputs=["params:slu.data", "slu_metrics_before", "slu_outcomes_before", *[f"slu_rows_{keys[n]}" for n in names],
+                              *[f"slu_details_{keys[n]}" for n in names]],
+                      outputs=["slu_metrics_table", "slu_metrics", "slu_tables_markdown", "slu_outcomes"], name="report_slu_node"))
     if figure_methods:
         parts.append(node(bind(nodes.plot_slu_figure, names=figure_methods),
                           inputs=["params:slu.figure", *[f"slu_details_{keys[n]}" for n in figure_methods]],
