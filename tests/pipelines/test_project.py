@@ -183,6 +183,22 @@ def yaml_base(name: str) -> dict:
     return yaml.safe_load((PROJECT_ROOT / "conf" / "base" / name).read_text())
 
 
+def test_the_fmda_en_de_env_is_base_on_the_first_pair(project: Path, forget_env):
+    import yaml
+
+    from language_agnostic.pipeline_registry import register_pipelines
+
+    base = yaml_base("parameters_massive.yml")["massive"]
+    env = yaml.safe_load((PROJECT_ROOT / "conf" / "fmda_en_de" / "parameters_massive.yml").read_text())["massive"]
+    assert env["pairs"] == {"en_de": base["pairs"]["en_de"]}
+    assert {k: v for k, v in env.items() if k != "pairs"} == {k: v for k, v in base.items() if k != "pairs"}
+    with KedroSession.create(PROJECT_ROOT, env="fmda_en_de") as session:
+        session.load_context()
+        names = {n.name for n in register_pipelines()["fmda"].nodes}
+    assert {"en_de.train_fmda_all_together_node", "plot_embeddings_node"} <= names
+    assert not any(name.startswith(("en_es.", "en_ja.")) for name in names)
+
+
 def test_the_emu_languages_env_restates_base_but_for_the_study(project: Path, forget_env):
     """The env restates two top-level keys (Kedro replaces them wholesale): they must not drift from conf/base."""
     import yaml

@@ -12,7 +12,8 @@ from language_agnostic.reporting.claims import ClaimSpec, claim_row, claims_sect
 from language_agnostic.reporting.markdown import table
 
 # the order of EMU's Table 2: the raw encoder, the fine-tuning baselines, EMU's ablations, EMU
-METHOD_ORDER = ["raw", "softmax", "contrastive", "npair", "emu-no_ld_cl", "emu-no_ld", "emu", "emu-parallel"]
+METHOD_ORDER = ["raw", "softmax", "contrastive", "contrastive-m2", "npair", "npair-unscaled", "emu-no_ld_cl", "emu-no_ld", "emu",
+                "emu-parallel"]
 
 
 def _lang(locale: str) -> str:
