@@ -363,6 +363,14 @@ def test_meaning_embeddings_against_centring_table():
     assert "| dream/meaning" not in section and "| centering/mean" not in section
     # the accuracy table itself is unchanged by the p-value rows
     assert "| fmda/m | 0.628 | 0.622 |" in fmda_tables(pd.DataFrame(rows)).split("## Table 2")[1]
+    # the claims: the paper's backbone, McNemar's p, one seed, the verdict (EN→JA a gain with p = 0.014, JA→EN a tie)
+    claims = fmda_tables(pd.DataFrame(rows)).split("## Claims (FMDA), as measured")[1]
+    lines = [[c.strip() for c in line.strip("|").split("|")] for line in claims.splitlines() if line.startswith("| FMDA")]
+    assert [line[1] for line in lines] == ["XLM-R base ([CLS], frozen)"] * 3
+    assert [line[3:] for line in lines] == [
+        ["`fmda/m`", "`centering/mean`", "EN→JA", "62.80", "61.20", "+1.60", "0.014", "1", "holds"],
+        ["`fmda/m`", "`centering/mean`", "JA→EN", "62.20", "62.60", "-0.40", "0.57", "1", "tie"],
+        ["`fmda-infonce/m`", "`centering/mean`", "EN→JA", "75.00", "61.20", "+13.80", "<1e-6", "1", "holds"]]
 
 
 def test_mcnemar_rows_against_centring(tiny_hub_model: Path, tmp_path: Path):
