@@ -181,3 +181,24 @@ def test_table3_is_relative_to_raw():
                          for m, s, t, v in [("raw", "en-US", "en-US", 0.5), ("raw", "de-DE", "en-US", 0.4),
                                             ("x", "en-US", "en-US", 0.6), ("x", "de-DE", "en-US", 0.3)]])
     assert table3_relative(rows)[2] == "| x | +20.0% | -25.0% |"
+
+
+def test_claims_pair_each_seed_with_the_same_seed_of_the_baseline():
+    from language_agnostic.reporting.emu import claims_rows, seed_runs
+
+    assert seed_runs(["raw", "emu", "emu-seed2021", "emu-no_ld", "emu-no_ld-seed2021", "emu-no_ld-seed2022"]) == {
+        "raw": {"": "raw"}, "emu": {"": "emu", "2021": "emu-seed2021"},
+        "emu-no_ld": {"": "emu-no_ld", "2021": "emu-no_ld-seed2021", "2022": "emu-no_ld-seed2022"}}
+
+    def hits(method: str, n_right: int) -> pd.DataFrame:  # 100 en-en queries, the first n_right right
+        return pd.DataFrame({"pipeline": "emu", "method": method, "task": "intent_nn", "source": "en-US",
+                             "target": "en-US", "query": [str(i) for i in range(100)], "correct": np.arange(100) < n_right})
+
+    # emu above emu-no_ld by 20 queries with the first seed, by 1 with the second: the second's p flips it to a tie
+    outcomes = pd.concat([hits("raw", 50), hits("emu", 80), hits("emu-seed2021", 61), hits("emu-no_ld", 60),
+                          hits("emu-no_ld-seed2021", 60), hits("emu-no_ld-seed2022", 10)])
+    rows = {(r[0], r[5]): r for r in claims_rows(outcomes, "en-US")}
+    ld = rows[("the language discriminator helps (Table 5)", "en-en")]
+    assert ld[6:] == ["70.50", "60.00", "+10.50 ± 13.44", "1", "2", "tie"]  # seeds "" and 2021; 2022 has no emu
+    raw = rows[("EMU above the raw encoder (Table 2)", "en-en")]
+    assert raw[10:] == ["2", "holds"]  # both seeds of emu against the one raw encoder

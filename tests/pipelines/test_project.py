@@ -199,6 +199,26 @@ def test_the_fmda_en_de_env_is_base_on_the_first_pair(project: Path, forget_env)
     assert not any(name.startswith(("en_es.", "en_ja.")) for name in names)
 
 
+def test_the_emu_seeds_env_restates_base_but_for_its_methods(project: Path, forget_env):
+    import yaml
+
+    from language_agnostic.pipeline_registry import register_pipelines
+
+    base = yaml_base("parameters_emu.yml")["emu"]
+    env = yaml.safe_load((PROJECT_ROOT / "conf" / "emu_seeds" / "parameters_emu.yml").read_text())["emu"]
+    changed = {"methods", "figure", "save_encoders"}
+    assert {k: v for k, v in env.items() if k not in changed} == {k: v for k, v in base.items() if k not in changed}
+    # each method is a base method with only the training seed changed
+    for name, spec in env["methods"].items():
+        method, seed = name.rsplit("-seed", 1)
+        assert {k: v for k, v in spec.items() if k != "training"} == base["methods"][method]
+        assert spec["training"] == {"seed": int(seed)} and int(seed) != base["training"]["seed"]
+    with KedroSession.create(PROJECT_ROOT, env="emu_seeds") as session:
+        session.load_context()
+        names = {n.name for n in register_pipelines()["emu"].nodes}
+    assert {"train_emu_seed2021_node", "train_emu_no_ld_cl_seed2022_node", "report_emu_node"} <= names
+
+
 def test_the_emu_languages_env_restates_base_but_for_the_study(project: Path, forget_env):
     """The env restates two top-level keys (Kedro replaces them wholesale): they must not drift from conf/base."""
     import yaml

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -146,22 +147,46 @@ CLAIMS = [
 ]
 
 
+SEED_SUFFIX = re.compile(r"^(?P<method>.+)-seed(?P<seed>\d+)$")
+
+
+def seed_runs(methods: Sequence[str]) -> dict[str, dict[str, str]]:
+    """``{method: {seed label: method name}}``: ``emu-seed2022`` is ``emu`` trained with another seed
+    (``--env=emu_seeds``); a name without the suffix is the configured seed (label ``""``)."""
+    out: dict[str, dict[str, str]] = {}
+    for name in methods:
+        match = SEED_SUFFIX.match(name)
+        method, seed = (match["method"], match["seed"]) if match else (name, "")
+        out.setdefault(method, {})[seed] = name
+    return out
+
+
 def claims_rows(outcomes: pd.DataFrame, training_locale: str) -> list[list[str]]:
-    """:data:`CLAIMS` on the pooled en-en queries and the pooled cross-lingual ones (EN → * and * → EN), one seed."""
+    """:data:`CLAIMS` on the pooled en-en queries and the pooled cross-lingual ones (EN → * and * → EN).
+
+    Each seed of the method is paired with the same seed of the baseline (the raw encoder, untrained,
+    with every seed); the row gives the mean over seeds, the sd of Δ and the largest p.
+    """
     if outcomes is None or not len(outcomes):
         return []
     nn = outcomes[(outcomes["pipeline"] == "emu") & (outcomes["task"] == "intent_nn")]
     mono = (nn["source"] == training_locale) & (nn["target"] == training_locale)
     cross = (nn["source"] == training_locale) != (nn["target"] == training_locale)
     en = _lang(training_locale).lower()
-    present = set(nn["method"])
+    runs = seed_runs(list(dict.fromkeys(nn["method"])))
     body = []
     for spec in CLAIMS:
-        if not {spec.method, spec.baseline} <= present:
+        if spec.method not in runs or spec.baseline not in runs:
+            continue
+        mine, theirs = runs[spec.method], runs[spec.baseline]
+        seeds = sorted(mine) if spec.baseline == "raw" else sorted(set(mine) & set(theirs))
+        if not seeds:
             continue
         for on, keep in ((f"{en}-{en}", mono), (f"{_lang(training_locale)} ↔ *", cross)):
             part = nn[keep]
-            body.append(claim_row(spec, on, [paired(outcomes_of(part, spec.method), outcomes_of(part, spec.baseline))]))
+            tests = [paired(outcomes_of(part, mine[seed]), outcomes_of(part, theirs.get(seed, theirs.get("", ""))))
+                     for seed in seeds]
+            body.append(claim_row(spec, on, tests))
     return body
 
 
