@@ -126,6 +126,7 @@ def test_the_emu_pipeline_on_two_processes_makes_one_mlflow_run_and_the_tables_o
     methods = {"emu": {"loss": "emu", "options": {"critic_hidden": 8}}, "softmax": {"loss": "softmax"}}
     previous = mlflow.get_tracking_uri()
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    mlflow.set_experiment("processes_test")  # not an experiment id another test's store left active
     tables = {}
     try:
         for processes in (1, 2):
