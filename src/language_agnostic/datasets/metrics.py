@@ -42,18 +42,8 @@ class MetricsTableDataset(AbstractDataset[pd.DataFrame, pd.DataFrame]):
         return pd.read_csv(self._filepath, dtype={c: str for c in METRIC_COLUMNS if c != "value"}, keep_default_na=False)
 
     def save(self, data: pd.DataFrame) -> None:
-        missing = [c for c in METRIC_COLUMNS if c not in data.columns and c != "run_id"]
-        if missing:
-            raise ValueError(f"metric rows lack column(s) {missing}; expected {METRIC_COLUMNS}")
-        rows = data.copy()
-        if "run_id" not in rows.columns:
-            rows["run_id"] = _active_run_id()
-        rows = rows[METRIC_COLUMNS].astype({c: str for c in METRIC_COLUMNS if c != "value"})
-        old = self.load()
-        if len(old):
-            keys = set(map(tuple, rows[KEY_COLUMNS].to_numpy()))
-            old = old[[tuple(r) not in keys for r in old[KEY_COLUMNS].to_numpy()]]
-            rows = pd.concat([old, rows], ignore_index=True)
+        rows = rows_to_save(data, METRIC_COLUMNS, "metric", {c: str for c in METRIC_COLUMNS if c != "value"})
+        rows = upsert(self.load(), rows, KEY_COLUMNS)
         rows = rows.sort_values(KEY_COLUMNS, kind="stable").reset_index(drop=True)
         self._filepath.parent.mkdir(parents=True, exist_ok=True)
         rows.to_csv(self._filepath, index=False)
@@ -65,6 +55,29 @@ class MetricsTableDataset(AbstractDataset[pd.DataFrame, pd.DataFrame]):
 
     def _describe(self) -> dict[str, Any]:
         return {"filepath": str(self._filepath), "leaderboard": str(self._leaderboard)}
+
+
+def rows_to_save(data: pd.DataFrame, columns: list[str], what: str, dtypes: dict[str, Any]) -> pd.DataFrame:
+    """``data``'s ``columns`` cast to ``dtypes``, ``run_id`` the active MLflow run's when it has none.
+
+    Raises:
+        ValueError: a column (``run_id`` aside) missing, named with ``what`` (``metric``, ``outcome``).
+    """
+    missing = [c for c in columns if c not in data.columns and c != "run_id"]
+    if missing:
+        raise ValueError(f"{what} rows lack column(s) {missing}; expected {columns}")
+    rows = data.copy()
+    if "run_id" not in rows.columns:
+        rows["run_id"] = _active_run_id()
+    return rows[columns].astype(dtypes)
+
+
+def upsert(old: pd.DataFrame, new: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """``new`` after the rows of ``old`` whose ``keys`` no row of ``new`` has."""
+    if not len(old):
+        return new
+    taken = set(map(tuple, new[keys].to_numpy()))
+    return pd.concat([old[[tuple(r) not in taken for r in old[keys].to_numpy()]], new], ignore_index=True)
 
 
 def write_leaderboard(metrics: pd.DataFrame, stem: Path) -> list[Path]:

@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 from kedro.io import AbstractDataset
 
-from language_agnostic.datasets.metrics import _active_run_id
+from language_agnostic.datasets.metrics import rows_to_save, upsert
 
 OUTCOME_COLUMNS = ["pipeline", "method", "task", "source", "target", "query", "correct", "run_id"]
 GROUP_COLUMNS = ["pipeline", "method", "task", "source", "target"]
@@ -41,18 +41,8 @@ class OutcomesDataset(AbstractDataset[pd.DataFrame, pd.DataFrame]):
         return pd.read_parquet(self._filepath)
 
     def save(self, data: pd.DataFrame) -> None:
-        missing = [c for c in OUTCOME_COLUMNS if c not in data.columns and c != "run_id"]
-        if missing:
-            raise ValueError(f"outcome rows lack column(s) {missing}; expected {OUTCOME_COLUMNS}")
-        rows = data.copy()
-        if "run_id" not in rows.columns:
-            rows["run_id"] = _active_run_id()
-        rows = rows[OUTCOME_COLUMNS].astype({c: str for c in OUTCOME_COLUMNS if c != "correct"}).astype({"correct": bool})
-        old = self.load()
-        if len(old):
-            groups = set(map(tuple, rows[GROUP_COLUMNS].to_numpy()))
-            old = old[[tuple(r) not in groups for r in old[GROUP_COLUMNS].to_numpy()]]
-            rows = pd.concat([old, rows], ignore_index=True)
+        dtypes = {**{c: str for c in OUTCOME_COLUMNS if c != "correct"}, "correct": bool}
+        rows = upsert(self.load(), rows_to_save(data, OUTCOME_COLUMNS, "outcome", dtypes), GROUP_COLUMNS)
         self._filepath.parent.mkdir(parents=True, exist_ok=True)
         rows.reset_index(drop=True).to_parquet(self._filepath, index=False)
 

@@ -48,11 +48,18 @@ def p_text(p: float | None) -> str:
     return "<1e-6" if p < 1e-6 else f"{p:.2g}"
 
 
-def claim_row(spec: ClaimSpec, on: str, seeds: Sequence[Paired | None]) -> list[str]:
-    """A row of :data:`COLUMNS`: the mean over seeds of both accuracies, the largest p over seeds, the verdict."""
+def claim_row(spec: ClaimSpec, on: str, seeds: Sequence[Paired | None],
+              untested: tuple[float, float] | None = None) -> list[str]:
+    """A row of :data:`COLUMNS`: the mean over seeds of both accuracies, the largest p over seeds, the verdict.
+
+    ``untested``: the two accuracies to show when no seed has paired outcomes (e.g. a metrics table's
+    averages from a run that stored none); the verdict is then *not comparable*.
+    """
     measured = [s for s in seeds if s is not None]
     if not measured:
-        return [spec.claim, spec.backbone, spec.paper, f"`{spec.method}`", f"`{spec.baseline}`", on, "—", "—", "—", "—",
+        shown = ([f"{100 * untested[0]:.2f}", f"{100 * untested[1]:.2f}", f"{100 * (untested[0] - untested[1]):+.2f}"]
+                 if untested is not None else ["—", "—", "—"])
+        return [spec.claim, spec.backbone, spec.paper, f"`{spec.method}`", f"`{spec.baseline}`", on, *shown, "—",
                 str(len(seeds)), "not comparable"]
     mean = lambda xs: float(np.mean(xs))  # noqa: E731
     method, baseline = mean([s.method for s in measured]), mean([s.baseline for s in measured])

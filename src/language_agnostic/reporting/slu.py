@@ -301,10 +301,9 @@ def claims_table(rows: pd.DataFrame, training_locale: str, earlier: pd.DataFrame
         if not (covered(method) and covered(baseline)):
             continue
         test = paired(outcomes_of(em, method), outcomes_of(em, baseline)) if em is not None else None
-        row = claim_row(spec, f"EM, non-{_lang(training_locale)}", [test])
-        if test is None:  # no per-utterance outcomes: the averages of the metrics table, untested
-            m, b = (average_over_targets(pool, x, "exact_match", training_locale) for x in (method, baseline))
-            row[6:9] = [_pct(m), _pct(b), f"{100 * (m - b):+.2f}"]
+        # without per-utterance outcomes: the averages of the metrics table, untested
+        averages = tuple(average_over_targets(pool, x, "exact_match", training_locale) for x in (method, baseline))
+        row = claim_row(spec, f"EM, non-{_lang(training_locale)}", [test], averages)
         row[3] = f"{row[3]} ({origin(method)})"
         row[4] = f"{row[4]} ({origin(baseline)})"
         body.append(row)
