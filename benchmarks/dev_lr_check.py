@@ -16,6 +16,11 @@ Usage::
     .venv/bin/python -u benchmarks/dev_lr_check.py --pair en_de --method dream --lrs 1e-4 1e-3 --max-epochs 200
     .venv/bin/python -u benchmarks/dev_lr_check.py --pair en_de --lrs 1e-3 --select-on dev_retrieval --test
 
+``--negatives pool|all`` draws DREAM's partners from the BLEU negative pool (FMDA's data) or from
+every utterance of the split, and prints the kept model's dev accuracy@1 of its meaning embedding::
+
+    .venv/bin/python -u benchmarks/dev_lr_check.py --pair en_de --method dream --lrs 1e-3 --max-epochs 200 --negatives all
+
 ``--variant`` trains an ``fmda.variants`` entry (its ``loss`` and ``training`` overrides) and
 ``--loss KEY=VALUE ...`` overrides ``fmda.loss`` on top; every FMDA run prints the kept model's
 dev accuracy@1 of ``emb_m`` (both directions), the dev figure the loss defaults are chosen on::
@@ -85,6 +90,8 @@ def main() -> None:
     parser.add_argument("--training", nargs="*", default=[], metavar="KEY=VALUE",
                         help="fmda.training overrides, e.g. mixed_precision=bf16")
     parser.add_argument("--seed", type=int, default=None, help="training seed (default: the configured one)")
+    parser.add_argument("--negatives", choices=["pool", "all"], default=None,
+                        help="DREAM's partners: the BLEU negative pool or every utterance (default: the configured one)")
     parser.add_argument("--test", action="store_true", help="print the selected model's test rows")
     parser.add_argument("--baselines", action="store_true", help="print the dev figures of raw/mean and centering/mean only")
     args = parser.parse_args()
@@ -125,9 +132,11 @@ def main() -> None:
                 rows = fmda_evaluation.evaluate_fmda(manifest, trained, {"name": "bundled"})
                 print(rows[["embedding", "task", "source", "target", "metric", "value"]].to_string(index=False))
         else:
-            _, history = nodes.train_pooled_head(manifest, {**dream, "training": training}, params["training"],
-                                                 params.get("loss"), "dream")
+            spec = {**dream, "training": training, **({"negatives": args.negatives} if args.negatives else {})}
+            trained, history = nodes.train_pooled_head(manifest, pools, spec, params["training"], params.get("loss"), "dream")
             key = f"dream.{manifest['source_locale']}-{manifest['target_locale']}.dev_total"
+            print(f"negatives {trained['negatives']}: kept epoch {trained['best_epoch']}, "
+                  f"dev accuracy@1 of the meaning embedding {trained['dev_m_accuracy']:.4f}")
         seconds = time.perf_counter() - start
         dev = [(r["value"], r["step"]) for r in history[key]]
         best, epoch = min(dev)

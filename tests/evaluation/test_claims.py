@@ -5,8 +5,12 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from language_agnostic.evaluation.claims import Paired, outcomes_of, paired, verdict
-from language_agnostic.reporting.claims import ClaimSpec, claim_row
+import numpy as np
+from scipy import stats
+
+from language_agnostic.evaluation.claims import Paired, outcomes_of, paired, paired_correlation, verdict
+from language_agnostic.reporting.claims import ClaimSpec, claim_row, claims_section, columns
+from language_agnostic.reporting.similarity import claims_rows
 
 
 def test_a_verdict_needs_the_sign_and_p_in_every_seed():
@@ -46,3 +50,73 @@ def test_a_claim_row_reports_the_mean_the_spread_the_worst_p_and_the_seeds():
     assert row == ["A above B (Table 1)", "mBERT", "40.9 vs 38.0", "`a`", "`b`", "en-en", "59.00", "50.00",
                    "+9.00 ± 1.41", "0.02", "2", "holds"]
     assert claim_row(spec, "en-en", [None])[-2:] == ["1", "not comparable"]
+
+
+def test_paired_correlation_averages_each_groups_pearson_and_bootstraps_the_difference():
+    rng = np.random.default_rng(0)
+    gold = rng.normal(size=60)
+    groups = np.repeat(["a-b", "c-d"], 30)
+    good, noise = gold + rng.normal(scale=0.5, size=60), rng.normal(size=60)
+    result = paired_correlation(good, noise, gold, groups, resamples=2000, seed=1)
+    expected = [np.mean([stats.pearsonr(s[groups == g], gold[groups == g]).statistic for g in ("a-b", "c-d")])
+                for s in (good, noise)]
+    assert (result.method, result.baseline) == pytest.approx(expected) and result.n == 60
+    assert result.pvalue == pytest.approx(1 / 2000)        # every resample keeps r ≈ 0.9 above r ≈ 0
+    # a perfect scorer against its mirror image: every resample's difference is exactly 2
+    assert paired_correlation(gold, -gold, gold, groups, resamples=100).pvalue == pytest.approx(0.01)
+    # a scorer against itself: no resample is on the other side of zero... every one is zero: p = 1
+    assert paired_correlation(good, good, gold, groups, resamples=100).pvalue == 1.0
+    # the same seed, the same p; a near tie gets a large p
+    close = good + rng.normal(scale=0.05, size=60)
+    first = paired_correlation(good, close, gold, groups, resamples=500, seed=3)
+    assert first == paired_correlation(good, close, gold, groups, resamples=500, seed=3) and first.pvalue > 0.05
+    with pytest.raises(ValueError, match="aligned arrays, got lengths 60, 59, 60 and 60"):
+        paired_correlation(good, noise[:-1], gold, groups)
+    with pytest.raises(ValueError, match="at least 3 items in every group"):
+        paired_correlation(good[:32], noise[:32], gold[:32], groups[:32])
+
+
+def test_correlation_claims_name_the_test_and_show_r_with_three_decimals():
+    assert columns(percent=False, test="bootstrap")[6:10] == ["method r", "baseline r", "Δ r", "bootstrap p"]
+    spec = ClaimSpec("A above B", "a/meaning", "b/mean", "mE5", "0.438 vs 0.357")
+    row = claim_row(spec, "avg Pearson", [Paired(0.4004, 0.2701, 0.0001, 6000)], percent=False)
+    assert row[6:] == ["0.400", "0.270", "+0.130", "0.0001", "1", "holds"]
+    section = claims_section("Claims", "intro", [row], percent=False, test="bootstrap")
+    assert "paired-bootstrap p ≤ 0.05" in section[4] and "McNemar" not in "\n".join(section)
+
+
+def test_similarity_claims_are_judged_on_a_tables_average_and_skip_untrained_heads():
+    rng = np.random.default_rng(0)
+    gold = rng.normal(size=40)
+    pairs = np.repeat(["ro-en", "et-en"], 20)
+
+    def scores(method: str, embedding: str, cosine: np.ndarray) -> pd.DataFrame:
+        return pd.DataFrame({"method": method, "embedding": embedding, "pair": pairs, "item": np.arange(40),
+                             "cosine": cosine, "gold": gold})
+
+    table = pd.concat([scores("seed", "meaning", gold + rng.normal(scale=0.3, size=40)),
+                       scores("raw", "mean", rng.normal(size=40))]).sample(frac=1, random_state=0)  # order must not matter
+    claims = [{"claim": "SEED above raw", "method": "seed/meaning", "baseline": "raw/mean", "backbone": "mE5", "paper": "p"},
+              {"claim": "raw not above SEED", "method": "raw/mean", "baseline": "seed/meaning", "backbone": "mE5",
+               "paper": "p", "direction": "not >", "table": "only ro-en"},
+              {"claim": "absent", "method": "meat/meaning", "baseline": "raw/mean", "backbone": "mE5", "paper": "p"}]
+    views = {"both": ["ro-en", "et-en"], "only ro-en": ["ro-en"]}
+    rows = claims_rows(table, claims, views, {"resamples": 300, "seed": 0})
+    assert [r[0] for r in rows] == ["SEED above raw", "raw not above SEED"]
+    assert rows[0][5] == "avg Pearson, ro-en, et-en" and rows[0][-1] == "holds"
+    assert rows[1][5] == "avg Pearson, ro-en" and rows[1][-1] == "holds"
+    # seed runs among the ablations: seed N of the method against seed N of a trained baseline, or the same raw baseline
+    table = pd.concat([table, scores("seed_seed1", "meaning", gold + rng.normal(scale=0.3, size=40)),
+                       scores("meat", "meaning", rng.normal(size=40))])
+    ablations = {"seed_seed1": {"method": "seed", "loss_weights": {}, "seed": 1},
+                 "seed_without_lc": {"method": "seed", "loss_weights": {"cross": 0.0}, "seed": None}}
+    seeded = claims_rows(table, claims[:1] + [{**claims[0], "claim": "SEED above MEAT", "baseline": "meat/meaning"}],
+                         views, {"resamples": 300, "seed": 0}, ablations)
+    assert [r[-2] for r in seeded] == ["2", "1"]  # MEAT has no seed-1 run: only the configured seeds are paired
+    assert " ± " in seeded[0][8] and " ± " not in seeded[1][8]
+    with pytest.raises(ValueError, match=r"report.claims\[0\].method: write it as method/embedding"):
+        claims_rows(table, [{**claims[0], "method": "seed"}], views, {})
+    with pytest.raises(ValueError, match=r"report.claims\[0\].table: 'nope' is not one of"):
+        claims_rows(table, [{**claims[0], "table": "nope"}], views, {})
+    with pytest.raises(ValueError, match=r"report.claims\[0\]: missing \['paper'\]"):
+        claims_rows(table, [{k: v for k, v in claims[0].items() if k != "paper"}], views, {})

@@ -384,7 +384,8 @@ def test_mcnemar_rows_against_centring(tiny_hub_model: Path, tmp_path: Path):
 
     manifest = nodes.embed_fmda_inputs(_masked(), _template(1), _template(2), {"source": "en-US", "target": "de-DE"},
                                        load_encoder(str(tiny_hub_model)), EmbeddingStore(tmp_path / "store"), EXTRACTION)
-    trained, _ = train_pooled_head(manifest, CONTROLS["linear_infonce"], {**TRAINING, "max_epochs": 1}, LOSS, "linear_infonce")
+    trained, _ = train_pooled_head(manifest, _pools(), CONTROLS["linear_infonce"], {**TRAINING, "max_epochs": 1}, LOSS,
+                                    "linear_infonce")
     rows = evaluate_head(manifest, trained, {"name": "tiny"})
     p = rows[rows["metric"] == "mcnemar_p_vs_centering"].set_index("source")["value"]
     assert set(p.index) == {"en-US", "de-DE"} and set(rows.loc[rows["metric"] == "mcnemar_p_vs_centering", "embedding"]) == {"meaning"}
@@ -415,6 +416,12 @@ def test_dev_negatives_follow_the_training_rule(tiny_hub_model: Path, tmp_path: 
     for _ in range(20):
         drawn = dev._negatives(index, dev.pools[0], generator)
         assert set(drawn.tolist()) <= {0, 2, 3} and not (drawn == index).any()
+    # DREAM and the controls draw their partners s', t' by the same rule (negatives: pool), or from every utterance
+    vectors = {f"{split}.{side}": np.zeros((n, 3), np.float32) for split, n in (("train", 8), ("dev", 4))
+               for side in ("source", "target")}
+    heads = fmda_training.pooled_batches(manifest, vectors, "dev", pools, 4, False)
+    assert [heads.source_pool.tolist(), heads.target_pool.tolist()] == [[0, 2, 3], [0, 2, 3]]
+    assert fmda_training.pooled_batches(manifest, vectors, "train", None, 4, False).source_pool.tolist() == list(range(8))
     # a pool table without dev pools is named, not silently replaced by "all dev utterances"
     with pytest.raises(ValueError, match=r"the dev negative pool of en-US has 0 .*massive.negative_pool.partitions"):
         fmda_training._fmda_batches(manifest, "dev", pools[pools["partition"] == "train"], 4, False)
@@ -433,7 +440,7 @@ def test_heads_over_pooled_vectors_train_and_report_their_meaning(tiny_hub_model
     options = {"linear_infonce": {"temperature": 0.1}, "dream_infonce": {"activation": "none", "temperature": 0.1},
                "dream": {"activation": "none"}}
     for name, spec in METHODS.items():
-        trained, history = nodes.train_pooled_head(manifest, spec, training, {**LOSS, "temperature": 0.1}, name)
+        trained, history = nodes.train_pooled_head(manifest, _pools(), spec, training, {**LOSS, "temperature": 0.1}, name)
         assert trained["method"] == spec["method"] and trained["name"] == name
         assert f"{spec['method']}.en-US-de-DE.dev_total" in history
         method, model = load_trained(trained)
@@ -446,12 +453,19 @@ def test_heads_over_pooled_vectors_train_and_report_their_meaning(tiny_hub_model
         assert set(zip(rows["method"], rows["embedding"])) == {(spec["method"], "meaning")}
     # DREAM's own training overrides apply over fmda.training: a cap of 2 epochs is honoured
     capped = {**METHODS["dream"], "training": {"max_epochs": 1, "select_on": "dev_loss"}}
-    trained, _ = nodes.train_pooled_head(manifest, capped, training, LOSS, "dream")
-    assert trained["epochs_run"] == 1
+    trained, _ = nodes.train_pooled_head(manifest, _pools(), capped, training, LOSS, "dream")
+    assert trained["epochs_run"] == 1 and trained["negatives"] == "pool"
+    # DREAM's own rule (every utterance of the split) needs no pools
+    trained, _ = nodes.train_pooled_head(manifest, None, {**capped, "negatives": "all"}, training, LOSS, "dream")
+    assert trained["negatives"] == "all"
+    with pytest.raises(ValueError, match=r"fmda.methods.dream.negatives is 'pool' but no negative pools were given"):
+        nodes.train_pooled_head(manifest, None, capped, training, LOSS, "dream")
+    with pytest.raises(ValueError, match=r"fmda.methods.dream.negatives must be one of \['pool', 'all'\], got 'bleu'"):
+        nodes.train_pooled_head(manifest, None, {**capped, "negatives": "bleu"}, training, LOSS, "dream")
     with pytest.raises(ValueError, match=r"fmda.methods.x.method must be one of \['dream', 'linear-infonce', 'dream-infonce'\], got 'svd'"):
-        nodes.train_pooled_head(manifest, {"method": "svd"}, TRAINING, LOSS, "x")
+        nodes.train_pooled_head(manifest, _pools(), {"method": "svd"}, TRAINING, LOSS, "x")
     with pytest.raises(ValueError, match=r"fmda.methods.dream.training"):
-        nodes.train_pooled_head(manifest, {"training": {"learning_rate": 0.1}}, TRAINING, LOSS, "dream")
+        nodes.train_pooled_head(manifest, _pools(), {"training": {"learning_rate": 0.1}}, TRAINING, LOSS, "dream")
 
 
 def test_table5_has_a_block_per_pair_with_the_contrastive_readings():

@@ -219,6 +219,27 @@ def test_the_emu_seeds_env_restates_base_but_for_its_methods(project: Path, forg
     assert {"train_emu_seed2021_node", "train_emu_no_ld_cl_seed2022_node", "report_emu_node"} <= names
 
 
+def test_the_similarity_seeds_env_restates_base_but_for_its_seed_runs(project: Path, forget_env):
+    import yaml
+
+    from language_agnostic.pipeline_registry import register_pipelines
+
+    base = yaml_base("parameters_qe.yml")["qe"]
+    env = yaml.safe_load((PROJECT_ROOT / "conf" / "similarity_seeds" / "parameters_qe.yml").read_text())["qe"]
+    assert {k: v for k, v in env.items() if k != "ablations"} == {k: v for k, v in base.items() if k != "ablations"}
+    runs = {name: spec for name, spec in env["ablations"].items() if name not in base["ablations"]}
+    assert {k: env["ablations"][k] for k in base["ablations"]} == base["ablations"]
+    # each seed run is a trained method with only its seed changed
+    for name, spec in runs.items():
+        method, seed = name.rsplit("_seed", 1)
+        assert spec == {"base": method, "seed": int(seed)} and int(seed) != base["training"]["seed"]
+    assert sorted(runs) == [f"{m}_seed{n}" for m in ("dream", "meat", "seed") for n in (1, 2)]
+    with KedroSession.create(PROJECT_ROOT, env="similarity_seeds") as session:
+        session.load_context()
+        names = {n.name for n in register_pipelines()["qe"].nodes}
+    assert {"train_qe_seed_seed2_node", "train_qe_dream_seed1_node", "report_qe_node"} <= names
+
+
 def test_the_emu_languages_env_restates_base_but_for_the_study(project: Path, forget_env):
     """The env restates two top-level keys (Kedro replaces them wholesale): they must not drift from conf/base."""
     import yaml

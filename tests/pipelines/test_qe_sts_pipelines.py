@@ -204,7 +204,7 @@ def test_report_tables_average_their_pairs_and_ablations_get_their_own_table():
               "paper_corpus_sizes": {"DREAM Table 1": {"ro-en": 195082}}}
     ablations = {"seed_without_lc": {"base": "seed", "loss_weights": {"cross": 0}}}
     rows, metrics, markdown = similarity.report_similarity(report, ablations, sizes, {"ro-en": {"rows_in": 1, "rows_out": 1}},
-                                                           pearson_rows, leakage)
+                                                           None, pearson_rows, leakage)
     assert len(rows) == 8
     table_1 = markdown.split("## Table 1\n")[1].split("## ")[0]
     assert "| method / embedding | ro-en | et-en | Avg. |" in table_1
@@ -268,7 +268,12 @@ def test_qe_pipeline_end_to_end_on_tiny_data(tiny_hub_model: Path, tmp_path: Pat
                          "ro-en-dev/dev.pe": "\n".join(EN[8:12] + ["set music"]) + "\n"})
     corpus = {"pairs": ["ro-en"], "mlqe_pe_splits": ["train", "dev"], "flores": {"pairs": []}}
     report = {"pipeline": "qe", "task": "quality_estimation", "title": "QE", "tables": {"QE": ["ro-en"]},
-              "ablation_tables": {"dream": "DREAM Table 6"}, "paper_corpus_sizes": {"SEED Table 2": {"ro-en": 200000}}}
+              "ablation_tables": {"dream": "DREAM Table 6"}, "paper_corpus_sizes": {"SEED Table 2": {"ro-en": 200000}},
+              "bootstrap": {"resamples": 200, "seed": 0},
+              "claims": [{"claim": "SEED above raw", "method": "seed/meaning", "baseline": "raw/mean", "backbone": "mE5",
+                          "paper": "0.438 vs 0.357"},
+                         {"claim": "not trained here", "method": "seed_without_lc/meaning", "baseline": "raw/mean",
+                          "backbone": "mE5", "paper": "0.493 vs 0.357"}]}
     ablations = {"dream_without_meaning": {"base": "dream", "loss_weights": {"meaning": 0}}}
     catalog = _catalog(tmp_path, tiny_hub_model, {"mlqe_pe_train_ro-en": mlqe, "mlqe_pe_dev_ro-en": mlqe_dev,
                                                   "flores_v1_archive": {}, **_params("qe", report, "ro-en", corpus, ablations)})
@@ -296,6 +301,14 @@ def test_qe_pipeline_end_to_end_on_tiny_data(tiny_hub_model: Path, tmp_path: Pat
     markdown = catalog["qe_report_markdown"].load()
     assert "| seed/meaning |" in markdown and "## Language leakage" in markdown and "| ro-en | 13 | 0 | 3 | 10 | 8 | 2 | 200,000 |" in markdown
     assert "## DREAM Table 6" in markdown and "| dream_without_meaning | meaning = 0 |" in markdown
+    # the claim on this run's six test items: the raw Pearson above, a p-value and one seed; the untrained one skipped
+    claims = markdown.split("## The papers' claims, as measured\n")[1].split("## ")[0]
+    assert "| method r | baseline r | Δ r | bootstrap p | seeds | verdict |" in claims and "not trained here" not in claims
+    row = next(line for line in claims.splitlines() if line.startswith("| SEED above raw |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1:6] == ["mE5", "0.438 vs 0.357", "`seed/meaning`", "`raw/mean`", "avg Pearson, ro-en"]
+    assert float(cells[7]) == pytest.approx(raw, abs=5e-4) and cells[10] == "1"
+    assert 0 < float(cells[9]) <= 1 and cells[11] in {"holds", "fails", "tie"}
     ablated = catalog["qe_dream_without_meaning_model"].load()
     assert (ablated["method"], ablated["name"], ablated["loss_weights"]) == ("dream", "dream_without_meaning", {"meaning": 0.0})
     figure = catalog["qe_figure"].load()
@@ -345,9 +358,9 @@ def test_unknown_training_keys_and_methods_are_named():
     ({"x-y": {"base": "seed", "loss_weights": {"cross": 0}}}, r"qe.ablations.x-y: the name must be a new identifier"),
     ({"no_lm": {"base": "emu", "loss_weights": {"meaning": 0}}},
      r"qe.ablations.no_lm.base must be one of \['dream', 'meat', 'seed'\], got 'emu'"),
-    ({"no_lm": {"base": "seed"}}, r"qe.ablations.no_lm: give the loss_weights it changes"),
+    ({"no_lm": {"base": "seed"}}, r"qe.ablations.no_lm: give the loss_weights it changes \(e.g. \{meaning: 0\}\) or a training seed"),
     ({"no_lm": {"method": "seed", "loss_weights": {"meaning": 0}}},
-     r"qe.ablations.no_lm: unknown key\(s\) \['method'\] \('method' is now 'base'\); known: \['base', 'loss_weights'\]"),
+     r"qe.ablations.no_lm: unknown key\(s\) \['method'\] \('method' is now 'base'\); known: \['base', 'loss_weights', 'seed'\]"),
 ])
 def test_bad_ablations_are_named(ablations: dict[str, Any], message: str):
     with pytest.raises(ValueError, match=message):

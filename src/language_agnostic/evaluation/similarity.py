@@ -18,6 +18,7 @@ from language_agnostic.reporting.tracking import log_child_metrics
 from language_agnostic.training.heads import vectors_of
 
 Encoded = dict[tuple[str, str], np.ndarray]  # (method, embedding) -> vectors
+SCORE_COLUMNS = ["method", "embedding", "pair", "item", "cosine", "gold"]
 
 
 def head_name(head: Mapping[str, Any]) -> str:
@@ -42,7 +43,7 @@ def encode_all(vectors: Mapping[str, np.ndarray], languages: Sequence[str], cent
     for head in heads:
         method, model = load_trained(head)
         with torch.no_grad():
-            encoded = method.encode(model, torch.from_numpy(np.asarray(vectors[head["pooling"]], dtype=np.float32)))
+            encoded = method.encode(model, torch.from_numpy(np.array(vectors[head["pooling"]], dtype=np.float32)))  # a copy: store arrays are read-only
         name = head_name(head)
         out[(name, "meaning")], out[(name, "language")] = encoded["meaning"].numpy(), encoded["language"].numpy()
     return out
@@ -55,31 +56,38 @@ def _row(pipeline: str, method: str, embedding: str, task: str, dataset: str, so
 
 
 def evaluate_similarity(manifest: Mapping[str, Any], test: pd.DataFrame, identity: Mapping[str, Any],
-                        report: Mapping[str, Any], centering: Mapping[str, Any], *heads: Mapping[str, Any]) -> pd.DataFrame:
+                        report: Mapping[str, Any], centering: Mapping[str, Any], *heads: Mapping[str, Any]
+                        ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Pearson of the cosine of every embedding with the gold scores, per evaluation pair.
 
-    Rows: ``raw/cls``, ``raw/mean``, ``centering/<pooling>`` and ``<method>/meaning`` for each
-    head, one per pair (``source``/``target`` = the pair's column languages, ``dataset`` =
-    ``<dataset>:<pair>``), metric ``pearson``.
+    Returns:
+        The rows: ``raw/cls``, ``raw/mean``, ``centering/<pooling>`` and ``<method>/meaning`` for
+        each head, one per pair (``source``/``target`` = the pair's column languages, ``dataset`` =
+        ``<dataset>:<pair>``), metric ``pearson``. And the scores behind them (:data:`SCORE_COLUMNS`:
+        one cosine per embedding and test item, with its gold score), which the claims' paired
+        tests resample.
     """
     sides = []
     for column, lang in (("text1", "lang1"), ("text2", "lang2")):
         vectors = {p: vectors_of(manifest, f"test.{column}", p) for p in ("cls", "mean")}
         sides.append(encode_all(vectors, test[lang].tolist(), centering, heads))
-    rows, encoder = [], str(identity.get("name"))
+    rows, scores, encoder = [], [], str(identity.get("name"))
     task, pipeline = str(report["task"]), str(report["pipeline"])
+    gold = test["gold"].to_numpy(dtype=np.float64)
     for (method, embedding), first in sides[0].items():
         if embedding == "language":
             continue
         cosine = paired_cosine(first, sides[1][(method, embedding)])
+        scores.append(pd.DataFrame({"method": method, "embedding": embedding, "pair": test["pair"].to_numpy(),
+                                    "item": np.arange(len(test)), "cosine": cosine, "gold": gold}))
         for pair, part in test.groupby("pair", sort=False):
             index = part.index.to_numpy()
             rows.append(_row(pipeline, method, embedding, task, f"{part['dataset'].iloc[0]}:{pair}", part["lang1"].iloc[0],
-                             part["lang2"].iloc[0], "pearson", pearson(cosine[index], part["gold"].to_numpy()), encoder))
+                             part["lang2"].iloc[0], "pearson", pearson(cosine[index], gold[index]), encoder))
     table = pd.DataFrame(rows)
     for head in heads:
         log_child_metrics(head.get("mlflow_run_id"), table[table["method"] == head_name(head)])
-    return table
+    return table, pd.concat(scores, ignore_index=True)[SCORE_COLUMNS]
 
 
 def _probe_sample(manifest: Mapping[str, Any], corpus: pd.DataFrame, split: str, per_language: int, seed: int

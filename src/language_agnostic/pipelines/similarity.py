@@ -53,7 +53,8 @@ def embed_similarity_inputs(corpus: pd.DataFrame, test: pd.DataFrame, encoder: L
 
 
 def report_similarity(report: Mapping[str, Any], ablations: Mapping[str, Any] | None, sizes: pd.DataFrame,
-                      ingest: Mapping[str, Any], *tables: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any], str]:
+                      ingest: Mapping[str, Any], scores: pd.DataFrame | None, *tables: pd.DataFrame
+                      ) -> tuple[pd.DataFrame, dict[str, Any], str]:
     """The metrics-table rows, MLflow metrics and the markdown report in the papers' layouts.
 
     Args:
@@ -64,6 +65,7 @@ def report_similarity(report: Mapping[str, Any], ablations: Mapping[str, Any] | 
         ablations: ``<pipeline>.ablations`` (see :func:`check_ablations`).
         sizes: From :func:`clean_and_split`.
         ingest: The evaluation set's ingestion counts.
+        scores: The per-item cosines from :func:`evaluate_similarity` (the claims' paired tests).
         *tables: Row tables from :func:`evaluate_similarity` and :func:`language_leakage`.
     """
     ablations = check_ablations(ablations, str(report["pipeline"]))
@@ -72,7 +74,7 @@ def report_similarity(report: Mapping[str, Any], ablations: Mapping[str, Any] | 
     for pair, counts in ingest.items():
         for name, value in counts.items():
             metrics[f"{report['pipeline']}.ingest.{pair}.{name}".replace("-", "_")] = {"value": float(value), "step": 0}
-    return rows, metrics, similarity_markdown(report, ablations, rows, sizes, ingest)
+    return rows, metrics, similarity_markdown(report, ablations, rows, sizes, ingest, scores)
 
 
 # ---------------------------------------------------------------- pipeline assembly
@@ -136,12 +138,12 @@ def create_similarity_pipeline(name: str, candidates: node, qe_pairs: Sequence[s
     nodes_ += [
         node(evaluate_similarity, inputs=[f"{name}_embeddings", test, "encoder_identity", f"params:{name}.report",
                                           f"{name}_centering_model", *models],
-             outputs=f"{name}_pearson_rows", name=f"evaluate_{name}_node"),
+             outputs=[f"{name}_pearson_rows", f"{name}_similarity_scores"], name=f"evaluate_{name}_node"),
         node(language_leakage, inputs=[f"{name}_embeddings", f"{name}_corpus", "encoder_identity", f"params:{name}.report",
                                        f"params:{name}.leakage", f"{name}_centering_model", *models],
              outputs=f"{name}_leakage_rows", name=f"{name}_language_leakage_node"),
         node(report_similarity, inputs=[f"params:{name}.report", f"params:{name}.ablations", f"{name}_corpus_sizes", f"{name}_test_counts",
-                                        f"{name}_pearson_rows", f"{name}_leakage_rows"],
+                                        f"{name}_similarity_scores", f"{name}_pearson_rows", f"{name}_leakage_rows"],
              outputs=[f"{name}_metrics_table", f"{name}_metrics", f"{name}_report_markdown"], name=f"report_{name}_node"),
         node(plot_meaning_language, inputs=[f"{name}_embeddings", test, f"{name}_seed_model", f"params:{name}.figure"],
              outputs=f"{name}_figure", name=f"plot_{name}_embeddings_node"),

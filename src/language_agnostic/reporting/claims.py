@@ -13,11 +13,13 @@ from language_agnostic.reporting.markdown import table
 
 COLUMNS = ["claim", "paper's backbone", "paper", "method", "baseline", "on", "method %", "baseline %", "Δ (points)",
            "McNemar p", "seeds", "verdict"]
-VERDICT_RULE = ("Verdict: *holds* when our Δ has the claimed sign with McNemar p ≤ 0.05 (exact, on the same test "
-                "queries) in every seed; *fails* when it has the other sign under the same conditions; *tie* "
-                "otherwise (a seed or p > 0.05 could flip it); *not comparable* without paired outcomes. "
-                "A claim the paper made on another backbone than ours (multilingual-e5-small, of the XLM-R "
-                "family) is judged against the paper's XLM-R figures where it has them.")
+MCNEMAR = "McNemar p ≤ 0.05 (exact, on the same test queries)"
+BOOTSTRAP = "paired-bootstrap p ≤ 0.05 (the same sentence pairs resampled for both, within each language pair)"
+VERDICT_RULE = ("Verdict: *holds* when our Δ has the claimed sign with {test} in every seed; *fails* when it has "
+                "the other sign under the same conditions; *tie* otherwise (a seed or p > 0.05 could flip it); "
+                "*not comparable* without paired outcomes. A claim the paper made on another backbone than ours "
+                "(multilingual-e5-small, of the XLM-R family) is judged against the paper's XLM-R or mE5 figures "
+                "where it has them.")
 
 
 @dataclass(frozen=True)
@@ -48,30 +50,48 @@ def p_text(p: float | None) -> str:
     return "<1e-6" if p < 1e-6 else f"{p:.2g}"
 
 
+def columns(percent: bool = True, test: str = "McNemar") -> list[str]:
+    """:data:`COLUMNS` for accuracies (``%``, McNemar) or for correlations (``r`` and the named test)."""
+    if percent and test == "McNemar":
+        return list(COLUMNS)
+    unit = "%" if percent else "r"
+    return [*COLUMNS[:6], f"method {unit}", f"baseline {unit}", "Δ (points)" if percent else "Δ r", f"{test} p",
+            *COLUMNS[10:]]
+
+
 def claim_row(spec: ClaimSpec, on: str, seeds: Sequence[Paired | None],
-              untested: tuple[float, float] | None = None) -> list[str]:
+              untested: tuple[float, float] | None = None, percent: bool = True) -> list[str]:
     """A row of :data:`COLUMNS`: the mean over seeds of both accuracies, the largest p over seeds, the verdict.
 
     ``untested``: the two accuracies to show when no seed has paired outcomes (e.g. a metrics table's
-    averages from a run that stored none); the verdict is then *not comparable*.
+    averages from a run that stored none); the verdict is then *not comparable*. ``percent``: shown
+    as percentages with two decimals (accuracies), else as they are with three (correlations).
     """
+    scale, digits = (100, 2) if percent else (1, 3)
     measured = [s for s in seeds if s is not None]
     if not measured:
-        shown = ([f"{100 * untested[0]:.2f}", f"{100 * untested[1]:.2f}", f"{100 * (untested[0] - untested[1]):+.2f}"]
-                 if untested is not None else ["—", "—", "—"])
+        shown = ([f"{scale * untested[0]:.{digits}f}", f"{scale * untested[1]:.{digits}f}",
+                  f"{scale * (untested[0] - untested[1]):+.{digits}f}"] if untested is not None else ["—", "—", "—"])
         return [spec.claim, spec.backbone, spec.paper, f"`{spec.method}`", f"`{spec.baseline}`", on, *shown, "—",
                 str(len(seeds)), "not comparable"]
     mean = lambda xs: float(np.mean(xs))  # noqa: E731
     method, baseline = mean([s.method for s in measured]), mean([s.baseline for s in measured])
-    spread = "" if len(measured) == 1 else f" ± {100 * float(np.std([s.delta for s in measured], ddof=1)):.2f}"
+    spread = ("" if len(measured) == 1
+              else f" ± {scale * float(np.std([s.delta for s in measured], ddof=1)):.{digits}f}")
     worst = max(s.pvalue for s in measured)
-    return [spec.claim, spec.backbone, spec.paper, f"`{spec.method}`", f"`{spec.baseline}`", on, f"{100 * method:.2f}",
-            f"{100 * baseline:.2f}", f"{100 * (method - baseline):+.2f}{spread}", p_text(worst), str(len(measured)),
+    return [spec.claim, spec.backbone, spec.paper, f"`{spec.method}`", f"`{spec.baseline}`", on,
+            f"{scale * method:.{digits}f}", f"{scale * baseline:.{digits}f}",
+            f"{scale * (method - baseline):+.{digits}f}{spread}", p_text(worst), str(len(measured)),
             verdict([s.delta for s in measured], [s.pvalue if s else None for s in seeds], spec.direction)]
 
 
-def claims_section(title: str, intro: str, rows: Sequence[Sequence[str]]) -> list[str]:
-    """``## title``, the intro, the verdict rule and the table; nothing when there is no row."""
+def claims_section(title: str, intro: str, rows: Sequence[Sequence[str]], percent: bool = True,
+                   test: str = "McNemar") -> list[str]:
+    """``## title``, the intro, the verdict rule and the table; nothing when there is no row.
+
+    ``percent`` and ``test`` as in :func:`columns` (``test="bootstrap"``: the paired bootstrap of correlations).
+    """
     if not rows:
         return []
-    return [f"## {title}", "", intro, "", VERDICT_RULE, "", *table(COLUMNS, [list(r) for r in rows], left=6), ""]
+    rule = VERDICT_RULE.format(test=MCNEMAR if test == "McNemar" else BOOTSTRAP)
+    return [f"## {title}", "", intro, "", rule, "", *table(columns(percent, test), [list(r) for r in rows], left=6), ""]

@@ -8,6 +8,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from language_agnostic.evaluation.claims import paired_correlation
+from language_agnostic.reporting.claims import ClaimSpec, claim_row, claims_section
 from language_agnostic.reporting.markdown import table
 
 
@@ -53,7 +55,7 @@ def ablation_table(rows: pd.DataFrame, method: str, ablations: Mapping[str, Mapp
     lines = table(["head", "loss weights changed", *pairs, "Avg."], left=2)
     heads = [(method, "none (all losses)")] + [
         (name, ", ".join(f"{k} = {v:g}" for k, v in spec["loss_weights"].items()))
-        for name, spec in ablations.items() if spec["method"] == method]
+        for name, spec in ablations.items() if spec["method"] == method and spec["loss_weights"]]
     for name, changed in heads:
         by_pair = scores.get((name, "meaning"), {})
         lines.append(f"| {name} | {changed} | " + " | ".join(_fmt(by_pair.get(p)) for p in pairs)
@@ -86,18 +88,95 @@ def corpus_table(sizes: pd.DataFrame, papers: Mapping[str, Mapping[str, Any]]) -
     return lines
 
 
+def claim_specs(claims: Sequence[Mapping[str, Any]], views: Mapping[str, Sequence[str]]
+                ) -> list[tuple[ClaimSpec, str]]:
+    """``<pipeline>.report.claims`` checked: each a :class:`ClaimSpec` and the report table it is judged on.
+
+    Raises:
+        ValueError: a claim without one of its keys, a method not written ``method/embedding``, or
+            a table that is not in ``report.tables``.
+    """
+    out = []
+    for i, claim in enumerate(claims):
+        missing = [k for k in ("claim", "method", "baseline", "backbone", "paper") if k not in claim]
+        if missing:
+            raise ValueError(f"report.claims[{i}]: missing {missing}")
+        for key in ("method", "baseline"):
+            if str(claim[key]).count("/") != 1:
+                raise ValueError(f"report.claims[{i}].{key}: write it as method/embedding (e.g. seed/meaning), "
+                                 f"got {claim[key]!r}")
+        on = str(claim.get("table", next(iter(views))))
+        if on not in views:
+            raise ValueError(f"report.claims[{i}].table: {on!r} is not one of report.tables {list(views)}")
+        out.append((ClaimSpec(str(claim["claim"]), str(claim["method"]), str(claim["baseline"]), str(claim["backbone"]),
+                              str(claim["paper"]), str(claim.get("direction", ">"))), on))
+    return out
+
+
+def seed_runs(ablations: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, str]]:
+    """``{method: {seed label: head name}}`` of the seed runs among the ablations (``{base, seed}``
+    without loss weights); the configured head itself is label ``default`` (added by the caller)."""
+    out: dict[str, dict[str, str]] = {}
+    for name, spec in ablations.items():
+        if spec.get("seed") is not None and not spec.get("loss_weights"):
+            out.setdefault(str(spec["method"]), {})[str(spec["seed"])] = name
+    return out
+
+
+def claims_rows(scores: pd.DataFrame, claims: Sequence[Mapping[str, Any]], views: Mapping[str, Sequence[str]],
+                bootstrap: Mapping[str, Any], ablations: Mapping[str, Mapping[str, Any]] | None = None
+                ) -> list[list[str]]:
+    """The papers' claims on this run's per-item cosines: the average Pearson over a table's pairs,
+    method against baseline, with the paired bootstrap (``evaluation/claims.paired_correlation``).
+
+    With seed runs among the ``ablations`` (``{base, seed}``), a claim is tested once per seed: the
+    method's seed-N head against the baseline's seed-N head (seeds both have), or against the same
+    untrained baseline (``raw``, ``centering``). A claim
+    whose method or baseline this run did not train (e.g. an ablation left out) is skipped.
+    """
+    runs = seed_runs(dict(ablations or {}))
+    rows = []
+    for spec, on in claim_specs(claims, views):
+        pairs = [str(p) for p in views[on]]
+
+        def heads(name: str) -> dict[str, tuple[str, str]]:
+            method, embedding = name.split("/")
+            return {"default": (method, embedding), **{label: (head, embedding) for label, head in runs.get(method, {}).items()}}
+
+        def cosines(head: tuple[str, str]) -> pd.DataFrame:
+            part = scores[(scores["method"] == head[0]) & (scores["embedding"] == head[1]) & scores["pair"].isin(pairs)]
+            return part.sort_values("item")
+
+        mine, theirs = heads(spec.method), heads(spec.baseline)
+        if spec.baseline.split("/")[0] in ("raw", "centering"):  # untrained: the same baseline for every seed
+            theirs = {label: theirs["default"] for label in mine}
+        tests = []
+        for label in [label for label in mine if label in theirs]:
+            a, b = cosines(mine[label]), cosines(theirs[label])
+            if a.empty or b.empty:
+                continue
+            tests.append(paired_correlation(a["cosine"].to_numpy(), b["cosine"].to_numpy(), a["gold"].to_numpy(),
+                                            a["pair"].to_numpy(), int(bootstrap.get("resamples", 10_000)),
+                                            int(bootstrap.get("seed", 0))))
+        if tests:
+            rows.append(claim_row(spec, f"avg Pearson, {', '.join(pairs)}", tests, percent=False))
+    return rows
+
+
 def similarity_markdown(report: Mapping[str, Any], ablations: Mapping[str, Mapping[str, Any]], rows: pd.DataFrame,
-                        sizes: pd.DataFrame, ingest: Mapping[str, Mapping[str, Any]]) -> str:
+                        sizes: pd.DataFrame, ingest: Mapping[str, Mapping[str, Any]],
+                        scores: pd.DataFrame | None = None) -> str:
     """The whole QE / STS report: one Pearson table per ``report.tables`` entry, the ablation
-    tables, language leakage, the training corpus and the evaluation sets.
+    tables, the papers' claims, language leakage, the training corpus and the evaluation sets.
 
     Args:
         report: ``<pipeline>.report`` (``pipeline``, ``title``, ``tables``, ``ablation_tables``,
-            ``paper_corpus_sizes``).
+            ``claims``, ``bootstrap``, ``paper_corpus_sizes``).
         ablations: Checked ``<pipeline>.ablations``.
         rows: Every metric row of the run.
         sizes: The training corpus counts per pair.
         ingest: The evaluation set's ingestion counts per pair.
+        scores: The per-item cosines (``evaluation/similarity.evaluate_similarity``): the claims' paired tests.
     """
     views = {str(k): [str(p) for p in v] for k, v in dict(report["tables"]).items()}
     text = [f"# {report['title']}", "", "Pearson correlation of the cosine between the two sentences' embeddings and "
@@ -106,9 +185,19 @@ def similarity_markdown(report: Mapping[str, Any], ablations: Mapping[str, Mappi
         text += [f"## {title}", ""] + pearson_table(rows, pairs, exclude=list(ablations)) + [""]
     first_pairs = next(iter(views.values()))
     for method, title in dict(report.get("ablation_tables") or {}).items():
-        if any(spec["method"] == method for spec in ablations.values()):
+        if any(spec["method"] == method and spec["loss_weights"] for spec in ablations.values()):
             text += [f"## {title}", "", f"{method} retrained with loss terms switched off (`{report['pipeline']}.ablations`); "
                      "Pearson of the meaning embeddings.", ""] + ablation_table(rows, method, ablations, first_pairs) + [""]
+    if scores is not None:
+        bootstrap = dict(report.get("bootstrap") or {})
+        text += claims_section(
+            "The papers' claims, as measured",
+            "Each claim on the average Pearson over a table's pairs, method against baseline, on this run's "
+            f"test items; the p-value from {int(bootstrap.get('resamples', 10_000)):,} paired bootstrap resamples "
+            f"(seed {int(bootstrap.get('seed', 0))}). `seeds`: the training seeds tested (the configured head "
+            "and its seed runs among the ablations); Δ is their mean ± sd, p the largest.",
+            claims_rows(scores, list(report.get("claims") or []), views, bootstrap, ablations), percent=False,
+            test="bootstrap")
     text += ["## Language leakage", "", "Accuracy of a logistic-regression language-ID probe (trained on "
              "training-corpus sentences, scored on validation sentences). Lower is better for meaning, higher for language.", ""]
     text += leakage_table(rows)

@@ -300,6 +300,9 @@ def train_fmda_unified(pools: pd.DataFrame, model_params: Mapping[str, Any], spe
 # two controls of fmda-infonce (same InfoNCE, data, selection and budget, without FMDA's architecture)
 POOLED_METHODS = ("dream", "linear-infonce", "dream-infonce")
 CONTROLS = ("linear-infonce", "dream-infonce")
+# where a pooled head's partners s', t' (DREAM's negatives) come from: the pair's BLEU negative pool of
+# the split, as FMDA's own negatives ("our data", §4.3), or any utterance of the split (DREAM's own rule)
+NEGATIVES = ("pool", "all")
 
 
 def control_meaning(model: torch.nn.Module, vectors: np.ndarray, method: str) -> np.ndarray:
@@ -318,7 +321,10 @@ def pooled_head_spec(spec: Mapping[str, Any] | None, name: str) -> HeadSpec:
     Raises:
         ValueError: An unknown key, or a method that is not one of :data:`POOLED_METHODS` (naming the parameter).
     """
-    given = {k: v for k, v in dict(spec or {}).items() if k != "pairs"}
+    given = {k: v for k, v in dict(spec or {}).items() if k not in ("pairs", "negatives")}
+    negatives = dict(spec or {}).get("negatives", "pool")
+    if negatives not in NEGATIVES:
+        raise ValueError(f"fmda.methods.{name}.negatives must be one of {list(NEGATIVES)}, got {negatives!r}")
     parsed = head_spec(given, f"fmda.methods.{name}")
     method = parsed.method or name
     if method not in POOLED_METHODS:
@@ -326,8 +332,22 @@ def pooled_head_spec(spec: Mapping[str, Any] | None, name: str) -> HeadSpec:
     return parsed
 
 
-def train_pooled_head(manifest: Mapping[str, Any], spec: Mapping[str, Any], training: Mapping[str, Any],
-                      loss: Mapping[str, Any], name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+def pooled_batches(manifest: Mapping[str, Any], vectors: Mapping[str, np.ndarray], split: str, pools: pd.DataFrame | None,
+                   batch_size: int, shuffle: bool) -> QuadrupletBatches:
+    """A split's pooled pairs for a head, partners from the split's negative pool of each side's
+    locale (:func:`pool_rows`), or from every utterance of the split when ``pools`` is None."""
+    s, t = vectors[f"{split}.source"], vectors[f"{split}.target"]
+    pool: dict[str, np.ndarray | None] = {"source": None, "target": None}
+    if pools is not None:
+        ids = np.array(manifest["ids"][split])
+        pool = {side: pool_rows(ids, pools, manifest[f"{side}_locale"], split) for side in pool}
+    return QuadrupletBatches(s, t, np.zeros(len(s)), np.ones(len(t)), batch_size, source_pool=pool["source"],
+                             target_pool=pool["target"], shuffle=shuffle)
+
+
+def train_pooled_head(manifest: Mapping[str, Any], pools: pd.DataFrame | None, spec: Mapping[str, Any],
+                      training: Mapping[str, Any], loss: Mapping[str, Any], name: str
+                      ) -> tuple[dict[str, Any], dict[str, Any]]:
     """A head over the pair's pooled sentence vectors: the DREAM baseline or a control of ``fmda-infonce``.
 
     ``dream`` is DREAM (Tiyajamorn et al. 2021, eq. 1-9); ``linear-infonce`` one linear map
@@ -337,10 +357,16 @@ def train_pooled_head(manifest: Mapping[str, Any], spec: Mapping[str, Any], trai
     ``fmda.training`` under the method's ``training`` overrides: it stops on the dev loss, or on
     the dev accuracy@1 of its meaning embedding when ``select_on: dev_retrieval``.
 
+    Its partners ``s'``, ``t'`` (DREAM's negatives) are drawn, like FMDA's, from the split's BLEU
+    negative pool (``negatives: pool``, the default: the FMDA paper trained its baselines "with our
+    data"), or from every utterance of the split (``negatives: all``, DREAM's own rule).
+
     Args:
         manifest: From :func:`embed_fmda_inputs`.
+        pools: ``massive_negative_pools`` (only read with ``negatives: pool``).
         spec: ``fmda.methods.<name>``: ``method`` (default: the name), ``pooling`` (``mean`` |
-            ``cls``; default ``mean``), ``activation`` (DREAM), ``loss_weights``, ``training``, ``pairs``.
+            ``cls``; default ``mean``), ``activation`` (DREAM), ``loss_weights``, ``training``, ``pairs``,
+            ``negatives`` (``pool`` | ``all``).
         training: ``fmda.training`` (``length_buckets`` does not apply: pooled vectors have no length).
         loss: ``fmda.loss``; its ``temperature`` is the InfoNCE temperature.
         name: The key in ``fmda.methods`` (runs and metric keys are named after the method).
@@ -357,9 +383,12 @@ def train_pooled_head(manifest: Mapping[str, Any], spec: Mapping[str, Any], trai
     vectors = {f"{split}.{side}": np.asarray(sets[f"{split}.{side}.utt"].vectors(pooling), dtype=np.float32)
                for split in ("train", "dev") for side in ("source", "target")}
 
+    negatives = str(dict(spec).get("negatives", "pool"))
+    if negatives == "pool" and pools is None:
+        raise ValueError(f"fmda.methods.{name}.negatives is 'pool' but no negative pools were given")
+
     def batches(split: str, shuffle: bool) -> QuadrupletBatches:
-        s, t = vectors[f"{split}.source"], vectors[f"{split}.target"]
-        return QuadrupletBatches(s, t, np.zeros(len(s)), np.ones(len(t)), batch_size, shuffle=shuffle)
+        return pooled_batches(manifest, vectors, split, pools if negatives == "pool" else None, batch_size, shuffle)
 
     def dev_score(m: torch.nn.Module) -> float:
         a, b = control_meaning(m, vectors["dev.source"], method), control_meaning(m, vectors["dev.target"], method)
@@ -374,11 +403,12 @@ def train_pooled_head(manifest: Mapping[str, Any], spec: Mapping[str, Any], trai
     logger.info("%s %s: best dev epoch %d of %d; dev accuracy@1 of its meaning embedding %.4f",
                 method, pair, result.best_epoch, result.epochs_run, dev)
     trained = {"state_dict": result.state_dict, "build": build_spec(method, dim, 2, options),
-               "method": method, "name": name, "pooling": pooling, **options, "loss_weights": weights,
+               "method": method, "name": name, "pooling": pooling, **options, "loss_weights": weights, "negatives": negatives,
                "best_epoch": result.best_epoch, "epochs_run": result.epochs_run, "dev_m_accuracy": dev,
                "encoder": encoder_of(manifest)}
     trained["mlflow_run_id"] = log_child_run(f"{method}/{pair}", {"method": method, "name": name, "pooling": pooling,
-                                                                  **options, **params}, result.history)
+                                                                  "negatives": negatives, **options, **params},
+                                             result.history)
     log_child_model(trained["mlflow_run_id"], name, trained)
     metrics = history_metrics(result.history, f"{method}.{pair}")
     metrics[f"{method}.{pair}.dev_m_accuracy"] = [{"value": dev, "step": 0}]

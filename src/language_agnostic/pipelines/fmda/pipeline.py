@@ -24,7 +24,8 @@ SHARED_PARAMS = {"params:embeddings.extraction", "params:fmda.model", "params:fm
                  "params:fmda.template_pairs_holdout", "params:fmda.loss"}
 VARIANT_KEYS = {"pairs", "ablation", "two_stage", "loss_weights", "loss", "training"}
 # fmda.methods.<name>: the qe/sts method schema (training/heads.py:HeadSpec) plus the pairs it is trained on
-METHOD_KEYS = {"pairs", "method", "pooling", "activation", "loss_weights", "training"}
+# and where its partners come from (training/fmda.py:NEGATIVES)
+METHOD_KEYS = {"pairs", "method", "pooling", "activation", "loss_weights", "training", "negatives"}
 DEFAULT_VARIANTS: dict[str, Any] = {nodes.ALL_TOGETHER: {"pairs": "all"}}
 
 
@@ -88,7 +89,8 @@ def create_pair_pipeline(variants: Mapping[str, Any], methods: Mapping[str, Any]
                                outputs=f"fmda_rows_{name}", name=f"evaluate_fmda_{name}_node")]
     for name in methods or {}:
         nodes_ += [node(bind(nodes.train_pooled_head, name=name),
-                        inputs=["fmda_inputs", f"params:fmda.methods.{name}", "params:fmda.training", "params:fmda.loss"],
+                        inputs=["fmda_inputs", "massive_negative_pools", f"params:fmda.methods.{name}", "params:fmda.training",
+                                "params:fmda.loss"],
                         outputs=[f"head_model_{name}", f"head_history_{name}"], name=f"train_{name}_node"),
                    node(nodes.evaluate_head, inputs=["fmda_inputs", f"head_model_{name}", "encoder_identity"],
                         outputs=f"head_rows_{name}", name=f"evaluate_{name}_node")]
