@@ -454,12 +454,11 @@ def test_heads_over_pooled_vectors_train_and_report_their_meaning(tiny_hub_model
     # DREAM's own training overrides apply over fmda.training: a cap of 2 epochs is honoured
     capped = {**METHODS["dream"], "training": {"max_epochs": 1, "select_on": "dev_loss"}}
     trained, _ = nodes.train_pooled_head(manifest, _pools(), capped, training, LOSS, "dream")
-    assert trained["epochs_run"] == 1 and trained["negatives"] == "pool"
-    # DREAM's own rule (every utterance of the split) needs no pools
-    trained, _ = nodes.train_pooled_head(manifest, None, {**capped, "negatives": "all"}, training, LOSS, "dream")
-    assert trained["negatives"] == "all"
+    assert trained["epochs_run"] == 1 and trained["negatives"] == "all"  # DREAM's own rule: needs no pools
+    trained, _ = nodes.train_pooled_head(manifest, _pools(), {**capped, "negatives": "pool"}, training, LOSS, "dream")
+    assert trained["negatives"] == "pool"
     with pytest.raises(ValueError, match=r"fmda.methods.dream.negatives is 'pool' but no negative pools were given"):
-        nodes.train_pooled_head(manifest, None, capped, training, LOSS, "dream")
+        nodes.train_pooled_head(manifest, None, {**capped, "negatives": "pool"}, training, LOSS, "dream")
     with pytest.raises(ValueError, match=r"fmda.methods.dream.negatives must be one of \['pool', 'all'\], got 'bleu'"):
         nodes.train_pooled_head(manifest, None, {**capped, "negatives": "bleu"}, training, LOSS, "dream")
     with pytest.raises(ValueError, match=r"fmda.methods.x.method must be one of \['dream', 'linear-infonce', 'dream-infonce'\], got 'svd'"):
