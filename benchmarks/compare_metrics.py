@@ -41,8 +41,10 @@ def main() -> None:
     moved, unmatched = compare(before, after, args.threshold)
     both = before.merge(after, on=KEY, suffixes=("_before", "_after"))
     largest = (both["value_after"] - both["value_before"]).abs()
-    print(f"{len(both)} cells compared; identical: {int((largest == 0).sum())}; largest move {largest.max():.6f}; "
-          f"moved by more than {args.threshold}: {len(moved)}; rows in one table only: {len(unmatched)}")
+    print(
+        f"{len(both)} cells compared; identical: {int((largest == 0).sum())}; largest move {largest.max():.6f}; "
+        f"moved by more than {args.threshold}: {len(moved)}; rows in one table only: {len(unmatched)}"
+    )
     with pd.option_context("display.width", 250, "display.max_rows", 500, "display.max_columns", 20):
         if len(moved):
             print(moved.to_string(index=False))

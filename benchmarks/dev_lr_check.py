@@ -53,9 +53,9 @@ import pandas as pd
 import yaml
 
 from language_agnostic.datasets.embeddings import EmbeddingManifestDataset
+from language_agnostic.evaluation import fmda as fmda_evaluation
 from language_agnostic.evaluation.retrieval import retrieval_accuracy_at_1
 from language_agnostic.methods.centering import center, fit_language_means
-from language_agnostic.evaluation import fmda as fmda_evaluation
 from language_agnostic.training import fmda as nodes
 
 
@@ -80,20 +80,43 @@ def main() -> None:
     parser.add_argument("--lrs", type=float, nargs="+", default=[1e-4, 3e-4, 1e-3])
     parser.add_argument("--max-epochs", type=int, default=60)
     parser.add_argument("--patience", type=int, default=None, help="default: the configured one")
-    parser.add_argument("--select-on", choices=list(nodes.SELECTION), default=None,
-                        help="default: the configured fmda.training.select_on")
-    parser.add_argument("--variant", default="all_together", help="an fmda.variants entry (its loss and training overrides)")
-    parser.add_argument("--loss", nargs="*", default=[], metavar="KEY=VALUE",
-                        help="fmda.loss overrides on top of the variant's, e.g. negative=linear margin=0.2")
-    parser.add_argument("--model", nargs="*", default=[], metavar="KEY=VALUE",
-                        help="fmda.model overrides, e.g. utterance_target=mean")
-    parser.add_argument("--training", nargs="*", default=[], metavar="KEY=VALUE",
-                        help="fmda.training overrides, e.g. mixed_precision=bf16")
+    parser.add_argument(
+        "--select-on",
+        choices=list(nodes.SELECTION),
+        default=None,
+        help="default: the configured fmda.training.select_on",
+    )
+    parser.add_argument(
+        "--variant", default="all_together", help="an fmda.variants entry (its loss and training overrides)"
+    )
+    parser.add_argument(
+        "--loss",
+        nargs="*",
+        default=[],
+        metavar="KEY=VALUE",
+        help="fmda.loss overrides on top of the variant's, e.g. negative=linear margin=0.2",
+    )
+    parser.add_argument(
+        "--model", nargs="*", default=[], metavar="KEY=VALUE", help="fmda.model overrides, e.g. utterance_target=mean"
+    )
+    parser.add_argument(
+        "--training",
+        nargs="*",
+        default=[],
+        metavar="KEY=VALUE",
+        help="fmda.training overrides, e.g. mixed_precision=bf16",
+    )
     parser.add_argument("--seed", type=int, default=None, help="training seed (default: the configured one)")
-    parser.add_argument("--negatives", choices=["pool", "all"], default=None,
-                        help="DREAM's partners: the BLEU negative pool or every utterance (default: the configured one)")
+    parser.add_argument(
+        "--negatives",
+        choices=["pool", "all"],
+        default=None,
+        help="DREAM's partners: the BLEU negative pool or every utterance (default: the configured one)",
+    )
     parser.add_argument("--test", action="store_true", help="print the selected model's test rows")
-    parser.add_argument("--baselines", action="store_true", help="print the dev figures of raw/mean and centering/mean only")
+    parser.add_argument(
+        "--baselines", action="store_true", help="print the dev figures of raw/mean and centering/mean only"
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     params = yaml.safe_load(open("conf/base/parameters_fmda.yml"))["fmda"]
@@ -109,39 +132,56 @@ def main() -> None:
     # DREAM trains with fmda.training under its own overrides, as in the pipeline
     base = params["training"] if args.method == "fmda" else {**params["training"], **(dream.get("training") or {})}
     for lr in args.lrs:
-        training = {**base, "lr": lr, "max_epochs": args.max_epochs, "progress": False,
-                    **({"patience": args.patience} if args.patience else {}),
-                    **({"seed": args.seed} if args.seed is not None else {}),
-                    **{k: yaml.safe_load(v) for k, v in (item.split("=", 1) for item in args.training)}}
+        training = {
+            **base,
+            "lr": lr,
+            "max_epochs": args.max_epochs,
+            "progress": False,
+            **({"patience": args.patience} if args.patience else {}),
+            **({"seed": args.seed} if args.seed is not None else {}),
+            **{k: yaml.safe_load(v) for k, v in (item.split("=", 1) for item in args.training)},
+        }
         start = time.perf_counter()
         if args.method == "fmda":
             training["select_on"] = args.select_on or base.get("select_on", "dev_loss")
             spec = {k: v for k, v in (params["variants"].get(args.variant) or {}).items() if k != "pairs"}
             overrides = {k: yaml.safe_load(v) for k, v in (item.split("=", 1) for item in args.loss)}
             spec["loss"] = {**(spec.get("loss") or {}), **overrides}
-            model_params = {**params["model"], **{k: yaml.safe_load(v) for k, v in (item.split("=", 1) for item in args.model)}}
-            trained, history = nodes.train_fmda(manifest, pools, model_params, spec, training, params.get("loss"),
-                                                variant=args.variant)
+            model_params = {
+                **params["model"],
+                **{k: yaml.safe_load(v) for k, v in (item.split("=", 1) for item in args.model)},
+            }
+            trained, history = nodes.train_fmda(
+                manifest, pools, model_params, spec, training, params.get("loss"), variant=args.variant
+            )
             pair = f"{manifest['source_locale']}-{manifest['target_locale']}"
             key = f"fmda.{args.variant}.{pair}.dev_total"
             print(f"kept epoch {trained['best_epoch']}: dev accuracy@1 of emb_m {trained['dev_m_accuracy']:.4f}")
             if training["select_on"] == "dev_retrieval":
                 scores = [p["value"] for p in history[f"fmda.{args.variant}.{pair}.dev_score"]]
-                print(f"dev accuracy@1 of emb_m per epoch: {[round(x, 3) for x in scores]}; kept epoch {trained['best_epoch']}")
+                print(
+                    f"dev accuracy@1 of emb_m per epoch: {[round(x, 3) for x in scores]}; kept epoch {trained['best_epoch']}"
+                )
             if args.test:
                 rows = fmda_evaluation.evaluate_fmda(manifest, trained, {"name": "bundled"})
                 print(rows[["embedding", "task", "source", "target", "metric", "value"]].to_string(index=False))
         else:
             spec = {**dream, "training": training, **({"negatives": args.negatives} if args.negatives else {})}
-            trained, history = nodes.train_pooled_head(manifest, pools, spec, params["training"], params.get("loss"), "dream")
+            trained, history = nodes.train_pooled_head(
+                manifest, pools, spec, params["training"], params.get("loss"), "dream"
+            )
             key = f"dream.{manifest['source_locale']}-{manifest['target_locale']}.dev_total"
-            print(f"negatives {trained['negatives']}: kept epoch {trained['best_epoch']}, "
-                  f"dev accuracy@1 of the meaning embedding {trained['dev_m_accuracy']:.4f}")
+            print(
+                f"negatives {trained['negatives']}: kept epoch {trained['best_epoch']}, "
+                f"dev accuracy@1 of the meaning embedding {trained['dev_m_accuracy']:.4f}"
+            )
         seconds = time.perf_counter() - start
         dev = [(r["value"], r["step"]) for r in history[key]]
         best, epoch = min(dev)
         print(f"| {lr:g} | {best:.4f} | {epoch} | {len(dev)} | {seconds:.0f} |", flush=True)
-        print("(best dev total is the lowest dev loss seen; with --select-on dev_retrieval the kept epoch is printed above)")
+        print(
+            "(best dev total is the lowest dev loss seen; with --select-on dev_retrieval the kept epoch is printed above)"
+        )
 
 
 if __name__ == "__main__":

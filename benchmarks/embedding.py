@@ -37,22 +37,31 @@ from language_agnostic.datasets import TarArchiveDataset
 from language_agnostic.encoders.extraction import (
     EmbeddingStore,
     ExtractionSettings,
-    padded_batch,
     extract_embeddings,
+    padded_batch,
     resolve_device_and_dtype,
     tokenise_all,
 )
 from language_agnostic.encoders.loading import load_encoder
 
-ROOT = Path(os.environ.get("LANGUAGE_AGNOSTIC_DATA_ROOT", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
+ROOT = Path(
+    os.environ.get("LANGUAGE_AGNOSTIC_DATA_ROOT", Path(__file__).resolve().parents[1].parent / "shared" / "data")
+)
 
 
 def massive_texts(n: int) -> list[str]:
-    archive = TarArchiveDataset(str(ROOT / "massive" / "amazon-massive-dataset-1.1.tar.gz"), "MASSIVE 1.1 tarball").load()
+    archive = TarArchiveDataset(
+        str(ROOT / "massive" / "amazon-massive-dataset-1.1.tar.gz"), "MASSIVE 1.1 tarball"
+    ).load()
     texts: list[str] = []
     for locale in ("en-US", "de-DE", "es-ES", "ja-JP"):
-        rows = iter_massive_rows(archive[massive_member(locale)](), locale, locale,
-                                 ParseOptions(whitespace_insensitive=locale == "ja-JP"), RejectLog())
+        rows = iter_massive_rows(
+            archive[massive_member(locale)](),
+            locale,
+            locale,
+            ParseOptions(whitespace_insensitive=locale == "ja-JP"),
+            RejectLog(),
+        )
         texts.extend(r["utt"] for r in rows)
         if len(texts) >= n:
             break
@@ -114,8 +123,10 @@ def main() -> None:
     texts = massive_texts(args.n)
     settings = ExtractionSettings(batch_size=args.batch_size, device=args.device, progress=False)
     device, dtype = resolve_device_and_dtype(settings.device, settings.dtype)
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, "
-          f"{torch.get_num_threads()} threads, device {device}, stage dtype {dtype}; {len(texts)} texts")
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, "
+        f"{torch.get_num_threads()} threads, device {device}, stage dtype {dtype}; {len(texts)} texts"
+    )
     results: dict[str, list[float]] = {"plain loop (fp32, unsorted)": [], "stage": [], "bare forward": []}
     for _ in range(args.repeats):
         if not args.skip_plain:
@@ -131,7 +142,9 @@ def main() -> None:
             print(f"| {name} | {med:.1f} | {', '.join(f'{r:.1f}' for r in runs)} | {len(texts) / med:.0f} |")
     stage_median = statistics.median(results["stage"])
     if results["plain loop (fp32, unsorted)"]:
-        print(f"stage speed-up over the plain loop: {statistics.median(results['plain loop (fp32, unsorted)']) / stage_median:.2f}x")
+        print(
+            f"stage speed-up over the plain loop: {statistics.median(results['plain loop (fp32, unsorted)']) / stage_median:.2f}x"
+        )
     print(f"stage time / bare forward time: {stage_median / statistics.median(results['bare forward']):.3f}")
 
 

@@ -21,13 +21,17 @@ import warnings
 
 import numpy as np
 import torch
-
 from embedding import massive_texts
+
 from language_agnostic.encoders.loading import load_encoder
 
 
 def run(encoder, model, texts: list[str], sort: bool, autocast: bool) -> tuple[float, np.ndarray]:
-    order = sorted(range(len(texts)), key=lambda i: len(encoder.tokenizer(texts[i])["input_ids"])) if sort else list(range(len(texts)))
+    order = (
+        sorted(range(len(texts)), key=lambda i: len(encoder.tokenizer(texts[i])["input_ids"]))
+        if sort
+        else list(range(len(texts)))
+    )
     out = np.zeros((len(texts), encoder.hidden_size), dtype=np.float32)
     context = torch.autocast("cpu", dtype=torch.bfloat16) if autocast else contextlib.nullcontext()
     start = time.perf_counter()
@@ -53,9 +57,13 @@ def main() -> None:
     bf16 = copy.deepcopy(encoder.model).to(torch.bfloat16).eval()
     int8 = torch.ao.quantization.quantize_dynamic(copy.deepcopy(fp32), {torch.nn.Linear}, dtype=torch.qint8)
     _, reference = run(encoder, fp32, texts, True, False)
-    variants = [("unsorted fp32", fp32, False, False), ("sorted fp32", fp32, True, False),
-                ("sorted bf16 autocast", fp32, True, True), ("sorted bf16 weights (the stage)", bf16, True, False),
-                ("sorted int8 dynamic", int8, True, False)]
+    variants = [
+        ("unsorted fp32", fp32, False, False),
+        ("sorted fp32", fp32, True, False),
+        ("sorted bf16 autocast", fp32, True, True),
+        ("sorted bf16 weights (the stage)", bf16, True, False),
+        ("sorted int8 dynamic", int8, True, False),
+    ]
     print(f"{len(texts)} texts, torch {torch.__version__}, {torch.get_num_threads()} threads")
     print("| variant | sentences/s | lowest cosine to sorted fp32 |")
     print("|---|---:|---:|")

@@ -41,9 +41,16 @@ def main() -> None:
     parser.add_argument("--method", default="emu", help="an emu.methods entry")
     parser.add_argument("--encoder-lrs", type=float, nargs="*", default=[])
     parser.add_argument("--raw", action="store_true", help="the raw encoder's en-US dev accuracy")
-    parser.add_argument("--options", nargs="*", default=[], metavar="KEY=VALUE",
-                        help="method options to try, one run each (EmuConfig fields, e.g. margin=4 or scale=20,centers=learned)")
-    parser.add_argument("--mixed-precision", default=None, help="override emu.training.mixed_precision (no | bf16 | auto)")
+    parser.add_argument(
+        "--options",
+        nargs="*",
+        default=[],
+        metavar="KEY=VALUE",
+        help="method options to try, one run each (EmuConfig fields, e.g. margin=4 or scale=20,centers=learned)",
+    )
+    parser.add_argument(
+        "--mixed-precision", default=None, help="override emu.training.mixed_precision (no | bf16 | auto)"
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     params = yaml.safe_load(open("conf/base/parameters_emu.yml"))["emu"]
@@ -53,30 +60,47 @@ def main() -> None:
     locale = params["data"]["training_locale"]
     if args.raw:
         dev = utterances[(utterances["locale"] == locale) & (utterances["partition"] == "dev")]
-        u = encode_tokenised(PooledEncoder(encoder.model, "mean"), tokenise(encoder, dev["utt"].tolist(), extraction),
-                             int(encoder.tokenizer.pad_token_id))
+        u = encode_tokenised(
+            PooledEncoder(encoder.model, "mean"),
+            tokenise(encoder, dev["utt"].tolist(), extraction),
+            int(encoder.tokenizer.pad_token_id),
+        )
         ids, labels = dev["id"].tolist(), dev["intent"].tolist()
-        print(f"raw/mean {locale} dev accuracy@1: {nearest_neighbour_correct(u, ids, labels, u, ids, labels).mean():.4f}")
+        print(
+            f"raw/mean {locale} dev accuracy@1: {nearest_neighbour_correct(u, ids, labels, u, ids, labels).mean():.4f}"
+        )
     config, training_overrides, data_overrides = method_settings(args.method, params["methods"][args.method])
     runs = [(lr, {}) for lr in args.encoder_lrs]
     lr_default = args.encoder_lrs[0] if args.encoder_lrs else {**params["training"], **training_overrides}["encoder_lr"]
     for option in args.options:  # one run per argument; "a=1,b=2" sets two options in one run
         pairs = [part.partition("=") for part in option.split(",")]
         runs.append((lr_default, {key: yaml.safe_load(value) for key, _, value in pairs}))
-    print(f"| {args.method}: encoder lr, options | {locale} dev accuracy@1 (kept epoch; 0 = the raw encoder) | "
-          "per epoch (0 = raw) | epochs | seconds |")
+    print(
+        f"| {args.method}: encoder lr, options | {locale} dev accuracy@1 (kept epoch; 0 = the raw encoder) | "
+        "per epoch (0 = raw) | epochs | seconds |"
+    )
     print("|---|---:|---|---:|---:|")
     for lr, options in runs:
         training = {**params["training"], **training_overrides, "encoder_lr": lr, "progress": False}
         if args.mixed_precision is not None:
             training["mixed_precision"] = args.mixed_precision
         start = time.perf_counter()
-        _, result, info = train_emu(utterances, encoder, {**config, **options}, {**params["data"], **data_overrides},
-                                    training, extraction, args.method)
+        _, result, info = train_emu(
+            utterances,
+            encoder,
+            {**config, **options},
+            {**params["data"], **data_overrides},
+            training,
+            extraction,
+            args.method,
+        )
         scores = [round(float(r["dev_score"]), 4) for r in result.history]
         label = f"{lr:g}" + "".join(f", {k}={v}" for k, v in options.items())
-        print(f"| {label} | {info['dev_accuracy']:.4f} ({info['best_epoch']}) | {scores} | {info['epochs_run']} | "
-              f"{time.perf_counter() - start:.0f} |", flush=True)
+        print(
+            f"| {label} | {info['dev_accuracy']:.4f} ({info['best_epoch']}) | {scores} | {info['epochs_run']} | "
+            f"{time.perf_counter() - start:.0f} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

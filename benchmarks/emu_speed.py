@@ -57,9 +57,16 @@ def main() -> None:
     parser.add_argument("--methods", nargs="*", default=["emu", "emu-no_ld", "softmax"])
     parser.add_argument("--per-intent", type=int, default=4, help="labelled sentences per intent in the timed epoch")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--mixed-precision", default=None, help="override emu.training.mixed_precision (no | bf16 | fp16)")
-    parser.add_argument("--forward-batches", type=int, nargs="*", default=[],
-                        help="also the fp32 bare forward at these batch sizes (one forward of the k critic batches together?)")
+    parser.add_argument(
+        "--mixed-precision", default=None, help="override emu.training.mixed_precision (no | bf16 | fp16)"
+    )
+    parser.add_argument(
+        "--forward-batches",
+        type=int,
+        nargs="*",
+        default=[],
+        help="also the fp32 bare forward at these batch sizes (one forward of the k critic batches together?)",
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     params = yaml.safe_load(open("conf/base/parameters_emu.yml"))["emu"]
@@ -68,21 +75,31 @@ def main() -> None:
     encoder = load_encoder("bundled")
     pad_id = int(encoder.tokenizer.pad_token_id)
     batch_size = int(params["data"]["batch_size"])
-    train_en = utterances[(utterances["locale"] == params["data"]["training_locale"]) & (utterances["partition"] == "train")]
+    train_en = utterances[
+        (utterances["locale"] == params["data"]["training_locale"]) & (utterances["partition"] == "train")
+    ]
     tok = tokenise(encoder, train_en["utt"].tolist(), extraction)
-    print(f"machine: {platform.processor() or platform.machine()}, torch threads {torch.get_num_threads()}, "
-          f"batch {batch_size}, {args.per_intent} sentences per intent, median of {args.repeats}")
+    print(
+        f"machine: {platform.processor() or platform.machine()}, torch threads {torch.get_num_threads()}, "
+        f"batch {batch_size}, {args.per_intent} sentences per intent, median of {args.repeats}"
+    )
     print("| what | sentences/s (median) | runs |\n|---|---:|---|")
     for precision in ("no", "bf16"):
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16"):
             rates = [forward_rate(encoder.model, tok, pad_id, batch_size, 40, seed) for seed in range(args.repeats)]
-        print(f"| forward, no gradients, {'fp32' if precision == 'no' else 'bf16 autocast'} | {statistics.median(rates):.1f} | "
-              f"{[round(r, 1) for r in rates]} |", flush=True)
+        print(
+            f"| forward, no gradients, {'fp32' if precision == 'no' else 'bf16 autocast'} | {statistics.median(rates):.1f} | "
+            f"{[round(r, 1) for r in rates]} |",
+            flush=True,
+        )
     for size in args.forward_batches:
         n = max(1, 640 // size)  # the same 640 sentences at every size
         rates = [forward_rate(encoder.model, tok, pad_id, size, n, seed) for seed in range(args.repeats)]
-        print(f"| forward, no gradients, fp32, batches of {size} | {statistics.median(rates):.1f} | "
-              f"{[round(r, 1) for r in rates]} |", flush=True)
+        print(
+            f"| forward, no gradients, fp32, batches of {size} | {statistics.median(rates):.1f} | "
+            f"{[round(r, 1) for r in rates]} |",
+            flush=True,
+        )
     for name in args.methods:
         config, training_overrides, data_overrides = method_settings(name, params["methods"][name])
         training = {**params["training"], **training_overrides, "max_epochs": 1, "progress": False}
@@ -96,8 +113,10 @@ def main() -> None:
             train(run.model, lambda m, b: emu_losses(m, b), run.train_data, run.dev_data, run.settings, None)
             rates.append(len(run.train_data.labels) / (time.perf_counter() - start))
         precision = training.get("mixed_precision", "no")
-        print(f"| {name} (mixed_precision {precision}): one epoch, labelled sentences | {statistics.median(rates):.1f} | {[round(r, 1) for r in rates]} |",
-              flush=True)
+        print(
+            f"| {name} (mixed_precision {precision}): one epoch, labelled sentences | {statistics.median(rates):.1f} | {[round(r, 1) for r in rates]} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

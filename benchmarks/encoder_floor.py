@@ -32,8 +32,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from language_agnostic.encoders.extraction import (ExtractionSettings, _inference_copy, padded_batch, resolve_device_and_dtype,
-                                                   tokenise_all)
+from language_agnostic.encoders.extraction import (
+    ExtractionSettings,
+    _inference_copy,
+    padded_batch,
+    resolve_device_and_dtype,
+    tokenise_all,
+)
 from language_agnostic.encoders.loading import load_encoder
 
 PROJECT = Path(__file__).resolve().parents[1]
@@ -66,14 +71,16 @@ def main() -> None:
     model = _inference_copy(encoder.model, device, dtype)
     order = np.lexsort((np.arange(len(texts)), tok.lengths))
     pad = int(encoder.tokenizer.pad_token_id or 0)
-    print(f"machine: {platform.processor() or platform.machine()}, torch {torch.__version__}, threads {torch.get_num_threads()}, "
-          f"{dtype}; {len(texts)} sentences of {args.languages}, {tok.lengths.mean():.1f} tokens on average\n")
+    print(
+        f"machine: {platform.processor() or platform.machine()}, torch {torch.__version__}, threads {torch.get_num_threads()}, "
+        f"{dtype}; {len(texts)} sentences of {args.languages}, {tok.lengths.mean():.1f} tokens on average\n"
+    )
 
     def one_pass(forward: Callable[..., object], batch: int) -> float:
         start = time.perf_counter()
         with torch.inference_mode():
             for i in range(0, len(order), batch):
-                ids, mask = padded_batch(tok, order[i:i + batch], pad)
+                ids, mask = padded_batch(tok, order[i : i + batch], pad)
                 forward(input_ids=ids.to(device), attention_mask=mask.to(device))
         return time.perf_counter() - start
 
@@ -88,12 +95,17 @@ def main() -> None:
     default = settings.batch_size
     implementation = model.config._attn_implementation  # noqa: SLF001
     model.config._attn_implementation = "eager"  # noqa: SLF001  # BERT reads it on every forward
-    report(f"eager attention, batch {default}", statistics.median(one_pass(model, default) for _ in range(args.repeats)))
+    report(
+        f"eager attention, batch {default}", statistics.median(one_pass(model, default) for _ in range(args.repeats))
+    )
     model.config._attn_implementation = implementation  # noqa: SLF001
     if not args.no_compile:
         compiled = torch.compile(model, dynamic=True)
         report(f"torch.compile, batch {default}: first pass (compiling)", one_pass(compiled, default))
-        report(f"torch.compile, batch {default}", statistics.median(one_pass(compiled, default) for _ in range(args.repeats)))
+        report(
+            f"torch.compile, batch {default}",
+            statistics.median(one_pass(compiled, default) for _ in range(args.repeats)),
+        )
 
 
 if __name__ == "__main__":

@@ -41,12 +41,18 @@ def main() -> None:
     args = parser.parse_args()
     manifest = EmbeddingManifestDataset(f"data/04_feature/{args.pair}/fmda_inputs.json").load()
     sets, src, tgt = manifest["sets"], manifest["source_locale"], manifest["target_locale"]
-    _, model = load_trained(TrainedHeadDataset(args.model or f"data/06_models/{args.pair}/fmda_all_together.safetensors").load())
+    _, model = load_trained(
+        TrainedHeadDataset(args.model or f"data/06_models/{args.pair}/fmda_all_together.safetensors").load()
+    )
     centred = centering_of(manifest)  # the pipeline's own centring/mean baseline
     raw = {side: np.asarray(sets[f"{args.split}.{side}.utt"].vectors("mean")) for side in ("source", "target")}
     embeddings = {
-        "fmda/m": {side: encode_with_fmda(model, sets[f"{args.split}.{side}.utt"])["m"] for side in ("source", "target")},
-        "centering/mean": {side: centred(sets[f"{args.split}.{side}.utt"], loc) for side, loc in (("source", src), ("target", tgt))},
+        "fmda/m": {
+            side: encode_with_fmda(model, sets[f"{args.split}.{side}.utt"])["m"] for side in ("source", "target")
+        },
+        "centering/mean": {
+            side: centred(sets[f"{args.split}.{side}.utt"], loc) for side, loc in (("source", src), ("target", tgt))
+        },
         "raw/mean": raw,
     }
     directions = {f"{src}->{tgt}": ("source", "target"), f"{tgt}->{src}": ("target", "source")}

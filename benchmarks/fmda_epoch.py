@@ -38,14 +38,21 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=512)
     parser.add_argument("--no-bucket", action="store_true", help="random batches instead of length buckets")
-    parser.add_argument("--floor", type=int, default=0, metavar="REPEATS",
-                        help="also time the floor: one epoch's batches made beforehand, then only forward, "
-                             "backward and the AdamW step over them (no data loading, no dev), median of REPEATS")
-    parser.add_argument("--tokenwise", action="store_true",
-                        help="FFNs on every token (the literal form) instead of the affine fast path")
+    parser.add_argument(
+        "--floor",
+        type=int,
+        default=0,
+        metavar="REPEATS",
+        help="also time the floor: one epoch's batches made beforehand, then only forward, "
+        "backward and the AdamW step over them (no data loading, no dev), median of REPEATS",
+    )
+    parser.add_argument(
+        "--tokenwise",
+        action="store_true",
+        help="FFNs on every token (the literal form) instead of the affine fast path",
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    utterances = pd.read_parquet("data/02_intermediate/massive_utterances.parquet")
     masked = pd.read_parquet("data/03_primary/massive_masked_texts.parquet")
     pools = pd.read_parquet("data/03_primary/massive_negative_pools.parquet")
     encoder = load_encoder("bundled")
@@ -58,12 +65,18 @@ def main() -> None:
     for split in ("train", "dev"):
         sides = {}
         for locale in (args.source, args.target):
-            rows = masked[(masked["locale"] == locale) & (masked["partition"] == split)].sort_values("id", key=lambda s: s.astype(int))
+            rows = masked[(masked["locale"] == locale) & (masked["partition"] == split)].sort_values(
+                "id", key=lambda s: s.astype(int)
+            )
             sides[locale] = {
                 "ids": rows["id"].tolist(),
                 "states": extract_embeddings(encoder, rows["utt"].tolist(), tokens, store),
-                "tp": np.asarray(extract_embeddings(encoder, rows["template_text"].tolist(), sentence, store).vectors("cls")),
-                "rs": np.asarray(extract_embeddings(encoder, rows["residual_text"].tolist(), sentence, store).vectors("cls")),
+                "tp": np.asarray(
+                    extract_embeddings(encoder, rows["template_text"].tolist(), sentence, store).vectors("cls")
+                ),
+                "rs": np.asarray(
+                    extract_embeddings(encoder, rows["residual_text"].tolist(), sentence, store).vectors("cls")
+                ),
             }
         assert sides[args.source]["ids"] == sides[args.target]["ids"], "MASSIVE ids must align across locales"
         sets[split] = sides
@@ -75,27 +88,50 @@ def main() -> None:
         # train negatives from the train pool, dev negatives from the dev pool (the pipeline's rule)
         pool = {loc: pool_rows(ids, pools, loc, split) for loc in (args.source, args.target)}
         targets = {"s_tp": s["tp"], "s_rs": s["rs"], "t_tp": t["tp"], "t_rs": t["rs"]}
-        return FmdaBatches(s["states"], t["states"], targets, 0, 1, pool[args.source], pool[args.target],
-                           args.batch_size, shuffle=shuffle, bucket=not args.no_bucket)
+        return FmdaBatches(
+            s["states"],
+            t["states"],
+            targets,
+            0,
+            1,
+            pool[args.source],
+            pool[args.target],
+            args.batch_size,
+            shuffle=shuffle,
+            bucket=not args.no_bucket,
+        )
 
     torch.manual_seed(0)
     model = Fmda(FmdaConfig(dim=encoder.hidden_size, n_languages=2))
     if args.tokenwise:
         model.affine_fast_path = False
     start = time.perf_counter()
-    result = train(model, fmda_losses, batches("train", True), batches("dev", False),
-                   TrainSettings(lr=1e-4, max_epochs=args.epochs, patience=args.epochs, seed=0, progress=False))
+    result = train(
+        model,
+        fmda_losses,
+        batches("train", True),
+        batches("dev", False),
+        TrainSettings(lr=1e-4, max_epochs=args.epochs, patience=args.epochs, seed=0, progress=False),
+    )
     per_epoch = (time.perf_counter() - start) / args.epochs
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, {torch.get_num_threads()} threads")
-    print(f"pair {args.source}-{args.target}: {len(sets['train'][args.source]['ids'])} train / {len(sets['dev'][args.source]['ids'])} dev pairs")
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, {torch.get_num_threads()} threads"
+    )
+    print(
+        f"pair {args.source}-{args.target}: {len(sets['train'][args.source]['ids'])} train / {len(sets['dev'][args.source]['ids'])} dev pairs"
+    )
     print(f"extraction (cached after the first run): {timings['extraction (s)']:.1f} s")
     lengths = sets["train"][args.source]["states"].lengths
     rng = np.random.default_rng(0)
     batch_max = np.mean([lengths[rng.permutation(len(lengths))[: args.batch_size]].max() for _ in range(50)])
-    print(f"source-side tokens per utterance: mean {lengths.mean():.1f}; longest in a random batch of "
-          f"{args.batch_size}: {batch_max:.1f} on average (50 draws)")
-    print(f"training: {per_epoch:.1f} s per epoch (incl. dev loss), batch {args.batch_size}, fp32, "
-          f"{'random' if args.no_bucket else 'length-bucketed'} batches, {'token-wise' if args.tokenwise else 'affine fast path'}")
+    print(
+        f"source-side tokens per utterance: mean {lengths.mean():.1f}; longest in a random batch of "
+        f"{args.batch_size}: {batch_max:.1f} on average (50 draws)"
+    )
+    print(
+        f"training: {per_epoch:.1f} s per epoch (incl. dev loss), batch {args.batch_size}, fp32, "
+        f"{'random' if args.no_bucket else 'length-bucketed'} batches, {'token-wise' if args.tokenwise else 'affine fast path'}"
+    )
     for record in result.history:
         print({k: round(v, 4) for k, v in record.items() if k in ("epoch", "train_total", "dev_total")})
     if args.floor:
@@ -113,8 +149,10 @@ def main() -> None:
                 optimiser.step()
             times.append(time.perf_counter() - start)
         floor = float(np.median(times))
-        print(f"floor: {floor:.1f} s per epoch ({len(ready)} batches, forward + backward + AdamW step only, median of "
-              f"{args.floor}); the loop's epoch is {per_epoch / floor:.2f}x the floor")
+        print(
+            f"floor: {floor:.1f} s per epoch ({len(ready)} batches, forward + backward + AdamW step only, median of "
+            f"{args.floor}); the loop's epoch is {per_epoch / floor:.2f}x the floor"
+        )
 
 
 if __name__ == "__main__":

@@ -38,7 +38,9 @@ def main() -> None:
         manifest = EmbeddingManifestDataset(f"data/04_feature/{pair}/fmda_inputs.json").load()
         tables = [evaluate_baselines(manifest, {"name": "check"})]
         for name, spec in params["methods"].items():
-            trained, _ = train_pooled_head(manifest, spec, {**params["training"], "progress": False}, params["loss"], name)
+            trained, _ = train_pooled_head(
+                manifest, spec, {**params["training"], "progress": False}, params["loss"], name
+            )
             tables.append(evaluate_head(manifest, trained, {"name": "check"}))
         new = pd.concat(tables)
         merged = new.merge(stored, on=KEY, suffixes=("_new", "_stored"))

@@ -34,13 +34,13 @@ from collections.abc import Mapping
 from typing import Any
 
 import torch
+from slu_budget_dev import add_env_methods, parse_options  # benchmarks/ is on the path when a script here runs
+from slu_speed import slu_inputs
 
 import language_agnostic.methods.lajmcl as mcl
 from language_agnostic.training.lajmcl import LajRun, lajmcl_loss_fn, prepare_lajmcl
 from language_agnostic.training.loop import train
 from language_agnostic.training.slu import method_settings
-from slu_budget_dev import add_env_methods, parse_options  # benchmarks/ is on the path when a script here runs
-from slu_speed import slu_inputs
 
 TERMS = ("intent", "slot", "utterance", "slot_value", "word")
 
@@ -60,8 +60,9 @@ def prepare(name: str, env: str | None, options: Mapping[str, Any], raw_data_roo
     if spec.get("code_switch"):
         data["code_switch"] = {**params["code_switch"], "languages": languages}
     training = {**params["training"], **training_over, "progress": False}
-    return prepare_lajmcl(rows, encoder, method, data, training, extraction, dictionaries if spec.get("code_switch") else None,
-                          name)
+    return prepare_lajmcl(
+        rows, encoder, method, data, training, extraction, dictionaries if spec.get("code_switch") else None, name
+    )
 
 
 @torch.no_grad()
@@ -82,15 +83,21 @@ def at_initialisation(run: LajRun, temperatures: list[float], n_batches: int) ->
         batches += 1
         source, _ = mcl.pool_values(out.states[:n], batch["value_ids"][:n], g)
         switched, _ = mcl.pool_values(out.states[n:], batch["value_ids"][n:], g)
-        negatives, _ = mcl.pool_values(model.encode(batch["neg_input_ids"], batch["neg_attention_mask"])[:n],
-                                       batch["neg_value_ids"][:n], g)  # the first negative of each value
-        slots = model.g_s(out.states[batch["value_rows"], 4:4 + k])
+        negatives, _ = mcl.pool_values(
+            model.encode(batch["neg_input_ids"], batch["neg_attention_mask"])[:n], batch["neg_value_ids"][:n], g
+        )  # the first negative of each value
+        slots = model.g_s(out.states[batch["value_rows"], 4 : 4 + k])
         z, z_pos, z_neg = model.g_s(source), model.g_s(switched), model.g_s(negatives)
         for t in temperatures:
             pos = mcl.slot_guided_similarity(z, z_pos, slots, t, kind)
             neg = mcl.slot_guided_similarity(z, z_neg, slots, t, kind)
-            row = (z.norm(dim=-1).mean(), mcl.slot_affinity(z, slots, t, kind).std(-1).mean(), pos.mean(), neg.mean(),
-                   torch.relu(pos - neg + margin).mean())
+            row = (
+                z.norm(dim=-1).mean(),
+                mcl.slot_affinity(z, slots, t, kind).std(-1).mean(),
+                pos.mean(),
+                neg.mean(),
+                torch.relu(pos - neg + margin).mean(),
+            )
             sums[t] = [s + float(v) for s, v in zip(sums[t], row)]
     print(f"\nat initialisation, {kind} affinity, mean over {batches} batches (margin r_s = {margin}):\n")
     print("| τ_s | mean ‖z‖ | affinity spread over the slots | KL to the switched value | KL to a negative | eq. 11 |")
@@ -107,9 +114,15 @@ def during_training(run: LajRun, steps: int, every: int) -> None:
     encoder_ids = {id(p) for p in run.model.encoder.parameters()} | {id(run.model.label_embeddings)}
     seen = {"steps": 0}
     start = time.perf_counter()
-    print(f"\nduring training, before clipping at max_grad_norm {run.settings.max_grad_norm} "
-          "(term value, then its gradient norm: all trained parameters / the encoder's):\n")
-    print("| step | seconds | " + " | ".join(t for t in TERMS if weights.get(t, 0) > 0) + " | g_s: mean ‖out‖, units active |")
+    print(
+        f"\nduring training, before clipping at max_grad_norm {run.settings.max_grad_norm} "
+        "(term value, then its gradient norm: all trained parameters / the encoder's):\n"
+    )
+    print(
+        "| step | seconds | "
+        + " | ".join(t for t in TERMS if weights.get(t, 0) > 0)
+        + " | g_s: mean ‖out‖, units active |"
+    )
     print("|---:|---:|" + "---:|" * sum(weights.get(t, 0) > 0 for t in TERMS) + "---:|")
     seen_gs: dict[str, Any] = {}
 
@@ -140,8 +153,14 @@ def during_training(run: LajRun, steps: int, every: int) -> None:
                     continue
                 grads = torch.autograd.grad(weights[term] * parts[term], trained, retain_graph=True, allow_unused=True)
                 every_norm = sum(float(x.float().pow(2).sum()) for x in grads if x is not None) ** 0.5
-                encoder_norm = sum(float(x.float().pow(2).sum()) for p, x in zip(trained, grads)
-                                   if x is not None and id(p) in encoder_ids) ** 0.5
+                encoder_norm = (
+                    sum(
+                        float(x.float().pow(2).sum())
+                        for p, x in zip(trained, grads)
+                        if x is not None and id(p) in encoder_ids
+                    )
+                    ** 0.5
+                )
                 cells.append(f"{float(parts[term].detach()):.3f}: {every_norm:.3g} / {encoder_norm:.3g}")
             norms, active = seen_gs.get("norms", [0.0]), seen_gs.get("active")
             share = float(active.float().mean()) if active is not None else 0.0
@@ -173,8 +192,10 @@ def main() -> None:
     run = prepare(args.method, args.env, options, args.raw_data_root)
     if run.loss_weights["slot_value"] == 0:
         raise SystemExit(f"--method {args.method}: its slot level is off (loss_weights.slot_value 0)")
-    print(f"{args.method}, options {options}: {run.info['n_train']} en-US utterances, loss weights {run.loss_weights}, "
-          f"torch {torch.__version__}, threads {torch.get_num_threads()}")
+    print(
+        f"{args.method}, options {options}: {run.info['n_train']} en-US utterances, loss weights {run.loss_weights}, "
+        f"torch {torch.__version__}, threads {torch.get_num_threads()}"
+    )
     at_initialisation(run, [float(t) for t in args.temperatures.split(",")], args.batches)
     if args.steps:
         during_training(run, args.steps, args.every)

@@ -36,11 +36,12 @@ import statistics
 import time
 
 import torch
+from slu_speed import slu_inputs  # benchmarks/ is on the path when a script here runs
 
 from language_agnostic.training.lajmcl import lajmcl_loss_fn, prepare_lajmcl
 from language_agnostic.training.loop import train
 from language_agnostic.training.slu import method_settings
-from slu_speed import slu_inputs  # benchmarks/ is on the path when a script here runs
+
 
 def train_layers_values(values: list[str]) -> list[str | int | None]:
     """``--train-layers``: ``conf`` (the method's configured value), ``none`` (every layer) or an integer."""
@@ -49,7 +50,9 @@ def train_layers_values(values: list[str]) -> list[str | int | None]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--variants", nargs="*", default=None, help="slu.methods entries (default: every method: lajoint)")
+    parser.add_argument(
+        "--variants", nargs="*", default=None, help="slu.methods entries (default: every method: lajoint)"
+    )
     parser.add_argument("--train-layers", nargs="*", default=["conf"], help="conf | none | N, one run each")
     parser.add_argument("--max-train", type=int, default=320)
     parser.add_argument("--repeats", type=int, default=1)
@@ -60,15 +63,23 @@ def main() -> None:
     configured = {name: dict(spec) for name, spec in params["methods"].items() if dict(spec).get("method") == "lajoint"}
     variants = args.variants or list(configured)
     n_full = int(((rows["locale"] == params["data"]["training_locale"]) & (rows["partition"] == "train")).sum())
-    print(f"machine: {platform.processor() or platform.machine()}, torch {torch.__version__}, threads "
-          f"{torch.get_num_threads()}, {args.max_train} en-US utterances, median of {args.repeats}")
-    print("| variant | train_layers | setup (s) | one epoch (utterances/s) | runs | mean padded batch (rows x sub-tokens) "
-          f"| one epoch of {n_full:,} (min) |\n|---|---|---:|---:|---|---|---:|")
+    print(
+        f"machine: {platform.processor() or platform.machine()}, torch {torch.__version__}, threads "
+        f"{torch.get_num_threads()}, {args.max_train} en-US utterances, median of {args.repeats}"
+    )
+    print(
+        "| variant | train_layers | setup (s) | one epoch (utterances/s) | runs | mean padded batch (rows x sub-tokens) "
+        f"| one epoch of {n_full:,} (min) |\n|---|---|---:|---:|---|---|---:|"
+    )
     for name in variants:
         if name not in configured:
-            raise SystemExit(f"--variants: {name!r} is not a method: lajoint entry of conf/base's slu.methods ({list(configured)})")
+            raise SystemExit(
+                f"--variants: {name!r} is not a method: lajoint entry of conf/base's slu.methods ({list(configured)})"
+            )
         spec = configured[name]
-        method, training_overrides, data_overrides = method_settings(name, {k: v for k, v in spec.items() if k != "code_switch"})
+        method, training_overrides, data_overrides = method_settings(
+            name, {k: v for k, v in spec.items() if k != "code_switch"}
+        )
         data = {**params["data"], **data_overrides, "max_train": args.max_train}
         if spec.get("code_switch"):
             data["code_switch"] = {**params["code_switch"], "languages": languages}
@@ -82,16 +93,23 @@ def main() -> None:
                 run = prepare_lajmcl(rows, encoder, method, data, training, extraction, dictionaries, name)
                 setups.append(time.perf_counter() - start)
                 batches = list(run.train_data.batches(1, torch.Generator().manual_seed(0)))
-                shapes.append((statistics.mean(b["input_ids"].shape[0] for b in batches),
-                               statistics.mean(b["input_ids"].shape[1] for b in batches)))
+                shapes.append(
+                    (
+                        statistics.mean(b["input_ids"].shape[0] for b in batches),
+                        statistics.mean(b["input_ids"].shape[1] for b in batches),
+                    )
+                )
                 start = time.perf_counter()
                 train(run.model, lajmcl_loss_fn(run.loss_weights), run.train_data, run.dev_data, run.settings, None)
                 rates.append(run.train_data.n_utterances / (time.perf_counter() - start))
             rows_, width = shapes[0]
             rate = statistics.median(rates)
             layers_run = "null" if run.info["train_layers"] is None else run.info["train_layers"]
-            print(f"| {name} | {layers_run} | {statistics.median(setups):.1f} | {rate:.1f} | "
-                  f"{[round(r, 1) for r in rates]} | {rows_:.0f} x {width:.0f} | {n_full / rate / 60:.1f} |", flush=True)
+            print(
+                f"| {name} | {layers_run} | {statistics.median(setups):.1f} | {rate:.1f} | "
+                f"{[round(r, 1) for r in rates]} | {rows_:.0f} x {width:.0f} | {n_full / rate / 60:.1f} |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -41,8 +41,9 @@ def after_embedding_layer(model: torch.nn.Module, vectors: torch.Tensor) -> torc
     """Rows as the first transformer layer sees them at positions 1..n (the label positions' places)."""
     positions = torch.arange(1, len(vectors) + 1).unsqueeze(0)
     with torch.no_grad():
-        return model.embeddings(inputs_embeds=vectors.unsqueeze(0), position_ids=positions,
-                                token_type_ids=torch.zeros_like(positions))[0]
+        return model.embeddings(
+            inputs_embeds=vectors.unsqueeze(0), position_ids=positions, token_type_ids=torch.zeros_like(positions)
+        )[0]
 
 
 def main() -> None:
@@ -60,11 +61,17 @@ def main() -> None:
     token_norms = torch.cat([table[tokenizer(t, add_special_tokens=False)["input_ids"]].norm(dim=-1) for t in texts])
     print(f"{len(texts)} label positions ({len(slots)} slots); encoder {encoder.identity.get('name')}\n")
     print("| | label embeddings (init) | the labels' word embeddings |\n|---|---:|---:|")
-    print(f"| L2 norm, median | {labels.norm(dim=-1).median():.3f} | {token_norms.median():.3f} per token, "
-          f"{words.norm(dim=-1).median():.3f} per label (token mean) |")
-    for name, (a, b) in {"pairwise cosine at the input": (labels, words),
-                         "pairwise cosine after the embedding layer": (after_embedding_layer(model, labels),
-                                                                        after_embedding_layer(model, words))}.items():
+    print(
+        f"| L2 norm, median | {labels.norm(dim=-1).median():.3f} | {token_norms.median():.3f} per token, "
+        f"{words.norm(dim=-1).median():.3f} per label (token mean) |"
+    )
+    for name, (a, b) in {
+        "pairwise cosine at the input": (labels, words),
+        "pairwise cosine after the embedding layer": (
+            after_embedding_layer(model, labels),
+            after_embedding_layer(model, words),
+        ),
+    }.items():
         (ma, lo_a, hi_a), (mb, lo_b, hi_b) = pairwise(a), pairwise(b)
         print(f"| {name}: mean (min, max) | {ma:.3f} ({lo_a:.3f}, {hi_a:.3f}) | {mb:.3f} ({lo_b:.3f}, {hi_b:.3f}) |")
 

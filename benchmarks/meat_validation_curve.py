@@ -42,28 +42,42 @@ def main() -> None:
     pooling, languages = params["pooling"], corpus_languages(corpus)
     batch_size, seed = int(params["training"]["batch_size"]), int(params["training"]["seed"])
     validation = corpus[corpus["split"] == "validation"].reset_index(drop=True)
-    source, target = vectors_of(manifest, "validation.source", pooling), vectors_of(manifest, "validation.target", pooling)
+    source, target = (
+        vectors_of(manifest, "validation.source", pooling),
+        vectors_of(manifest, "validation.target", pooling),
+    )
 
     def retrieval(model: torch.nn.Module) -> float:
         model.eval()
         with torch.no_grad():
             a, b = (model(torch.from_numpy(np.array(x)))[0].numpy() for x in (source, target))
-        scores = [(retrieval_accuracy_at_1(a[i], b[i]) + retrieval_accuracy_at_1(b[i], a[i])) / 2
-                  for i in validation.groupby("pair").indices.values()]
+        scores = [
+            (retrieval_accuracy_at_1(a[i], b[i]) + retrieval_accuracy_at_1(b[i], a[i])) / 2
+            for i in validation.groupby("pair").indices.values()
+        ]
         return float(np.mean(scores))
 
     torch.manual_seed(seed)
     model = build("meat", manifest["sets"]["train.source"].dim, len(languages))
     print(f"untrained: validation meaning retrieval {retrieval(model):.4f}")
     settings = TrainSettings(lr=args.lr, max_epochs=args.epochs, patience=args.epochs, seed=seed, progress=False)
-    result = train(model, lambda m, b: get_method("meat").losses(m, b, {}, {}), pair_batches(manifest, corpus, "train", pooling, languages, batch_size, True),
-                   pair_batches(manifest, corpus, "validation", pooling, languages, batch_size, False), settings, retrieval)
+    result = train(
+        model,
+        lambda m, b: get_method("meat").losses(m, b, {}, {}),
+        pair_batches(manifest, corpus, "train", pooling, languages, batch_size, True),
+        pair_batches(manifest, corpus, "validation", pooling, languages, batch_size, False),
+        settings,
+        retrieval,
+    )
     print(f"{args.pipeline} MEAT, lr {args.lr:g}, {args.epochs} epochs, no early stopping; validation split only")
     print("| epoch | total | uniform | total − uniform | adversary (discriminator CE) | meaning retrieval acc@1 |")
     print("|---:|---:|---:|---:|---:|---:|")
     for r in result.history:
-        print(f"| {int(r['epoch'])} | {r['dev_total']:.4f} | {r['dev_uniform']:.4f} | {r['dev_total'] - r['dev_uniform']:.4f} "
-              f"| {r['dev_adversary']:.4f} | {r['dev_score']:.4f} |", flush=True)
+        print(
+            f"| {int(r['epoch'])} | {r['dev_total']:.4f} | {r['dev_uniform']:.4f} | {r['dev_total'] - r['dev_uniform']:.4f} "
+            f"| {r['dev_adversary']:.4f} | {r['dev_score']:.4f} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

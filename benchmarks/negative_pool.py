@@ -28,13 +28,17 @@ from language_agnostic.corpora.massive import ParseOptions, iter_massive_rows, m
 from language_agnostic.datasets import TarArchiveDataset
 from language_agnostic.text.negative_pool import BleuSettings, negative_pool_mask
 
-ROOT = Path(os.environ.get("LANGUAGE_AGNOSTIC_DATA_ROOT", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
+ROOT = Path(
+    os.environ.get("LANGUAGE_AGNOSTIC_DATA_ROOT", Path(__file__).resolve().parents[1].parent / "shared" / "data")
+)
 TOKENIZE = {"ja-JP": "ja-mecab", "zh-CN": "zh"}
 
 
 def train_utterances(locale: str) -> list[str]:
     """The train utterances of one locale, parsed by the project's own reader."""
-    archive = TarArchiveDataset(str(ROOT / "massive" / "amazon-massive-dataset-1.1.tar.gz"), "MASSIVE 1.1 tarball").load()
+    archive = TarArchiveDataset(
+        str(ROOT / "massive" / "amazon-massive-dataset-1.1.tar.gz"), "MASSIVE 1.1 tarball"
+    ).load()
     text = archive[massive_member(locale)]()
     options = ParseOptions(whitespace_insensitive=locale in ("ja-JP", "zh-CN"))
     rows = iter_massive_rows(text, massive_member(locale), locale, options, RejectLog())
@@ -61,8 +65,11 @@ def brute_force_seconds_per_call(
                 metric.sentence_score(texts[i], [texts[j]])
             else:
                 sentence_bleu(
-                    texts[i], [texts[j]], smooth_method=settings.smooth_method,
-                    tokenize=settings.tokenize, use_effective_order=settings.effective_order,
+                    texts[i],
+                    [texts[j]],
+                    smooth_method=settings.smooth_method,
+                    tokenize=settings.tokenize,
+                    use_effective_order=settings.effective_order,
                 )
         timings.append((time.perf_counter() - start) / n_pairs)
     return statistics.median(timings)
@@ -77,10 +84,14 @@ def main() -> None:
     args = parser.parse_args()
     logging.getLogger("sacrebleu").setLevel(logging.ERROR)
 
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"Python {platform.python_version()}")
-    print("| locale | utterances | in pool | fast, median (s) | runs (s) | `sentence_bleu` µs/call "
-          "| reused `BLEU` µs/call | brute force, reused `BLEU`, extrapolated (h) | speed-up |")
+    print(
+        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}"
+    )
+    print(
+        "| locale | utterances | in pool | fast, median (s) | runs (s) | `sentence_bleu` µs/call "
+        "| reused `BLEU` µs/call | brute force, reused `BLEU`, extrapolated (h) | speed-up |"
+    )
     print("|---|---:|---:|---:|---|---:|---:|---:|---:|")
     for locale in args.locales:
         texts = train_utterances(locale)
@@ -95,9 +106,11 @@ def main() -> None:
         reused = brute_force_seconds_per_call(texts, settings, args.brute_pairs, args.seed, True)
         n = len(texts)
         brute = reused * n * (n - 1)
-        print(f"| {locale} | {n} | {int(pool.sum())} | {fast:.1f} | {', '.join(f'{r:.1f}' for r in runs)} "
-              f"| {per_call * 1e6:.0f} | {reused * 1e6:.0f} | {brute / 3600:.1f} | {brute / fast:,.0f}× |",
-              flush=True)
+        print(
+            f"| {locale} | {n} | {int(pool.sum())} | {fast:.1f} | {', '.join(f'{r:.1f}' for r in runs)} "
+            f"| {per_call * 1e6:.0f} | {reused * 1e6:.0f} | {brute / 3600:.1f} | {brute / fast:,.0f}× |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

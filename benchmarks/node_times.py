@@ -55,7 +55,9 @@ def main(argv: list[str] | None = None) -> None:
     """Print a markdown table of node times (and group sums) from a log file (``argv``: tests pass their own)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("log", type=Path)
-    parser.add_argument("--group", action="append", default=[], help="also print the summed time of nodes with this prefix")
+    parser.add_argument(
+        "--group", action="append", default=[], help="also print the summed time of nodes with this prefix"
+    )
     args = parser.parse_args(argv)
     times = node_times(args.log.read_text(errors="replace").splitlines())
     if not times:

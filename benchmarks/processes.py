@@ -55,7 +55,9 @@ def main() -> None:
         tick = time.perf_counter()
         run_in_processes(_nothing, (), args.processes, "benchmark")
         startup.append(time.perf_counter() - tick)
-    print(f"start-up of {args.processes} workers: median {statistics.median(startup):.1f} s ({', '.join(f'{s:.1f}' for s in startup)})")
+    print(
+        f"start-up of {args.processes} workers: median {statistics.median(startup):.1f} s ({', '.join(f'{s:.1f}' for s in startup)})"
+    )
 
     frame = pd.read_parquet(args.utterances)
     texts = frame[frame["locale"].isin(["en-US", "de-DE"]) & (frame["partition"] == "test")]["utt"].drop_duplicates()
@@ -72,8 +74,10 @@ def main() -> None:
                 times[processes].append(time.perf_counter() - tick)
                 vectors[processes] = found.vectors("mean").copy()
     one, many = statistics.median(times[1]), statistics.median(times[args.processes])
-    print(f"extraction of {len(texts)} texts: 1 process {one:.1f} s ({len(texts) / one:.0f} texts/s), "
-          f"{args.processes} processes {many:.1f} s ({len(texts) / many:.0f} texts/s): speed-up {one / many:.2f}x")
+    print(
+        f"extraction of {len(texts)} texts: 1 process {one:.1f} s ({len(texts) / one:.0f} texts/s), "
+        f"{args.processes} processes {many:.1f} s ({len(texts) / many:.0f} texts/s): speed-up {one / many:.2f}x"
+    )
     print("vectors identical:", bool(np.array_equal(vectors[1], vectors[args.processes])))
 
 

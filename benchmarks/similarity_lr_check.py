@@ -43,19 +43,25 @@ def main() -> None:
     spec = params["methods"][args.method]
     if args.patience is not None:
         spec = {**spec, "training": {**spec.get("training", {}), "patience": args.patience}}
-    print(f"{args.pipeline} {args.method}: validation-only selection, max {args.max_epochs} epochs, "
-          f"patience {spec.get('training', {}).get('patience', params['training']['patience'])}")
+    print(
+        f"{args.pipeline} {args.method}: validation-only selection, max {args.max_epochs} epochs, "
+        f"patience {spec.get('training', {}).get('patience', params['training']['patience'])}"
+    )
     print("| lr | best validation total | best epoch | epochs run | seconds |")
     print("|---|---:|---:|---:|---:|")
     for lr in args.lrs:
         run_spec = {**spec, "training": {**spec.get("training", {}), "lr": lr, "max_epochs": args.max_epochs}}
         training = {**params["training"], "max_epochs": args.max_epochs, "progress": False}
         start = time.perf_counter()
-        trained, history = train_head(manifest, corpus, run_spec, training, params["pooling"], method=args.method,
-                                      pipeline=args.pipeline)
+        trained, history = train_head(
+            manifest, corpus, run_spec, training, params["pooling"], method=args.method, pipeline=args.pipeline
+        )
         seconds = time.perf_counter() - start
         dev = [point["value"] for point in history[f"{args.pipeline}.{args.method}.dev_total"]]
-        print(f"| {lr:g} | {min(dev):.4f} | {trained['best_epoch']} | {trained['epochs_run']} | {seconds:.0f} |", flush=True)
+        print(
+            f"| {lr:g} | {min(dev):.4f} | {trained['best_epoch']} | {trained['epochs_run']} | {seconds:.0f} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

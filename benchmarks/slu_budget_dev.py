@@ -32,10 +32,10 @@ from typing import Any
 
 import torch
 import yaml
+from slu_speed import slu_inputs  # benchmarks/ is on the path when a script here runs
 
 from language_agnostic.training.lajmcl import train_lajmcl
 from language_agnostic.training.slu import method_settings, train_slu
-from slu_speed import slu_inputs  # benchmarks/ is on the path when a script here runs
 
 
 def parse_value(value: str) -> Any:
@@ -95,29 +95,49 @@ def main() -> None:
     options = parse_options(args.option)
     params, extraction, rows, encoder, languages, dictionaries = slu_inputs(args.raw_data_root)
     add_env_methods(params, args.env)
-    layers = sets.get("train_layers", args.train_layers)  # --set train_layers=null (every layer) wins over --train-layers
-    print(f"machine: {platform.processor() or platform.machine()}, torch {torch.__version__}, threads {torch.get_num_threads()}; "
-          f"{args.max_train} en-US utterances, {args.epochs} epoch(s), "
-          f"{'every layer' if layers is None else f'top {layers} layers'} training, set {sets} data {data_sets} "
-          f"options {options}")
-    print("| method | seconds | kept epoch | dev exact match | dev intent accuracy | dev slot F1 |\n|---|---:|---:|---:|---:|---:|")
+    layers = sets.get(
+        "train_layers", args.train_layers
+    )  # --set train_layers=null (every layer) wins over --train-layers
+    print(
+        f"machine: {platform.processor() or platform.machine()}, torch {torch.__version__}, threads {torch.get_num_threads()}; "
+        f"{args.max_train} en-US utterances, {args.epochs} epoch(s), "
+        f"{'every layer' if layers is None else f'top {layers} layers'} training, set {sets} data {data_sets} "
+        f"options {options}"
+    )
+    print(
+        "| method | seconds | kept epoch | dev exact match | dev intent accuracy | dev slot F1 |\n|---|---:|---:|---:|---:|---:|"
+    )
     for name in args.methods:
         if name not in params["methods"]:
-            raise SystemExit(f"--methods: {name!r} is not in slu.methods ({list(params['methods'])}); --env adds an env's")
+            raise SystemExit(
+                f"--methods: {name!r} is not in slu.methods ({list(params['methods'])}); --env adds an env's"
+            )
         spec = dict(params["methods"][name])
         spec["options"] = {**dict(spec.get("options") or {}), **options}
-        method, _, _ = method_settings(name, {k: v for k, v in spec.items() if k != "code_switch"})  # its overrides: --set
+        method, _, _ = method_settings(
+            name, {k: v for k, v in spec.items() if k != "code_switch"}
+        )  # its overrides: --set
         data = {**params["data"], "max_train": args.max_train, **data_sets}
         if spec.get("code_switch"):
             data["code_switch"] = {**params["code_switch"], "languages": languages}
-        training = {**params["training"], "max_epochs": args.epochs, "train_layers": args.train_layers, "progress": False, **sets}
+        training = {
+            **params["training"],
+            "max_epochs": args.epochs,
+            "train_layers": args.train_layers,
+            "progress": False,
+            **sets,
+        }
         trainer = train_lajmcl if spec["method"] == "lajoint" else train_slu
         start = time.perf_counter()
-        _, _, info = trainer(rows, encoder, method, data, training, extraction, dictionaries if spec.get("code_switch") else None,
-                             name)
-        print(f"| {name} | {time.perf_counter() - start:.0f} | {info['best_epoch']} of {info['epochs_run']} "
-              f"| {info['dev_exact_match']:.4f} | {info['dev_intent_accuracy']:.4f} "
-              f"| {info['dev_slot_f1']:.4f} |", flush=True)
+        _, _, info = trainer(
+            rows, encoder, method, data, training, extraction, dictionaries if spec.get("code_switch") else None, name
+        )
+        print(
+            f"| {name} | {time.perf_counter() - start:.0f} | {info['best_epoch']} of {info['epochs_run']} "
+            f"| {info['dev_exact_match']:.4f} | {info['dev_intent_accuracy']:.4f} "
+            f"| {info['dev_slot_f1']:.4f} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

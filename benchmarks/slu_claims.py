@@ -9,6 +9,7 @@ Usage::
 
     .venv/bin/python benchmarks/slu_claims.py [--run RUN_ID] [--metrics data/08_reporting/metrics.csv]
 """
+
 from __future__ import annotations
 
 import argparse

@@ -10,13 +10,18 @@ Usage::
     .venv/bin/python -u benchmarks/slu_inference_precision.py
     .venv/bin/python -u benchmarks/slu_inference_precision.py --profile
 """
-import sys, time
+
+import sys
+import time
+
 sys.path.insert(0, "benchmarks")
 from slu_speed import slu_inputs
+
+from language_agnostic.datasets.torch_state import TrainedHeadDataset
+from language_agnostic.evaluation.slu import slu_scores
 from language_agnostic.training.lajmcl import predict_lajmcl, rebuild_lajmcl
 from language_agnostic.training.slu import predict_slu, rebuild_slu
-from language_agnostic.evaluation.slu import slu_scores
-from language_agnostic.datasets.torch_state import TrainedHeadDataset
+
 params, extraction, rows, encoder, languages, dictionaries = slu_inputs("../shared/data")
 dev = rows[(rows.locale == "en-US") & (rows.partition == "dev")]
 gold = [list(x) for x in dev["labels"]]
@@ -28,8 +33,9 @@ for name in ("zsjoint", "lajoint"):
         s = time.perf_counter()
         precision = "bf16" if mode == "bf16" else "no"
         if laj:
-            i, l = predict_lajmcl(model, dev, encoder, art["intents"], art["labels"], len(art["slots"]), extraction,
-                                  precision=precision)
+            i, l = predict_lajmcl(
+                model, dev, encoder, art["intents"], art["labels"], len(art["slots"]), extraction, precision=precision
+            )
         else:
             i, l = predict_slu(model, dev, encoder, art["intents"], art["labels"], extraction, precision=precision)
         sc = slu_scores(dev["intent"].tolist(), i, gold, l)
@@ -40,5 +46,7 @@ for name in ("zsjoint", "lajoint"):
 
         test = rows[(rows.locale == "de-DE") & (rows.partition == "test")]
         profile = cProfile.Profile()
-        profile.runcall(predict_lajmcl, model, test, encoder, art["intents"], art["labels"], len(art["slots"]), extraction)
+        profile.runcall(
+            predict_lajmcl, model, test, encoder, art["intents"], art["labels"], len(art["slots"]), extraction
+        )
         pstats.Stats(profile).sort_stats("tottime").print_stats(8)

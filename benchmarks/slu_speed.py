@@ -38,10 +38,10 @@ import pandas as pd
 import torch
 import yaml
 
+from language_agnostic.datasets.muse import MuseDirectory
 from language_agnostic.encoders.loading import load_encoder
 from language_agnostic.methods.slu import slu_losses
 from language_agnostic.pipelines.slu.nodes import code_switch_languages
-from language_agnostic.datasets.muse import MuseDirectory
 from language_agnostic.training.loop import resolve_precision, train
 from language_agnostic.training.slu import method_settings, prepare_slu
 
@@ -72,7 +72,14 @@ def slu_inputs(raw_data_root: str) -> tuple[dict, dict, pd.DataFrame, object, li
     rows = rows.assign(words=rows["words"].map(list), labels=rows["labels"].map(list))
     muse = MuseDirectory(Path(raw_data_root) / "muse")
     languages = code_switch_languages(params["code_switch"], rows[rows["locale"].isin(params["locales"])], muse)
-    return params, extraction, rows, load_encoder("bundled"), languages, {lang: muse.read(lang)[0] for lang in languages}
+    return (
+        params,
+        extraction,
+        rows,
+        load_encoder("bundled"),
+        languages,
+        {lang: muse.read(lang)[0] for lang in languages},
+    )
 
 
 def main() -> None:
@@ -86,27 +93,42 @@ def main() -> None:
     params, extraction, rows, encoder, languages, dictionaries = slu_inputs(args.raw_data_root)
     batch_size = int(params["data"]["batch_size"])
     precision = resolve_precision(str(params["training"].get("mixed_precision", "no")), torch.device("cpu"))
-    print(f"machine: {platform.processor() or platform.machine()}, torch {torch.__version__}, threads "
-          f"{torch.get_num_threads()}, batch {batch_size}, precision {precision}, median of {args.repeats}")
+    print(
+        f"machine: {platform.processor() or platform.machine()}, torch {torch.__version__}, threads "
+        f"{torch.get_num_threads()}, batch {batch_size}, precision {precision}, median of {args.repeats}"
+    )
     print("| what | value (median) | runs |\n|---|---:|---|")
     train_en = rows[(rows["locale"] == params["data"]["training_locale"]) & (rows["partition"] == "train")]
-    lengths = np.array([len(x) for x in encoder.tokenizer([[*str(extraction.get("prefix", "")).split(), *w]
-                                                           for w in train_en["words"]], is_split_into_words=True)["input_ids"]])
+    lengths = np.array(
+        [
+            len(x)
+            for x in encoder.tokenizer(
+                [[*str(extraction.get("prefix", "")).split(), *w] for w in train_en["words"]], is_split_into_words=True
+            )["input_ids"]
+        ]
+    )
     order = np.random.default_rng(0).permutation(len(lengths))
-    widest = np.array([lengths[order[i:i + batch_size]].max() for i in range(0, len(order), batch_size)])
-    print(f"| random batches of {batch_size} en-US train utterances: mean sub-tokens, mean batch maximum, padding | "
-          f"{lengths.mean():.1f}, {widest.mean():.1f}, {1 - lengths.sum() / (widest * batch_size).sum():.0%} | one draw |",
-          flush=True)
+    widest = np.array([lengths[order[i : i + batch_size]].max() for i in range(0, len(order), batch_size)])
+    print(
+        f"| random batches of {batch_size} en-US train utterances: mean sub-tokens, mean batch maximum, padding | "
+        f"{lengths.mean():.1f}, {widest.mean():.1f}, {1 - lengths.sum() / (widest * batch_size).sum():.0%} | one draw |",
+        flush=True,
+    )
     model = encoder.model
     model.train()
     for kind in ("default", "foreach", "fused"):
         seconds = [step_seconds(model, kind, batch_size, 3, precision) for _ in range(args.repeats)]
-        print(f"| Adam step over the encoder ({sum(p.numel() for p in model.parameters()) / 1e6:.0f}M parameters), {kind} | "
-              f"{statistics.median(seconds):.3f} s | {[round(s, 3) for s in seconds]} |", flush=True)
+        print(
+            f"| Adam step over the encoder ({sum(p.numel() for p in model.parameters()) / 1e6:.0f}M parameters), {kind} | "
+            f"{statistics.median(seconds):.3f} s | {[round(s, 3) for s in seconds]} |",
+            flush=True,
+        )
     model.eval()
     for name in args.methods:
         spec = dict(params["methods"][name])
-        method, training_overrides, data_overrides = method_settings(name, {k: v for k, v in spec.items() if k != "code_switch"})
+        method, training_overrides, data_overrides = method_settings(
+            name, {k: v for k, v in spec.items() if k != "code_switch"}
+        )
         data = {**params["data"], **data_overrides, "max_train": args.max_train}
         if spec.get("code_switch"):
             data["code_switch"] = {**params["code_switch"], "languages": languages}
@@ -115,15 +137,32 @@ def main() -> None:
             training = {**params["training"], **training_overrides, "max_epochs": 1, "progress": False, "fused": fused}
             rates = []
             for _ in range(args.repeats):
-                run = prepare_slu(rows, encoder, method, {**data, "group_by_length": grouped}, training, extraction,
-                                  dictionaries, name)
+                run = prepare_slu(
+                    rows,
+                    encoder,
+                    method,
+                    {**data, "group_by_length": grouped},
+                    training,
+                    extraction,
+                    dictionaries,
+                    name,
+                )
                 start = time.perf_counter()
-                train(run.model, lambda m, b: slu_losses(m, b, run.loss_weights), run.train_data, run.dev_data,
-                      run.settings, None)
+                train(
+                    run.model,
+                    lambda m, b, w=run.loss_weights: slu_losses(m, b, w),
+                    run.train_data,
+                    run.dev_data,
+                    run.settings,
+                    None,
+                )
                 rates.append(run.train_data.n_utterances / (time.perf_counter() - start))
-            print(f"| {name}, one epoch of {args.max_train} utterances, fused {str(fused).lower()}, "
-                  f"group_by_length {str(grouped).lower()} | {statistics.median(rates):.1f} utterances/s | "
-                  f"{[round(r, 1) for r in rates]} |", flush=True)
+            print(
+                f"| {name}, one epoch of {args.max_train} utterances, fused {str(fused).lower()}, "
+                f"group_by_length {str(grouped).lower()} | {statistics.median(rates):.1f} utterances/s | "
+                f"{[round(r, 1) for r in rates]} |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

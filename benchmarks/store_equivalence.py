@@ -71,8 +71,13 @@ def main() -> None:
     rows, cells = [], []
     for pair in args.pairs:
         old = json.loads((Path(args.before) / "04_feature" / pair / "fmda_inputs.json").read_text())
-        old = {**old, "sets": {k: PerListEntry(Path(args.before).parent / v if not Path(v).is_absolute() else v)
-                               for k, v in old["sets"].items()}}
+        old = {
+            **old,
+            "sets": {
+                k: PerListEntry(Path(args.before).parent / v if not Path(v).is_absolute() else v)
+                for k, v in old["sets"].items()
+            },
+        }
         new = EmbeddingManifestDataset(str(Path(args.after) / "04_feature" / pair / "fmda_inputs.json")).load()
         for name, entry in new["sets"].items():
             before = old["sets"][name]
@@ -84,19 +89,25 @@ def main() -> None:
             if entry.meta.get("token_states"):
                 index = np.arange(len(entry))
                 (a, mask), (b, _) = before.token_states(index), entry.token_states(index)
-                record["tokens max |diff|"] = float(np.abs(a[mask].astype(np.float32) - b[mask].astype(np.float32)).max())
+                record["tokens max |diff|"] = float(
+                    np.abs(a[mask].astype(np.float32) - b[mask].astype(np.float32)).max()
+                )
             rows.append(record)
         identity = {"name": new["sets"]["train.source.utt"].meta["identity"]["name"]}
         keys = ["method", "embedding", "task", "dataset", "source", "target", "metric"]
-        scored = evaluate_baselines(old, identity).merge(evaluate_baselines(new, identity), on=keys, suffixes=("_before", "_after"))
+        scored = evaluate_baselines(old, identity).merge(
+            evaluate_baselines(new, identity), on=keys, suffixes=("_before", "_after")
+        )
         scored["change"] = scored["value_after"] - scored["value_before"]
         cells.append(scored[keys + ["value_before", "value_after", "change"]])
     table = pd.DataFrame(rows)
     cells = pd.concat(cells, ignore_index=True)
     with pd.option_context("display.width", 250, "display.max_rows", 500, "display.max_columns", 20):
         print(table.to_string(index=False))
-        print(f"\nbaseline metric cells: {len(cells)}; identical: {int((cells['change'] == 0).sum())}; "
-              f"largest move {cells['change'].abs().max():.6f}; moved by more than 0.002: {int((cells['change'].abs() > 0.002).sum())}")
+        print(
+            f"\nbaseline metric cells: {len(cells)}; identical: {int((cells['change'] == 0).sum())}; "
+            f"largest move {cells['change'].abs().max():.6f}; moved by more than 0.002: {int((cells['change'].abs() > 0.002).sum())}"
+        )
         moved = cells[cells["change"] != 0].sort_values("change", key=abs, ascending=False)
         if len(moved):
             print(moved.to_string(index=False))

@@ -55,20 +55,26 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--languages", default="deu,afr,amh")
     parser.add_argument("--models", default=str(PROJECT / "data" / "06_models"))
-    parser.add_argument("--bundled-dir", default=None, help="where the bundled encoder is converted (default: the configured)")
+    parser.add_argument(
+        "--bundled-dir", default=None, help="where the bundled encoder is converted (default: the configured)"
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     params = conf()
     files = TextDirectoryDataset(str(ROOT / "tatoeba" / "v1"), pattern="tatoeba.*-eng.*").load()
     pairs, _, _, _ = ingest_tatoeba(files, {"languages": args.languages.split(",")})
     texts, _, _ = text_index(pairs)
-    encoder = load_encoder(params["embeddings"]["encoder"]["name"], args.bundled_dir or params["embeddings"]["encoder"]["bundled_dir"])
+    encoder = load_encoder(
+        params["embeddings"]["encoder"]["name"], args.bundled_dir or params["embeddings"]["encoder"]["bundled_dir"]
+    )
     shelf = ModelShelf(args.models)
     loaded, skipped = load_models(shelf, expected_models(params), training_languages(params), encoder.identity)
     fmda = any(m.spec.kind == "fmda" for m in loaded)
     extraction = {**params["embeddings"]["extraction"], "progress": False}
-    print(f"{len(pairs)} pairs, {len(texts)} distinct sentences ({args.languages}); {len(loaded)} models found, "
-          f"{len(skipped)} missing; torch threads {os.environ.get('OMP_NUM_THREADS', 'default')}")
+    print(
+        f"{len(pairs)} pairs, {len(texts)} distinct sentences ({args.languages}); {len(loaded)} models found, "
+        f"{len(skipped)} missing; torch threads {os.environ.get('OMP_NUM_THREADS', 'default')}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         store = EmbeddingStore(tmp)
         start = time.perf_counter()
@@ -77,30 +83,39 @@ def main() -> None:
         start = time.perf_counter()
         extract_embeddings(encoder, texts, extraction_settings(extraction, token_states=fmda), store)
         warm = time.perf_counter() - start
-        print(f"encode (token states: {fmda}): {cold:.1f} s cold ({len(texts) / cold:.0f} sentences/s), {warm:.2f} s warm; "
-              f"112 languages: about {ALL_TEXTS / (len(texts) / cold) / 60:.1f} min")
+        print(
+            f"encode (token states: {fmda}): {cold:.1f} s cold ({len(texts) / cold:.0f} sentences/s), {warm:.2f} s warm; "
+            f"112 languages: about {ALL_TEXTS / (len(texts) / cold) / 60:.1f} min"
+        )
         finetuned = {}
         for model in loaded:
             if model.spec.kind == "encoder":
                 start = time.perf_counter()
-                finetuned[model.spec.name] = extract_embeddings(shelf.encoder(model.spec.path), texts,
-                                                                extraction_settings(extraction), store)
+                finetuned[model.spec.name] = extract_embeddings(
+                    shelf.encoder(model.spec.path), texts, extraction_settings(extraction), store
+                )
                 took = time.perf_counter() - start
-                print(f"encode {model.spec.name} (load included): {took:.1f} s; 112 languages: about "
-                      f"{ALL_TEXTS / (len(texts) / took) / 60:.1f} min")
+                print(
+                    f"encode {model.spec.name} (load included): {took:.1f} s; 112 languages: about "
+                    f"{ALL_TEXTS / (len(texts) / took) / 60:.1f} min"
+                )
         fmda_models = [m for m in loaded if m.spec.kind == "fmda"]
         start = time.perf_counter()
         for model in fmda_models:
             fmda_meaning_table(model, raw)
         took = time.perf_counter() - start
-        print(f"FMDA meaning tables of {len(fmda_models)} models (cold; cached after): {took:.1f} s; 112 languages: about "
-              f"{took * ALL_TEXTS / len(texts) / 60:.1f} min")
+        print(
+            f"FMDA meaning tables of {len(fmda_models)} models (cold; cached after): {took:.1f} s; 112 languages: about "
+            f"{took * ALL_TEXTS / len(texts) / 60:.1f} min"
+        )
         start = time.perf_counter()
         scores = evaluate_tatoeba(pairs, raw, finetuned, loaded, ["mean", "cls"], 4, progress=False)
         took = time.perf_counter() - start
         n_methods = scores[["method", "embedding"]].drop_duplicates().shape[0]
-        print(f"evaluate {n_methods} methods (FMDA tables cached): {took:.1f} s; "
-              f"112 languages: about {took * ALL_PAIRS / len(pairs) / 60:.1f} min")
+        print(
+            f"evaluate {n_methods} methods (FMDA tables cached): {took:.1f} s; "
+            f"112 languages: about {took * ALL_PAIRS / len(pairs) / 60:.1f} min"
+        )
 
 
 if __name__ == "__main__":

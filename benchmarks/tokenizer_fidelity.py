@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import argparse
 
+from embedding import ROOT
 from tokenizers import Tokenizer
 
-from embedding import ROOT
 from language_agnostic.corpora.errors import RejectLog
 from language_agnostic.corpora.massive import ParseOptions, iter_massive_rows, massive_member
 from language_agnostic.datasets import TarArchiveDataset
@@ -33,8 +33,13 @@ def main() -> None:
     archive = TarArchiveDataset(str(ROOT / "massive" / "amazon-massive-dataset-1.1.tar.gz")).load()
     total = mismatched = 0
     for locale in args.locales:
-        rows = iter_massive_rows(archive[massive_member(locale)](), locale, locale,
-                                 ParseOptions(whitespace_insensitive=locale in ("ja-JP", "zh-CN")), RejectLog())
+        rows = iter_massive_rows(
+            archive[massive_member(locale)](),
+            locale,
+            locale,
+            ParseOptions(whitespace_insensitive=locale in ("ja-JP", "zh-CN")),
+            RejectLog(),
+        )
         texts = ["query: " + r["utt"] for r in rows]
         for a, b in zip(ours.encode_batch(texts), reference.encode_batch(texts)):
             total += 1

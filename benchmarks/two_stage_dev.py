@@ -44,10 +44,14 @@ def main() -> None:
     model = core._new_model(manifest, params["model"], 2, settings.seed)
     weights = {**two_stage_weights(1), **{k: v for k, v in extra.items() if k in core.TEMPLATE_LOSSES}}
     start = time.perf_counter()
-    result = train(model, lambda m, b: fmda_losses(m, b, weights, contrastive),
-                   core._template_pair_batches(pairs, "train", pools, batch_size, True, buckets, negatives),
-                   core._template_pair_batches(pairs, "dev", pools, batch_size, False, False, negatives), settings,
-                   lambda m: core.template_dev_retrieval(m, pairs))
+    result = train(
+        model,
+        lambda m, b: fmda_losses(m, b, weights, contrastive),
+        core._template_pair_batches(pairs, "train", pools, batch_size, True, buckets, negatives),
+        core._template_pair_batches(pairs, "dev", pools, batch_size, False, False, negatives),
+        settings,
+        lambda m: core.template_dev_retrieval(m, pairs),
+    )
     seconds = time.perf_counter() - start
     print(f"{args.pair} {args.variant}: {len(result.history)} epochs in {seconds:.0f} s")
     print("| epoch | held-out loss | held-out template accuracy@1 |\n|---:|---:|---:|")
@@ -55,8 +59,10 @@ def main() -> None:
         print(f"| {record['epoch']} | {record['dev_total']:.5f} | {record['dev_score']:.4f} |")
     best_loss = min(result.history, key=lambda r: r["dev_total"])
     best_score = max(result.history, key=lambda r: r["dev_score"])
-    print(f"lowest held-out loss: epoch {best_loss['epoch']}; best held-out accuracy: epoch {best_score['epoch']} "
-          f"({best_score['dev_score']:.4f})")
+    print(
+        f"lowest held-out loss: epoch {best_loss['epoch']}; best held-out accuracy: epoch {best_score['epoch']} "
+        f"({best_score['dev_score']:.4f})"
+    )
 
 
 if __name__ == "__main__":

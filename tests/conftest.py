@@ -37,44 +37,73 @@ def massive_row(
 
 # A tiny parallel corpus: (id, partition, intent, {locale: (utt, annot_utt)})
 TINY = [
-    ("1", "train", "alarm_set", {
-        "en-US": ("wake me up at nine am on friday", "wake me up at [time : nine am] on [date : friday]"),
-        "de-DE": ("weck mich am freitag um neun uhr auf", "weck mich am [date : freitag] um [time : neun uhr] auf"),
-        "ja-JP": ("金曜日の午前九時に起こしてください", "[date : 金曜日] の [time : 午前九時] に起こしてください"),
-    }),
-    ("2", "train", "alarm_set", {
-        "en-US": ("set an alarm for two hours from now", "set an alarm for [time : two hours from now]"),
-        "de-DE": ("stelle einen wecker für zwei stunden", "stelle einen wecker für [time : zwei stunden]"),
-        "ja-JP": ("今から二時間後にアラームをセットする", "[time : 今から二時間後] にアラームをセットする"),
-    }),
-    ("3", "test", "audio_volume_mute", {
-        "en-US": ("quiet", "quiet"),
-        "de-DE": ("ruhe", "ruhe"),
-        "ja-JP": ("静かに", "静かに"),
-    }),
-    ("4", "test", "alarm_set", {
-        "en-US": ("wake me up at five am this week", "wake me up at [time : five am] [date : this week]"),
-        "de-DE": ("weck mich diese woche um fünf uhr", "weck mich [date : diese woche] um [time : fünf uhr]"),
-        "ja-JP": ("今週は午前五時に起こして", "[date : 今週] は [time : 午前五時] に起こして"),
-    }),
-    ("5", "dev", "alarm_set", {
-        "en-US": ("wake me up at noon tomorrow", "wake me up at [time : noon] [date : tomorrow]"),
-        "de-DE": ("weck mich morgen mittag", "weck mich [date : morgen] [time : mittag]"),
-        "ja-JP": ("明日の正午に起こして", "[date : 明日] の [time : 正午] に起こして"),
-    }),
-    ("6", "train", "audio_volume_mute", {
-        "en-US": ("olly pause for ten seconds", "olly pause for [time : ten seconds]"),
-        "de-DE": ("olly pause für zehn sekunden", "olly pause für [time : zehn sekunden]"),
-        "ja-JP": ("オリー 十秒間一時停止", "オリー [time : 十秒間] 一時停止"),
-    }),
+    (
+        "1",
+        "train",
+        "alarm_set",
+        {
+            "en-US": ("wake me up at nine am on friday", "wake me up at [time : nine am] on [date : friday]"),
+            "de-DE": ("weck mich am freitag um neun uhr auf", "weck mich am [date : freitag] um [time : neun uhr] auf"),
+            "ja-JP": ("金曜日の午前九時に起こしてください", "[date : 金曜日] の [time : 午前九時] に起こしてください"),
+        },
+    ),
+    (
+        "2",
+        "train",
+        "alarm_set",
+        {
+            "en-US": ("set an alarm for two hours from now", "set an alarm for [time : two hours from now]"),
+            "de-DE": ("stelle einen wecker für zwei stunden", "stelle einen wecker für [time : zwei stunden]"),
+            "ja-JP": ("今から二時間後にアラームをセットする", "[time : 今から二時間後] にアラームをセットする"),
+        },
+    ),
+    (
+        "3",
+        "test",
+        "audio_volume_mute",
+        {
+            "en-US": ("quiet", "quiet"),
+            "de-DE": ("ruhe", "ruhe"),
+            "ja-JP": ("静かに", "静かに"),
+        },
+    ),
+    (
+        "4",
+        "test",
+        "alarm_set",
+        {
+            "en-US": ("wake me up at five am this week", "wake me up at [time : five am] [date : this week]"),
+            "de-DE": ("weck mich diese woche um fünf uhr", "weck mich [date : diese woche] um [time : fünf uhr]"),
+            "ja-JP": ("今週は午前五時に起こして", "[date : 今週] は [time : 午前五時] に起こして"),
+        },
+    ),
+    (
+        "5",
+        "dev",
+        "alarm_set",
+        {
+            "en-US": ("wake me up at noon tomorrow", "wake me up at [time : noon] [date : tomorrow]"),
+            "de-DE": ("weck mich morgen mittag", "weck mich [date : morgen] [time : mittag]"),
+            "ja-JP": ("明日の正午に起こして", "[date : 明日] の [time : 正午] に起こして"),
+        },
+    ),
+    (
+        "6",
+        "train",
+        "audio_volume_mute",
+        {
+            "en-US": ("olly pause for ten seconds", "olly pause for [time : ten seconds]"),
+            "de-DE": ("olly pause für zehn sekunden", "olly pause für [time : zehn sekunden]"),
+            "ja-JP": ("オリー 十秒間一時停止", "オリー [time : 十秒間] 一時停止"),
+        },
+    ),
 ]
 
 
 def tiny_rows(locale: str) -> list[dict[str, Any]]:
     """The TINY corpus as MASSIVE rows of one locale."""
     return [
-        massive_row(id_, locale, partition, *texts[locale], intent=intent)
-        for id_, partition, intent, texts in TINY
+        massive_row(id_, locale, partition, *texts[locale], intent=intent) for id_, partition, intent, texts in TINY
     ]
 
 
@@ -124,21 +153,43 @@ def tiny_hub_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
 
     directory = tmp_path_factory.mktemp("tiny-bert")
-    corpus = ["wake me up at nine am", "set an alarm for six", "play some jazz music",
-              "what is the weather today", "weck mich um neun", "spiel etwas musik"] * 3
+    corpus = [
+        "wake me up at nine am",
+        "set an alarm for six",
+        "play some jazz music",
+        "what is the weather today",
+        "weck mich um neun",
+        "spiel etwas musik",
+    ] * 3
     tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
     tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
     tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tokenizer.train_from_iterator(corpus, trainers.WordPieceTrainer(
-        vocab_size=120, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]))
+    tokenizer.train_from_iterator(
+        corpus, trainers.WordPieceTrainer(vocab_size=120, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
+    )
     tokenizer.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
-    fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="[UNK]", pad_token="[PAD]",
-                                   cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]", model_max_length=24)
+        single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)]
+    )
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer,
+        unk_token="[UNK]",
+        pad_token="[PAD]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+        model_max_length=24,
+    )
     fast.save_pretrained(directory)
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=tokenizer.get_vocab_size(), hidden_size=16, num_hidden_layers=2,
-                        num_attention_heads=2, intermediate_size=32, max_position_embeddings=24, pad_token_id=0)
+    config = BertConfig(
+        vocab_size=tokenizer.get_vocab_size(),
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=24,
+        pad_token_id=0,
+    )
     BertModel(config, add_pooling_layer=False).save_pretrained(directory)
     return directory
 

@@ -109,14 +109,24 @@ def run_in_processes(function: Callable[..., Any], args: tuple[Any, ...], proces
         env = {**os.environ, WORKER_VARIABLE: "1", "OMP_NUM_THREADS": str(_threads_per_worker(processes))}
         # one machine: gloo talks over the loopback device (its hostname-based choice can fail in containers)
         env.setdefault("GLOO_SOCKET_IFNAME", "lo")
-        command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={processes}",
-                   "-m", "language_agnostic.launch", str(job_dir)]
+        command = [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            f"--nproc_per_node={processes}",
+            "-m",
+            "language_agnostic.launch",
+            str(job_dir),
+        ]
         logger.info("%s: starting %d worker processes (torchrun)", description, processes)
         returncode = subprocess.run(command, env=env, check=False).returncode
         result_path = job_dir / "result.pkl"
         if returncode != 0:
-            raise WorkerError(f"{description}: the {processes} worker processes failed (exit code {returncode}); "
-                              "the failing worker's traceback is printed above")
+            raise WorkerError(
+                f"{description}: the {processes} worker processes failed (exit code {returncode}); "
+                "the failing worker's traceback is printed above"
+            )
         if not result_path.is_file():
             raise WorkerError(f"{description}: the workers ended without a result from process 0")
         with result_path.open("rb") as handle:

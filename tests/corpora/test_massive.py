@@ -85,8 +85,13 @@ def _rows(text: str, locale: str = "en-US", policy: str = "error", insensitive: 
 
 
 def test_rows_carry_tokens_slots_and_offsets():
-    row = massive_row("7", "ja-JP", "train", "金曜日の午前九時に起こしてください",
-                      "[date : 金曜日] の [time : 午前九時] に起こしてください")
+    row = massive_row(
+        "7",
+        "ja-JP",
+        "train",
+        "金曜日の午前九時に起こしてください",
+        "[date : 金曜日] の [time : 午前九時] に起こしてください",
+    )
     rows, log = _rows(jsonl([row]), locale="ja-JP", insensitive=True)
     assert log.rows == []
     (out,) = rows
@@ -116,13 +121,28 @@ GOOD = massive_row("1", "en-US", "train", "wake me up", "wake me up")
         ('{"id": "2", "locale": "en-US"', r"en-US.jsonl:2: malformed JSON"),
         ('["a list"]', r"en-US.jsonl:2: a row must be a JSON object"),
         (json.dumps({"id": "2", "locale": "en-US"}), r"en-US.jsonl:2: missing field\(s\) \['partition'"),
-        (json.dumps(massive_row("2", "en-US", "validation", "hi", "hi")), r"en-US.jsonl:2: unknown partition 'validation'"),
-        (json.dumps(massive_row("2", "de-DE", "train", "hi", "hi")), r"en-US.jsonl:2: locale 'de-DE' in the file for 'en-US'"),
+        (
+            json.dumps(massive_row("2", "en-US", "validation", "hi", "hi")),
+            r"en-US.jsonl:2: unknown partition 'validation'",
+        ),
+        (
+            json.dumps(massive_row("2", "de-DE", "train", "hi", "hi")),
+            r"en-US.jsonl:2: locale 'de-DE' in the file for 'en-US'",
+        ),
         (json.dumps(massive_row("1", "en-US", "train", "hi", "hi")), r"en-US.jsonl:2: duplicate id '1'"),
         (json.dumps(massive_row("2", "en-US", "train", "  ", "[x : y]")), r"en-US.jsonl:2: empty utterance"),
-        (json.dumps(massive_row("2", "en-US", "train", "at nine", "at [time : nine")), r"en-US.jsonl:2: annot_utt: unbalanced '\['"),
-        (json.dumps(massive_row("2", "en-US", "train", "at", "at [time : ]")), r"en-US.jsonl:2: annot_utt: empty value for slot 'time'"),
-        (json.dumps(massive_row("2", "en-US", "train", "at ten", "at [time : nine]")), r"en-US.jsonl:2: de-bracketed annot_utt 'at nine' != utt 'at ten'"),
+        (
+            json.dumps(massive_row("2", "en-US", "train", "at nine", "at [time : nine")),
+            r"en-US.jsonl:2: annot_utt: unbalanced '\['",
+        ),
+        (
+            json.dumps(massive_row("2", "en-US", "train", "at", "at [time : ]")),
+            r"en-US.jsonl:2: annot_utt: empty value for slot 'time'",
+        ),
+        (
+            json.dumps(massive_row("2", "en-US", "train", "at ten", "at [time : nine]")),
+            r"en-US.jsonl:2: de-bracketed annot_utt 'at nine' != utt 'at ten'",
+        ),
     ],
 )
 def test_bad_rows_error_naming_file_and_line(bad_line: str, message: str):
@@ -132,8 +152,12 @@ def test_bad_rows_error_naming_file_and_line(bad_line: str, message: str):
 
 
 def test_skip_policy_counts_and_keeps_rejects():
-    text = jsonl([GOOD]) + "{oops\n" + json.dumps(massive_row("3", "en-US", "eval", "a", "a")) + "\n" + jsonl(
-        [massive_row("4", "en-US", "test", "b", "b")]
+    text = (
+        jsonl([GOOD])
+        + "{oops\n"
+        + json.dumps(massive_row("3", "en-US", "eval", "a", "a"))
+        + "\n"
+        + jsonl([massive_row("4", "en-US", "test", "b", "b")])
     )
     rows, log = _rows(text, policy="skip")
     assert [r["id"] for r in rows] == ["1", "4"]

@@ -26,9 +26,21 @@ def test_english_words_are_the_parser_tokens():
 def test_japanese_is_split_into_characters_with_b_then_i():
     words, labels = slu_words("[date : 金曜日] の [time : 午前九時] に起こして", "ja-JP")
     assert words == ["金", "曜", "日", "の", "午", "前", "九", "時", "に", "起", "こ", "し", "て"]
-    assert labels == ["B-date", "I-date", "I-date", "O",
-                      "B-time", "I-time", "I-time", "I-time",
-                      "O", "O", "O", "O", "O"]
+    assert labels == [
+        "B-date",
+        "I-date",
+        "I-date",
+        "O",
+        "B-time",
+        "I-time",
+        "I-time",
+        "I-time",
+        "O",
+        "O",
+        "O",
+        "O",
+        "O",
+    ]
 
 
 def test_pieces_of_an_inside_token_stay_inside():
@@ -41,8 +53,18 @@ def test_pieces_of_an_inside_token_stay_inside():
 def test_latin_runs_stay_whole_in_character_split_locales():
     words, labels = slu_words("[device_type : iphoneの充電] を [time : 午後7:30] に BBC", "zh-CN")
     assert words == ["iphone", "の", "充", "電", "を", "午", "後", "7:30", "に", "BBC"]
-    assert labels == ["B-device_type", "I-device_type", "I-device_type", "I-device_type", "O",
-                      "B-time", "I-time", "I-time", "O", "O"]
+    assert labels == [
+        "B-device_type",
+        "I-device_type",
+        "I-device_type",
+        "I-device_type",
+        "O",
+        "B-time",
+        "I-time",
+        "I-time",
+        "O",
+        "O",
+    ]
     # Latin letters beyond ASCII (and full-width Latin) are one run too, not one word per letter
     assert split_characters("boøwyの") == ["boøwy", "の"]
     assert split_characters("ＢＢＣ。") == ["ＢＢＣ", "。"]
@@ -82,14 +104,34 @@ def test_slu_table_rows_rejects_and_counts():
     table, rejects, counts = slu_table(_utterances(), on_bad_row="skip")
     assert table.columns.tolist() == ["locale", "id", "partition", "intent", "words", "labels", "spaced"]
     assert table.to_dict("records") == [
-        {"locale": "en-US", "id": "1", "partition": "train", "intent": "alarm_set",
-         "words": ["wake", "me", "at", "nine", "am"], "labels": ["O", "O", "O", "B-time", "I-time"],
-         "spaced": [True] * 5},
+        {
+            "locale": "en-US",
+            "id": "1",
+            "partition": "train",
+            "intent": "alarm_set",
+            "words": ["wake", "me", "at", "nine", "am"],
+            "labels": ["O", "O", "O", "B-time", "I-time"],
+            "spaced": [True] * 5,
+        },
         # the pieces of a split token are not spaced: the text rebuilds as "九時 に"
-        {"locale": "ja-JP", "id": "1", "partition": "train", "intent": "alarm_set",
-         "words": ["九", "時", "に"], "labels": ["B-time", "I-time", "O"], "spaced": [True, False, True]},
-        {"locale": "ja-JP", "id": "2", "partition": "test", "intent": "weather_query",
-         "words": ["晴", "れ"], "labels": ["O", "O"], "spaced": [True, False]},
+        {
+            "locale": "ja-JP",
+            "id": "1",
+            "partition": "train",
+            "intent": "alarm_set",
+            "words": ["九", "時", "に"],
+            "labels": ["B-time", "I-time", "O"],
+            "spaced": [True, False, True],
+        },
+        {
+            "locale": "ja-JP",
+            "id": "2",
+            "partition": "test",
+            "intent": "weather_query",
+            "words": ["晴", "れ"],
+            "labels": ["O", "O"],
+            "spaced": [True, False],
+        },
     ]
     assert rejects[["locale", "key", "kind"]].values.tolist() == [
         ["en-US", "2", "bad_annotation"],
@@ -100,8 +142,13 @@ def test_slu_table_rows_rejects_and_counts():
     assert "not a string" in rejects.loc[2, "reason"]
     assert counts["en_US"] == {"rows_in": 3, "rows_out": 1, "rejected": 2, "rejected_bad_annotation": 2}
     assert counts["ja_JP"] == {"rows_in": 3, "rows_out": 2, "rejected": 1, "rejected_duplicate_id": 1}
-    assert counts["all"] == {"rows_in": 6, "rows_out": 3, "rejected": 3,
-                             "rejected_bad_annotation": 2, "rejected_duplicate_id": 1}
+    assert counts["all"] == {
+        "rows_in": 6,
+        "rows_out": 3,
+        "rejected": 3,
+        "rejected_bad_annotation": 2,
+        "rejected_duplicate_id": 1,
+    }
 
 
 def test_slu_table_error_mode_names_locale_and_id():

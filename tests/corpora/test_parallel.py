@@ -81,8 +81,11 @@ def test_flores_overlap_with_the_qe_test_set_on_real_data(lang: str, distinct: i
     with tarfile.open(flores) as archive:
         for split in ("dev", "devtest", "test"):
             base = f"wikipedia_en_ne_si_test_sets/wikipedia.{split}.{pair}"
-            pairs += read_line_aligned(archive.extractfile(f"{base}.{lang}").read().decode(),
-                                       archive.extractfile(f"{base}.en").read().decode(), base)
+            pairs += read_line_aligned(
+                archive.extractfile(f"{base}.{lang}").read().decode(),
+                archive.extractfile(f"{base}.en").read().decode(),
+                base,
+            )
     flores_keys = Counter(overlap_key(src) for src, _ in pairs)
     assert sum(overlap_key(r["source"]) in flores_keys for r in qe) == distinct
     _, counts = clean_pairs(pairs, [r["source"] for r in qe] + [r["translation"] for r in qe])
@@ -92,7 +95,11 @@ def test_flores_overlap_with_the_qe_test_set_on_real_data(lang: str, distinct: i
 def test_tatoeba_file_names():
     from language_agnostic.corpora.parallel import laser_tatoeba_files, opus_tatoeba_files
 
-    assert opus_tatoeba_files("spa") == ("eng-spa/tatoeba-test-v2021-08-07.spa", "eng-spa/tatoeba-test-v2021-08-07.eng", None)
+    assert opus_tatoeba_files("spa") == (
+        "eng-spa/tatoeba-test-v2021-08-07.spa",
+        "eng-spa/tatoeba-test-v2021-08-07.eng",
+        None,
+    )
     assert opus_tatoeba_files("ara")[2] == "ara-eng/tatoeba-test-v2021-08-07.ara.labels"
     assert laser_tatoeba_files("deu") == ("tatoeba.deu-eng.deu", "tatoeba.deu-eng.eng")
     with pytest.raises(ValueError, match="no OPUS-MT Tatoeba set configured for 'xxx'"):
@@ -100,9 +107,18 @@ def test_tatoeba_file_names():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("lang3", "size", "overlap"),
-                         [("ara", 10305, 295), ("deu", 17565, 35), ("spa", 16583, 44), ("fra", 12681, 29),
-                          ("ita", 17320, 20), ("nld", 12696, 101), ("tur", 13907, 11)])
+@pytest.mark.parametrize(
+    ("lang3", "size", "overlap"),
+    [
+        ("ara", 10305, 295),
+        ("deu", 17565, 35),
+        ("spa", 16583, 44),
+        ("fra", 12681, 29),
+        ("ita", 17320, 20),
+        ("nld", 12696, 101),
+        ("tur", 13907, 11),
+    ],
+)
 def test_opus_tatoeba_overlap_with_laser_test_on_real_data(lang3: str, size: int, overlap: int):
     """The provenance counts these LASER test pairs (of 1,000) inside the OPUS-MT v2021-08-07 sets."""
     from language_agnostic.corpora.parallel import laser_tatoeba_files, opus_tatoeba_files

@@ -22,14 +22,34 @@ def test_member_names():
 
 
 def test_qe_rows_keep_quotes_verbatim():
-    text = "\n".join([TSV_HEADER, _qe_line(0, '"Quoted" start', 'A "quote"', "0.25"),
-                      _qe_line(1, "Zweiter Satz.", "Second sentence.", "-1.5"), ""])
+    text = "\n".join(
+        [
+            TSV_HEADER,
+            _qe_line(0, '"Quoted" start', 'A "quote"', "0.25"),
+            _qe_line(1, "Zweiter Satz.", "Second sentence.", "-1.5"),
+            "",
+        ]
+    )
     rows = read_qe_tsv(text, "de.tsv", "de-en", RejectLog())
     assert rows == [
-        {"pair": "de-en", "source_lang": "de", "target_lang": "en", "index": "0", "source": '"Quoted" start',
-         "translation": 'A "quote"', "z_mean": 0.25},
-        {"pair": "de-en", "source_lang": "de", "target_lang": "en", "index": "1", "source": "Zweiter Satz.",
-         "translation": "Second sentence.", "z_mean": -1.5},
+        {
+            "pair": "de-en",
+            "source_lang": "de",
+            "target_lang": "en",
+            "index": "0",
+            "source": '"Quoted" start',
+            "translation": 'A "quote"',
+            "z_mean": 0.25,
+        },
+        {
+            "pair": "de-en",
+            "source_lang": "de",
+            "target_lang": "en",
+            "index": "1",
+            "source": "Zweiter Satz.",
+            "translation": "Second sentence.",
+            "z_mean": -1.5,
+        },
     ]
 
 
@@ -59,10 +79,24 @@ def test_sts_rows_and_column_languages():
     inputs = "two men are crying\tرجلان يضحكان.\nA man sleeps.\tرجل ينام.\n"
     rows = read_sts_track(inputs, "1.4\n4.0\n", TRACKS["ar-en"], "gs.zip", RejectLog())
     assert rows == [
-        {"track": "2", "pair": "ar-en", "lang1": "en", "lang2": "ar", "sentence1": "two men are crying",
-         "sentence2": "رجلان يضحكان.", "score": 1.4},
-        {"track": "2", "pair": "ar-en", "lang1": "en", "lang2": "ar", "sentence1": "A man sleeps.",
-         "sentence2": "رجل ينام.", "score": 4.0},
+        {
+            "track": "2",
+            "pair": "ar-en",
+            "lang1": "en",
+            "lang2": "ar",
+            "sentence1": "two men are crying",
+            "sentence2": "رجلان يضحكان.",
+            "score": 1.4,
+        },
+        {
+            "track": "2",
+            "pair": "ar-en",
+            "lang1": "en",
+            "lang2": "ar",
+            "sentence1": "A man sleeps.",
+            "sentence2": "رجل ينام.",
+            "score": 4.0,
+        },
     ]
 
 
@@ -71,7 +105,9 @@ def test_sts_tr_en_uses_the_first_lines_only():
     rows = read_sts_track(inputs, "5.0\n3.0\n", TRACKS["tr-en"], "gs.zip", RejectLog())
     assert [r["sentence2"] for r in rows] == ["Kadın 0 sarışın.", "Kadın 1 sarışın."]
     # other tracks must match line for line
-    with pytest.raises(CorpusFormatError, match=r"2 gold scores for 4 input lines in STS2017.eval.v1.1/STS.input.track5.en-en.txt"):
+    with pytest.raises(
+        CorpusFormatError, match=r"2 gold scores for 4 input lines in STS2017.eval.v1.1/STS.input.track5.en-en.txt"
+    ):
         read_sts_track(inputs, "5.0\n3.0\n", TRACKS["en-en"], "gs.zip", RejectLog())
 
 
@@ -82,7 +118,9 @@ def test_sts_swapped_columns_fail():
 
 
 def test_sts_bad_lines():
-    with pytest.raises(CorpusFormatError, match=r"track5.en-en.txt:2: expected two non-empty tab-separated sentences, got 1"):
+    with pytest.raises(
+        CorpusFormatError, match=r"track5.en-en.txt:2: expected two non-empty tab-separated sentences, got 1"
+    ):
         read_sts_track("a\tb\nno tab here\n", "1\n2\n", TRACKS["en-en"], "gs.zip", RejectLog())
     with pytest.raises(CorpusFormatError, match=r"track5.en-en.txt:1: gold score 7.0 is outside 0-5"):
         read_sts_track("a\tb\n", "7.0\n", TRACKS["en-en"], "gs.zip", RejectLog())

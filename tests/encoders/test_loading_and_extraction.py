@@ -21,8 +21,14 @@ from language_agnostic.encoders.extraction import (
 from language_agnostic.encoders.loading import EncoderLoadError, load_encoder, save_encoder
 from language_agnostic.encoders.pooling import pool
 
-TEXTS = ["wake me up at nine am", "play jazz", "what is the weather today", "set an alarm for six",
-         "weck mich um neun", "music"]
+TEXTS = [
+    "wake me up at nine am",
+    "play jazz",
+    "what is the weather today",
+    "set an alarm for six",
+    "weck mich um neun",
+    "music",
+]
 FP32 = ExtractionSettings(prefix="", dtype="float32", device="cpu", batch_size=2, chunk_size=4, progress=False)
 
 
@@ -90,7 +96,7 @@ def test_token_states_stream_to_disk_and_match(tiny_hub_model: Path, tmp_path: P
     _, _, manual = _manual(encoder, TEXTS[2])
     assert mask.sum(axis=1).tolist() == [len(manual), len(_manual(encoder, TEXTS[1])[2])]
     np.testing.assert_allclose(states[0, : len(manual)].astype(np.float32), manual, atol=2e-3)
-    assert not states[1, mask[1].sum():].any()  # padding is zeros
+    assert not states[1, mask[1].sum() :].any()  # padding is zeros
 
 
 def test_second_extraction_encodes_nothing(tiny_hub_model: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture):
@@ -120,7 +126,9 @@ def test_bad_input_errors(tiny_hub_model: Path, tmp_path: Path):
         extract_embeddings(encoder, ["a", "", "b", "  "], FP32, store)
     long_text = " ".join(["music"] * 40)
     strict = ExtractionSettings(**{**FP32.__dict__, "on_too_long": "error"})
-    with pytest.raises(ExtractionError, match=r"1 text\(s\) longer than max_length 24 tokens; first at position 1 \(42 tokens\)"):
+    with pytest.raises(
+        ExtractionError, match=r"1 text\(s\) longer than max_length 24 tokens; first at position 1 \(42 tokens\)"
+    ):
         extract_embeddings(encoder, ["play jazz", long_text], strict, store)
     entry = extract_embeddings(encoder, ["play jazz", long_text], FP32, store)
     assert entry.meta["n_truncated"] == 1
@@ -140,7 +148,9 @@ def test_cached_entry_with_another_dimension_is_refused(tiny_hub_model: Path, tm
         extract_embeddings(encoder, TEXTS, FP32, store)
 
 
-def test_directory_without_weights_and_unknown_names(tiny_hub_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def test_directory_without_weights_and_unknown_names(
+    tiny_hub_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
     broken = tmp_path / "no-weights"
     broken.mkdir()
     shutil.copy(tiny_hub_model / "config.json", broken / "config.json")
@@ -151,7 +161,9 @@ def test_directory_without_weights_and_unknown_names(tiny_hub_model: Path, tmp_p
     with pytest.raises(EncoderLoadError, match="is not a Hugging Face model directory: it has no config.json"):
         load_encoder(str(empty))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    with pytest.raises(EncoderLoadError, match=r"could not load encoder 'no-such-org/no-such-model'.*Use encoder 'bundled'"):
+    with pytest.raises(
+        EncoderLoadError, match=r"could not load encoder 'no-such-org/no-such-model'.*Use encoder 'bundled'"
+    ):
         load_encoder("no-such-org/no-such-model")
 
 
@@ -163,5 +175,9 @@ def test_device_and_dtype_resolution():
     if not torch.cuda.is_available():
         with pytest.raises(ExtractionError, match="device 'cuda' requested but CUDA is not available"):
             resolve_device_and_dtype("cuda", "auto")
-        expected = torch.bfloat16 if (torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()) else torch.float32
+        expected = (
+            torch.bfloat16
+            if (torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported())
+            else torch.float32
+        )
         assert resolve_device_and_dtype("auto", "auto") == (torch.device("cpu"), expected)

@@ -17,14 +17,19 @@ import pytest
 import torch
 
 from language_agnostic.encoders.extraction import (
-    EmbeddingStore, ExtractionSettings, StoreBusyError, extract_embedding_sets, extract_embeddings,
+    EmbeddingStore,
+    ExtractionSettings,
+    StoreBusyError,
+    extract_embedding_sets,
+    extract_embeddings,
 )
 from language_agnostic.encoders.loading import load_encoder
 from language_agnostic.encoders.store import USAGE
 
 WORDS = "wake me up at nine am set an alarm for six play some jazz music what is the weather today weck mich um neun".split()
-SETTINGS = ExtractionSettings(prefix="", dtype="float32", device="cpu", batch_size=4, chunk_size=8, progress=False,
-                              token_states=True)
+SETTINGS = ExtractionSettings(
+    prefix="", dtype="float32", device="cpu", batch_size=4, chunk_size=8, progress=False, token_states=True
+)
 
 
 def _texts(n: int, seed: int) -> list[str]:
@@ -42,8 +47,15 @@ def wide_model(tmp_path_factory: pytest.TempPathFactory, tiny_hub_model: Path) -
         if "token" in name.name or name.name == "special_tokens_map.json":
             (directory / name.name).write_bytes(name.read_bytes())
     torch.manual_seed(1)
-    config = BertConfig(vocab_size=120, hidden_size=128, num_hidden_layers=2, num_attention_heads=4,
-                        intermediate_size=512, max_position_embeddings=24, pad_token_id=0)
+    config = BertConfig(
+        vocab_size=120,
+        hidden_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=512,
+        max_position_embeddings=24,
+        pad_token_id=0,
+    )
     BertModel(config, add_pooling_layer=False).save_pretrained(directory)
     return directory
 
@@ -64,8 +76,12 @@ def test_a_text_gets_the_same_bits_in_any_list_and_batch_size(wide_model: Path, 
     a, b = _outputs(first), _outputs(second)
     for name in ("cls", "mean"):
         assert np.array_equal(a[name], b[name][40:][::-1])
-    single = extract_embeddings(encoder, [texts[5]], ExtractionSettings(**{**SETTINGS.__dict__, "batch_size": 1}),
-                                EmbeddingStore(tmp_path / "c"))
+    single = extract_embeddings(
+        encoder,
+        [texts[5]],
+        ExtractionSettings(**{**SETTINGS.__dict__, "batch_size": 1}),
+        EmbeddingStore(tmp_path / "c"),
+    )
     assert np.array_equal(single.vectors("mean")[0], a["mean"][5])
     states, mask = first.token_states([5])
     again, _ = single.token_states([0])
@@ -86,8 +102,9 @@ def test_subsets_supersets_and_repeats_encode_only_new_texts(tiny_hub_model: Pat
     assert np.array_equal(subset.vectors("cls"), full.vectors("cls")[3:9][::-1])
     # a superset with repeats and the pooled-only kind: only the two new texts are encoded
     pooled = ExtractionSettings(**{**SETTINGS.__dict__, "token_states": False})
-    sets = extract_embedding_sets(encoder, {"x": texts + ["music music", "music music"], "y": ["play jazz jazz", texts[0]]},
-                                  pooled, store)
+    sets = extract_embedding_sets(
+        encoder, {"x": texts + ["music music", "music music"], "y": ["play jazz jazz", texts[0]]}, pooled, store
+    )
     assert USAGE.encoded == len(set(texts)) + 2
     assert np.array_equal(sets["x"].vectors("mean")[:20], full.vectors("mean"))
     assert np.array_equal(sets["x"].vectors("mean")[20], sets["x"].vectors("mean")[21])
@@ -130,8 +147,13 @@ def _worker(model: Path, store: Path, texts: list[str], tmp_path: Path, delay: f
     script.write_text(_WORKER)
     texts_file.write_text("\n".join(texts))
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-    return subprocess.Popen([sys.executable, str(script), str(model), str(store), str(texts_file), str(delay)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    return subprocess.Popen(
+        [sys.executable, str(script), str(model), str(store), str(texts_file), str(delay)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
 
 
 def _finished_shards(store: Path) -> list[Path]:
@@ -200,8 +222,12 @@ def test_pruning_waits_for_no_run_and_reports(tiny_hub_model: Path, tmp_path: Pa
 def test_cli_report(tiny_hub_model: Path, tmp_path: Path):
     encoder = load_encoder(str(tiny_hub_model))
     extract_embeddings(encoder, ["play jazz"], SETTINGS, EmbeddingStore(tmp_path))
-    out = subprocess.run([sys.executable, "-m", "language_agnostic.encoders.store", "report", str(tmp_path)],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "language_agnostic.encoders.store", "report", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert "texts_stored" in out and json.loads(out)[0]["texts_stored"] == 1
 
 
@@ -213,6 +239,9 @@ def test_dry_run_says_how_much_would_be_encoded(tiny_hub_model: Path, tmp_path: 
     extract_embeddings(encoder, ["play jazz", "music"], SETTINGS, store)
     monkeypatch.setenv("LANGUAGE_AGNOSTIC_STORE_DRY_RUN", "1")
     assert len(extract_embeddings(encoder, ["music"], SETTINGS, store)) == 1  # nothing to encode: goes on
-    with pytest.raises(StoreDryRunStop, match=r"would encode 1 of the 3 distinct texts its 1 list\(s\) ask for "
-                                              r"\(2 are stored already, 4 requested with repeats\)"):
+    with pytest.raises(
+        StoreDryRunStop,
+        match=r"would encode 1 of the 3 distinct texts its 1 list\(s\) ask for "
+        r"\(2 are stored already, 4 requested with repeats\)",
+    ):
         extract_embeddings(encoder, ["music", "play jazz", "set an alarm", "music"], SETTINGS, store)

@@ -5,7 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from language_agnostic.evaluation.bitext import accuracy_at_1, bitext_accuracies, cosine_matrix, mean_top_k, ratio_margin
+from language_agnostic.evaluation.bitext import (
+    accuracy_at_1,
+    bitext_accuracies,
+    cosine_matrix,
+    mean_top_k,
+    ratio_margin,
+)
 from language_agnostic.evaluation.retrieval import retrieval_accuracy_at_1
 
 # x0 finds y0; x1 finds y2 (cos 1 against 0.707 for its own y1); x2 finds y1 (cos 1 against 0.707):
@@ -14,18 +20,20 @@ X = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
 Y = np.array([[2.0, 0.0], [1.0, 1.0], [0.0, 3.0]])
 
 # y0 is a hub: the nearest y of every x by cosine (x -> y accuracy 1/3)
-HUB = np.array([[0.9, 0.5, 0.4],
-                [0.8, 0.7, 0.3],
-                [0.75, 0.2, 0.7]])
+HUB = np.array([[0.9, 0.5, 0.4], [0.8, 0.7, 0.3], [0.75, 0.2, 0.7]])
 # k = 2: r_x = means of each row's two best = [0.7, 0.75, 0.725]; r_y = of each column's = [0.85, 0.6, 0.55];
 # margin = cos / ((r_x + r_y) / 2), e.g. [1, 0] = 0.8 / 0.8 = 1.0 and [1, 1] = 0.7 / 0.675 = 1.037037
-HUB_MARGIN_K2 = np.array([[0.9 / 0.775, 0.5 / 0.65, 0.4 / 0.625],
-                          [0.8 / 0.8, 0.7 / 0.675, 0.3 / 0.65],
-                          [0.75 / 0.7875, 0.2 / 0.6625, 0.7 / 0.6375]])
+HUB_MARGIN_K2 = np.array(
+    [
+        [0.9 / 0.775, 0.5 / 0.65, 0.4 / 0.625],
+        [0.8 / 0.8, 0.7 / 0.675, 0.3 / 0.65],
+        [0.75 / 0.7875, 0.2 / 0.6625, 0.7 / 0.6375],
+    ]
+)
 
 
 def test_cosine_accuracy_both_directions_by_hand():
-    s = 0.5 ** 0.5
+    s = 0.5**0.5
     np.testing.assert_allclose(cosine_matrix(X, Y), [[1, s, 0], [0, s, 1], [s, 1, s]], atol=1e-6)
     got = bitext_accuracies(X, Y, k=4)
     # y0 -> x0 right; y1 -> x2 (cos 1) wrong; y2 -> x1 (cos 1) wrong
@@ -38,8 +46,8 @@ def test_cosine_accuracy_both_directions_by_hand():
 def test_ratio_margin_demotes_a_hub_by_hand():
     margin = ratio_margin(HUB, k=2)
     np.testing.assert_allclose(margin, HUB_MARGIN_K2, rtol=1e-9)
-    assert accuracy_at_1(HUB) == pytest.approx(1 / 3)        # every x retrieves the hub y0
-    assert accuracy_at_1(margin) == 1.0                       # the margin gives each its own
+    assert accuracy_at_1(HUB) == pytest.approx(1 / 3)  # every x retrieves the hub y0
+    assert accuracy_at_1(margin) == 1.0  # the margin gives each its own
     assert accuracy_at_1(margin.T) == 1.0 and accuracy_at_1(HUB.T) == 1.0
     np.testing.assert_allclose(mean_top_k(HUB, 2, axis=1), [0.7, 0.75, 0.725])
     np.testing.assert_allclose(mean_top_k(HUB, 2, axis=0), [0.85, 0.6, 0.55])

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
-
-import numpy as np
 from scipy import stats
 
 from language_agnostic.evaluation.claims import Paired, outcomes_of, paired, paired_correlation, verdict
@@ -16,9 +15,9 @@ from language_agnostic.reporting.similarity import claims_rows
 def test_a_verdict_needs_the_sign_and_p_in_every_seed():
     assert verdict([0.02], [0.01]) == "holds"
     assert verdict([-0.02], [0.01]) == "fails"
-    assert verdict([0.02], [0.2]) == "tie"                        # p > 0.05
+    assert verdict([0.02], [0.2]) == "tie"  # p > 0.05
     assert verdict([0.02, -0.01, 0.03], [0.01, 0.01, 0.01]) == "tie"  # a seed flips the sign
-    assert verdict([0.02, 0.01], [0.01, 0.08]) == "tie"           # a seed's p > 0.05
+    assert verdict([0.02, 0.01], [0.01, 0.08]) == "tie"  # a seed's p > 0.05
     assert verdict([0.02], [None]) == "not comparable"
     # "no better": only a significant gain in every seed refutes it
     assert verdict([0.02], [0.01], "not >") == "fails"
@@ -31,12 +30,23 @@ def test_a_verdict_needs_the_sign_and_p_in_every_seed():
 
 def _outcomes(method: str, correct: list[bool], queries: list[str] | None = None) -> pd.DataFrame:
     queries = queries or [str(i) for i in range(len(correct))]
-    return pd.DataFrame({"pipeline": "emu", "method": method, "task": "intent_nn", "source": "en-US", "target": "en-US",
-                         "query": queries, "correct": correct})
+    return pd.DataFrame(
+        {
+            "pipeline": "emu",
+            "method": method,
+            "task": "intent_nn",
+            "source": "en-US",
+            "target": "en-US",
+            "query": queries,
+            "correct": correct,
+        }
+    )
 
 
 def test_paired_uses_the_shared_queries_only():
-    rows = pd.concat([_outcomes("a", [True] * 8 + [False] * 2), _outcomes("b", [False] * 8 + [True], list(map(str, range(9))))])
+    rows = pd.concat(
+        [_outcomes("a", [True] * 8 + [False] * 2), _outcomes("b", [False] * 8 + [True], list(map(str, range(9))))]
+    )
     result = paired(outcomes_of(rows, "a"), outcomes_of(rows, "b"))
     # 9 shared queries: a right on 8, b on 1 (query 8: a wrong, b right); discordant 8 vs 1: exact binomial p
     assert result.n == 9 and result.method == pytest.approx(8 / 9) and result.baseline == pytest.approx(1 / 9)
@@ -47,8 +57,20 @@ def test_paired_uses_the_shared_queries_only():
 def test_a_claim_row_reports_the_mean_the_spread_the_worst_p_and_the_seeds():
     spec = ClaimSpec("A above B (Table 1)", "a", "b", "mBERT", "40.9 vs 38.0")
     row = claim_row(spec, "en-en", [Paired(0.60, 0.50, 0.001, 100), Paired(0.58, 0.50, 0.02, 100)])
-    assert row == ["A above B (Table 1)", "mBERT", "40.9 vs 38.0", "`a`", "`b`", "en-en", "59.00", "50.00",
-                   "+9.00 ± 1.41", "0.02", "2", "holds"]
+    assert row == [
+        "A above B (Table 1)",
+        "mBERT",
+        "40.9 vs 38.0",
+        "`a`",
+        "`b`",
+        "en-en",
+        "59.00",
+        "50.00",
+        "+9.00 ± 1.41",
+        "0.02",
+        "2",
+        "holds",
+    ]
     assert claim_row(spec, "en-en", [None])[-2:] == ["1", "not comparable"]
 
 
@@ -58,10 +80,12 @@ def test_paired_correlation_averages_each_groups_pearson_and_bootstraps_the_diff
     groups = np.repeat(["a-b", "c-d"], 30)
     good, noise = gold + rng.normal(scale=0.5, size=60), rng.normal(size=60)
     result = paired_correlation(good, noise, gold, groups, resamples=2000, seed=1)
-    expected = [np.mean([stats.pearsonr(s[groups == g], gold[groups == g]).statistic for g in ("a-b", "c-d")])
-                for s in (good, noise)]
+    expected = [
+        np.mean([stats.pearsonr(s[groups == g], gold[groups == g]).statistic for g in ("a-b", "c-d")])
+        for s in (good, noise)
+    ]
     assert (result.method, result.baseline) == pytest.approx(expected) and result.n == 60
-    assert result.pvalue == pytest.approx(1 / 2000)        # every resample keeps r ≈ 0.9 above r ≈ 0
+    assert result.pvalue == pytest.approx(1 / 2000)  # every resample keeps r ≈ 0.9 above r ≈ 0
     # a perfect scorer against its mirror image: every resample's difference is exactly 2
     assert paired_correlation(gold, -gold, gold, groups, resamples=100).pvalue == pytest.approx(0.01)
     # a scorer against itself: no resample is on the other side of zero... every one is zero: p = 1
@@ -91,27 +115,57 @@ def test_similarity_claims_are_judged_on_a_tables_average_and_skip_untrained_hea
     pairs = np.repeat(["ro-en", "et-en"], 20)
 
     def scores(method: str, embedding: str, cosine: np.ndarray) -> pd.DataFrame:
-        return pd.DataFrame({"method": method, "embedding": embedding, "pair": pairs, "item": np.arange(40),
-                             "cosine": cosine, "gold": gold})
+        return pd.DataFrame(
+            {
+                "method": method,
+                "embedding": embedding,
+                "pair": pairs,
+                "item": np.arange(40),
+                "cosine": cosine,
+                "gold": gold,
+            }
+        )
 
-    table = pd.concat([scores("seed", "meaning", gold + rng.normal(scale=0.3, size=40)),
-                       scores("raw", "mean", rng.normal(size=40))]).sample(frac=1, random_state=0)  # order must not matter
-    claims = [{"claim": "SEED above raw", "method": "seed/meaning", "baseline": "raw/mean", "backbone": "mE5", "paper": "p"},
-              {"claim": "raw not above SEED", "method": "raw/mean", "baseline": "seed/meaning", "backbone": "mE5",
-               "paper": "p", "direction": "not >", "table": "only ro-en"},
-              {"claim": "absent", "method": "meat/meaning", "baseline": "raw/mean", "backbone": "mE5", "paper": "p"}]
+    table = pd.concat(
+        [scores("seed", "meaning", gold + rng.normal(scale=0.3, size=40)), scores("raw", "mean", rng.normal(size=40))]
+    ).sample(frac=1, random_state=0)  # order must not matter
+    claims = [
+        {"claim": "SEED above raw", "method": "seed/meaning", "baseline": "raw/mean", "backbone": "mE5", "paper": "p"},
+        {
+            "claim": "raw not above SEED",
+            "method": "raw/mean",
+            "baseline": "seed/meaning",
+            "backbone": "mE5",
+            "paper": "p",
+            "direction": "not >",
+            "table": "only ro-en",
+        },
+        {"claim": "absent", "method": "meat/meaning", "baseline": "raw/mean", "backbone": "mE5", "paper": "p"},
+    ]
     views = {"both": ["ro-en", "et-en"], "only ro-en": ["ro-en"]}
     rows = claims_rows(table, claims, views, {"resamples": 300, "seed": 0})
     assert [r[0] for r in rows] == ["SEED above raw", "raw not above SEED"]
     assert rows[0][5] == "avg Pearson, ro-en, et-en" and rows[0][-1] == "holds"
     assert rows[1][5] == "avg Pearson, ro-en" and rows[1][-1] == "holds"
     # seed runs among the ablations: seed N of the method against seed N of a trained baseline, or the same raw baseline
-    table = pd.concat([table, scores("seed_seed1", "meaning", gold + rng.normal(scale=0.3, size=40)),
-                       scores("meat", "meaning", rng.normal(size=40))])
-    ablations = {"seed_seed1": {"method": "seed", "loss_weights": {}, "seed": 1},
-                 "seed_without_lc": {"method": "seed", "loss_weights": {"cross": 0.0}, "seed": None}}
-    seeded = claims_rows(table, claims[:1] + [{**claims[0], "claim": "SEED above MEAT", "baseline": "meat/meaning"}],
-                         views, {"resamples": 300, "seed": 0}, ablations)
+    table = pd.concat(
+        [
+            table,
+            scores("seed_seed1", "meaning", gold + rng.normal(scale=0.3, size=40)),
+            scores("meat", "meaning", rng.normal(size=40)),
+        ]
+    )
+    ablations = {
+        "seed_seed1": {"method": "seed", "loss_weights": {}, "seed": 1},
+        "seed_without_lc": {"method": "seed", "loss_weights": {"cross": 0.0}, "seed": None},
+    }
+    seeded = claims_rows(
+        table,
+        claims[:1] + [{**claims[0], "claim": "SEED above MEAT", "baseline": "meat/meaning"}],
+        views,
+        {"resamples": 300, "seed": 0},
+        ablations,
+    )
     assert [r[-2] for r in seeded] == ["2", "1"]  # MEAT has no seed-1 run: only the configured seeds are paired
     assert " ± " in seeded[0][8] and " ± " not in seeded[1][8]
     with pytest.raises(ValueError, match=r"report.claims\[0\].method: write it as method/embedding"):

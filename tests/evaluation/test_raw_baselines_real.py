@@ -60,8 +60,13 @@ def test_raw_sts_pearson_reproduces_the_reference(embed):
     got = {}
     for name in STS_REFERENCE:
         track = TRACKS[name]
-        rows = read_sts_track(inputs.read(track.input_member).decode("utf-8"),
-                              gold.read(track.gold_member).decode("utf-8"), track, "sts17", RejectLog())
+        rows = read_sts_track(
+            inputs.read(track.input_member).decode("utf-8"),
+            gold.read(track.gold_member).decode("utf-8"),
+            track,
+            "sts17",
+            RejectLog(),
+        )
         assert len(rows) == 250, name
         cosine = paired_cosine(embed([r["sentence1"] for r in rows]), embed([r["sentence2"] for r in rows]))
         got[name] = pearson(cosine, np.array([r["score"] for r in rows]))

@@ -7,22 +7,28 @@ import pytest
 from seqeval.metrics import f1_score
 from seqeval.scheme import IOB2
 
-from language_agnostic.evaluation.slu import (exact_match, intent_accuracy, slot_error_statistics, slot_f1, slot_spans,
-                                             slu_scores)
+from language_agnostic.evaluation.slu import (
+    exact_match,
+    intent_accuracy,
+    slot_error_statistics,
+    slot_f1,
+    slot_spans,
+    slu_scores,
+)
 
 GOLD_INTENTS = ["alarm_set", "weather_query", "alarm_set", "play_music"]
 PRED_INTENTS = ["alarm_set", "weather_query", "alarm_set", "play_radio"]
 GOLD_LABELS = [
     ["O", "B-time", "I-time", "O", "B-date"],  # spans: time 1-2, date 4
-    ["B-place", "O"],                          # place 0
-    ["I-time", "I-time", "O"],                 # time 0-1: the default mode opens a span at I-
-    ["O", "B-date"],                           # date 1
+    ["B-place", "O"],  # place 0
+    ["I-time", "I-time", "O"],  # time 0-1: the default mode opens a span at I-
+    ["O", "B-date"],  # date 1
 ]
 PRED_LABELS = [
     ["O", "B-time", "I-time", "O", "O"],  # time 1-2 right, date missed
-    ["B-place", "O"],                     # right
-    ["B-time", "I-time", "O"],            # time 0-1: the same span as the gold one
-    ["O", "B-date"],                      # right (the intent is wrong)
+    ["B-place", "O"],  # right
+    ["B-time", "I-time", "O"],  # time 0-1: the same span as the gold one
+    ["O", "B-date"],  # right (the intent is wrong)
 ]
 
 
@@ -71,29 +77,39 @@ def test_misaligned_input_is_named():
 
 def test_slot_error_statistics_by_hand():
     gold = [
-        ["O", "B-time", "I-time", "O", "B-date"],     # 0: time 1-2, date 4
-        ["B-place", "O", "B-time"],                   # 1: place 0, time 2
-        ["B-time", "I-time", "O", "B-date", "O"],     # 2: time 0-1, date 3
-        ["O", "B-date", "O"],                         # 3: date 1
-        ["I-time", "I-time", "O"],                    # 4: time 0-1 (opened by I-)
-        ["B-a", "B-b", "O", "B-c"],                   # 5: a 0, b 1, c 3
+        ["O", "B-time", "I-time", "O", "B-date"],  # 0: time 1-2, date 4
+        ["B-place", "O", "B-time"],  # 1: place 0, time 2
+        ["B-time", "I-time", "O", "B-date", "O"],  # 2: time 0-1, date 3
+        ["O", "B-date", "O"],  # 3: date 1
+        ["I-time", "I-time", "O"],  # 4: time 0-1 (opened by I-)
+        ["B-a", "B-b", "O", "B-c"],  # 5: a 0, b 1, c 3
     ]
     pred = [
-        ["O", "B-time", "I-time", "O", "O"],          # 0: a span missed -> slot_num
-        ["B-date", "O", "B-time"],                    # 1: place -> date, same words -> slot_type (1)
-        ["B-time", "O", "O", "B-time", "I-time"],     # 2: time 0 (bound) and time 3-4 for date 3 (both)
-        ["O", "B-date", "O"],                         # 3: right
-        ["B-time", "I-time", "O"],                    # 4: the same span as the gold one: right
-        ["B-a", "O", "B-b", "B-b"],                   # 5: b 1 -> b 2 (bound), c 3 -> b 3 (type)
+        ["O", "B-time", "I-time", "O", "O"],  # 0: a span missed -> slot_num
+        ["B-date", "O", "B-time"],  # 1: place -> date, same words -> slot_type (1)
+        ["B-time", "O", "O", "B-time", "I-time"],  # 2: time 0 (bound) and time 3-4 for date 3 (both)
+        ["O", "B-date", "O"],  # 3: right
+        ["B-time", "I-time", "O"],  # 4: the same span as the gold one: right
+        ["B-a", "O", "B-b", "B-b"],  # 5: b 1 -> b 2 (bound), c 3 -> b 3 (type)
     ]
     assert slot_spans(gold[4]) == [("time", 0, 1)]
     # utterances 0, 1, 2, 5 have slot errors; 0 by its count; pairs: 1 type (utt. 1), 1 bound + 1 both (utt. 2),
     # 1 bound + 1 type (utt. 5)
-    assert slot_error_statistics(gold, pred) == {"utterance": 4, "slot_num": 1, "slot_type": 2, "slot_bound": 2,
-                                                 "slot_both": 1}
+    assert slot_error_statistics(gold, pred) == {
+        "utterance": 4,
+        "slot_num": 1,
+        "slot_type": 2,
+        "slot_bound": 2,
+        "slot_both": 1,
+    }
     # a predicted span where gold has none is a count error too, and right predictions count nothing
-    assert slot_error_statistics([["O", "O"]], [["B-x", "O"]]) == {"utterance": 1, "slot_num": 1, "slot_type": 0,
-                                                                    "slot_bound": 0, "slot_both": 0}
+    assert slot_error_statistics([["O", "O"]], [["B-x", "O"]]) == {
+        "utterance": 1,
+        "slot_num": 1,
+        "slot_type": 0,
+        "slot_bound": 0,
+        "slot_both": 0,
+    }
     assert set(slot_error_statistics(gold, gold).values()) == {0}
     with pytest.raises(ValueError, match="utterance 0 has 5 gold but 4 predicted labels"):
         slot_error_statistics(gold[:1], [pred[0][:4]])

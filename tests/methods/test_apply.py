@@ -12,8 +12,15 @@ import torch
 import yaml
 
 from language_agnostic.datasets.directory import ModelShelf
-from language_agnostic.methods.apply import (ModelSpec, expected_models, fmda_meaning_table, fmda_meanings, head_meaning,
-                                             load_models, training_languages)
+from language_agnostic.methods.apply import (
+    ModelSpec,
+    expected_models,
+    fmda_meaning_table,
+    fmda_meanings,
+    head_meaning,
+    load_models,
+    training_languages,
+)
 from language_agnostic.methods.registry import artifact, build
 from language_agnostic.methods.trained import write_artifact
 from tests.conftest import PROJECT_ROOT
@@ -30,10 +37,12 @@ def _conf() -> dict:
 
 def test_training_languages_follow_the_configured_corpora():
     assert training_languages(_conf()) == {
-        "qe": ["cmn", "deu", "eng", "est", "ron"],       # en-de en-zh ro-en et-en; ne and si have no Tatoeba set
+        "qe": ["cmn", "deu", "eng", "est", "ron"],  # en-de en-zh ro-en et-en; ne and si have no Tatoeba set
         "sts": ["ara", "deu", "eng", "fra", "ita", "nld", "spa", "tur"],
-        "en_de": ["deu", "eng"], "en_es": ["eng", "spa"], "en_ja": ["eng", "jpn"],
-        "massive": ["deu", "eng", "jpn", "spa"],          # EMU: en-US labelled, massive.locales unlabelled
+        "en_de": ["deu", "eng"],
+        "en_es": ["eng", "spa"],
+        "en_ja": ["eng", "jpn"],
+        "massive": ["deu", "eng", "jpn", "spa"],  # EMU: en-US labelled, massive.locales unlabelled
     }
     paper = {**_conf(), "fmda_paper": {"unified": {"pairs": ["en_de", "en_ja"]}}}
     assert training_languages(paper, ["fmda"])["unified"] == ["deu", "eng", "jpn"]
@@ -44,20 +53,48 @@ def test_training_languages_follow_the_configured_corpora():
 def test_expected_models_follow_the_configured_pipelines():
     specs = expected_models(_conf())
     names = [s.name for s in specs]
-    assert names[:9] == ["centering@qe", "dream@qe", "meat@qe", "seed@qe", "seed_without_lc@qe", "seed_without_ll@qe",
-                         "seed_without_lm@qe", "dream_without_language@qe", "dream_without_meaning@qe"]
+    assert names[:9] == [
+        "centering@qe",
+        "dream@qe",
+        "meat@qe",
+        "seed@qe",
+        "seed_without_lc@qe",
+        "seed_without_ll@qe",
+        "seed_without_lm@qe",
+        "dream_without_language@qe",
+        "dream_without_meaning@qe",
+    ]
     assert names[9:13] == ["centering@sts", "dream@sts", "meat@sts", "seed@sts"]
-    assert names[13:20] == ["fmda@en_de", "fmda-infonce@en_de", "fmda-two_stage@en_de",
-                            "fmda-two_stage_infonce@en_de", "dream@en_de", "linear-infonce@en_de", "dream-infonce@en_de"]
+    assert names[13:20] == [
+        "fmda@en_de",
+        "fmda-infonce@en_de",
+        "fmda-two_stage@en_de",
+        "fmda-two_stage_infonce@en_de",
+        "dream@en_de",
+        "linear-infonce@en_de",
+        "dream-infonce@en_de",
+    ]
     assert names[-1] == "emu@massive" and len(names) == 13 + 3 * 7 + 1
     by_name = {s.name: s for s in specs}
-    assert by_name["fmda-two_stage@en_ja"] == ModelSpec("fmda-two_stage@en_ja", "fmda", "en_ja", "en_ja/fmda_two_stage.safetensors",
-                                                        "kedro run --pipeline=fmda", "m")
+    assert by_name["fmda-two_stage@en_ja"] == ModelSpec(
+        "fmda-two_stage@en_ja", "fmda", "en_ja", "en_ja/fmda_two_stage.safetensors", "kedro run --pipeline=fmda", "m"
+    )
     assert by_name["linear-infonce@en_es"].path == "en_es/linear_infonce.safetensors"
-    assert by_name["emu@massive"] == ModelSpec("emu@massive", "encoder", "massive", "emu/encoders/emu",
-                                               "kedro run --pipeline=emu (with 'emu' in emu.save_encoders)", "mean")
-    paper = {**_conf(), "fmda_paper": {"variants": {"no_contrastive": {"pairs": ["en_de"], "ablation": "no_contrastive"}},
-                                       "unified": {"pairs": ["en_de"]}}}
+    assert by_name["emu@massive"] == ModelSpec(
+        "emu@massive",
+        "encoder",
+        "massive",
+        "emu/encoders/emu",
+        "kedro run --pipeline=emu (with 'emu' in emu.save_encoders)",
+        "mean",
+    )
+    paper = {
+        **_conf(),
+        "fmda_paper": {
+            "variants": {"no_contrastive": {"pairs": ["en_de"], "ablation": "no_contrastive"}},
+            "unified": {"pairs": ["en_de"]},
+        },
+    }
     extra = {s.name: s for s in expected_models(paper, ["fmda"])}
     assert extra["fmda-no_contrastive@en_de"].command == "kedro run --pipeline=fmda --env=paper"
     assert "fmda-no_contrastive@en_es" not in extra and extra["fmda-unified@unified"].path == "fmda_unified.safetensors"
@@ -75,23 +112,35 @@ def test_missing_old_and_foreign_models_are_skipped_with_the_reason(tmp_path: Pa
     del old["build"]
     write_artifact(old, tmp_path / "qe" / "meat.safetensors")
     write_artifact(_head("seed", {"name": "other", "weights_sha256": "b" * 64}), tmp_path / "qe" / "seed.safetensors")
-    write_artifact({"state_dict": {"de": torch.ones(16), "en": torch.zeros(16)}, "method": "centering", "pooling": "mean"},
-                   tmp_path / "qe" / "centering.safetensors")
-    specs = [s for s in expected_models(_conf(), ["qe", "emu"]) if s.name in
-             ("centering@qe", "dream@qe", "meat@qe", "seed@qe", "seed_without_lc@qe", "emu@massive")]
+    write_artifact(
+        {"state_dict": {"de": torch.ones(16), "en": torch.zeros(16)}, "method": "centering", "pooling": "mean"},
+        tmp_path / "qe" / "centering.safetensors",
+    )
+    specs = [
+        s
+        for s in expected_models(_conf(), ["qe", "emu"])
+        if s.name in ("centering@qe", "dream@qe", "meat@qe", "seed@qe", "seed_without_lc@qe", "emu@massive")
+    ]
     with caplog.at_level(logging.WARNING):
         loaded, skipped = load_models(ModelShelf(tmp_path), specs, training_languages(_conf(), ["qe"]), IDENTITY)
     assert [m.spec.name for m in loaded] == ["centering@qe", "dream@qe"]
     assert loaded[1].languages == ["cmn", "deu", "eng", "est", "ron"] and loaded[1].pooling == "mean"
     np.testing.assert_array_equal(loaded[0].module["de"], np.ones(16, dtype=np.float32))
     reasons = {row["method"]: row["reason"] for row in skipped}
-    assert reasons["meat@qe"] == (f"{tmp_path}/qe/meat.safetensors was saved before the method registry (no 'build' entry); "
-                                  "rerun `kedro run --pipeline=qe`")
-    assert reasons["seed@qe"].startswith(f"tatoeba.models: {tmp_path}/qe/seed.safetensors was trained with encoder 'other'")
-    assert reasons["seed_without_lc@qe"] == (f"{tmp_path}/qe/seed_without_lc.safetensors not found; "
-                                             "`kedro run --pipeline=qe` makes it")
-    assert reasons["emu@massive"] == (f"{tmp_path}/emu/encoders/emu not found (no config.json); "
-                                      "`kedro run --pipeline=emu (with 'emu' in emu.save_encoders)` makes it")
+    assert reasons["meat@qe"] == (
+        f"{tmp_path}/qe/meat.safetensors was saved before the method registry (no 'build' entry); "
+        "rerun `kedro run --pipeline=qe`"
+    )
+    assert reasons["seed@qe"].startswith(
+        f"tatoeba.models: {tmp_path}/qe/seed.safetensors was trained with encoder 'other'"
+    )
+    assert reasons["seed_without_lc@qe"] == (
+        f"{tmp_path}/qe/seed_without_lc.safetensors not found; `kedro run --pipeline=qe` makes it"
+    )
+    assert reasons["emu@massive"] == (
+        f"{tmp_path}/emu/encoders/emu not found (no config.json); "
+        "`kedro run --pipeline=emu (with 'emu' in emu.save_encoders)` makes it"
+    )
     assert f"tatoeba: seed_without_lc@qe skipped: {tmp_path}/qe/seed_without_lc.safetensors not found" in caplog.text
 
     # a fine-tuned encoder is used when it started from the configured encoder (as emu's finetuned.json records it)
@@ -105,9 +154,11 @@ def test_missing_old_and_foreign_models_are_skipped_with_the_reason(tmp_path: Pa
     record["base"]["base"]["weights_sha256"] = "c" * 64
     (encoder_dir / "finetuned.json").write_text(json.dumps(record))
     _, skipped = load_models(ModelShelf(tmp_path), emu, {}, IDENTITY)
-    assert skipped[0]["reason"] == (f"{encoder_dir} was fine-tuned from encoder 'tiny' (weights cccccccccccc), but "
-                                    "embeddings.encoder.name configures 'tiny' (weights aaaaaaaaaaaa); its rows would be "
-                                    "compared with another encoder's")
+    assert skipped[0]["reason"] == (
+        f"{encoder_dir} was fine-tuned from encoder 'tiny' (weights cccccccccccc), but "
+        "embeddings.encoder.name configures 'tiny' (weights aaaaaaaaaaaa); its rows would be "
+        "compared with another encoder's"
+    )
 
 
 def test_heads_and_fmda_models_give_their_meaning_embedding(tiny_hub_model: Path, tmp_path: Path):
@@ -115,8 +166,14 @@ def test_heads_and_fmda_models_give_their_meaning_embedding(tiny_hub_model: Path
     from language_agnostic.encoders.loading import load_encoder
     from language_agnostic.training.fmda_data import encode_with_fmda
 
-    options = {"ffn_layers": 1, "mlp_layers": 1, "activation": "gelu", "attention_scale": "sqrt_d",
-               "utterance_target": "mean", "init": "pytorch"}
+    options = {
+        "ffn_layers": 1,
+        "mlp_layers": 1,
+        "activation": "gelu",
+        "attention_scale": "sqrt_d",
+        "utterance_target": "mean",
+        "init": "pytorch",
+    }
     torch.manual_seed(1)
     fmda = [artifact("fmda", build("fmda", 16, 2, options), 16, 2, options, encoder=IDENTITY) for _ in range(2)]
     for i, saved in enumerate(fmda):
@@ -131,9 +188,12 @@ def test_heads_and_fmda_models_give_their_meaning_embedding(tiny_hub_model: Path
         expected = loaded[2].module(torch.from_numpy(vectors))[0].numpy()  # DREAM's MLP_M
     np.testing.assert_allclose(head_meaning(loaded[2], vectors), expected, rtol=1e-6)
     # several FMDA models over one gather of token states: each as encode_with_fmda gives it alone
-    entry = extract_embeddings(load_encoder(str(tiny_hub_model)), ["wake me up", "play some jazz music", "weck mich", "set an alarm"],
-                               ExtractionSettings(prefix="", dtype="float32", device="cpu", token_states=True, progress=False),
-                               EmbeddingStore(tmp_path / "store"))
+    entry = extract_embeddings(
+        load_encoder(str(tiny_hub_model)),
+        ["wake me up", "play some jazz music", "weck mich", "set an alarm"],
+        ExtractionSettings(prefix="", dtype="float32", device="cpu", token_states=True, progress=False),
+        EmbeddingStore(tmp_path / "store"),
+    )
     index = np.array([3, 0, 2])
     for got, model in zip(fmda_meanings(loaded[:2], entry, index, batch_size=2), loaded[:2], strict=True):
         np.testing.assert_allclose(got, encode_with_fmda(model.module, entry)["m"][index], rtol=1e-5, atol=1e-6)

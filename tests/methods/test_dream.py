@@ -35,8 +35,9 @@ def test_losses_by_hand():
     assert losses["language_id"].item() == pytest.approx(math.log(2))
     assert losses["language_push"].item() == pytest.approx(1.0)  # cos(s_L, t_L) = 1, left out by default
     assert losses["total"].item() == pytest.approx(3.0 + math.log(2))
-    weighted = dream_losses(_halving_model(), s, t, s2, t2, torch.tensor([0]), torch.tensor([1]),
-                            {"language_push": 0.5, "language": 0.0})
+    weighted = dream_losses(
+        _halving_model(), s, t, s2, t2, torch.tensor([0]), torch.tensor([1]), {"language_push": 0.5, "language": 0.0}
+    )
     assert weighted["total"].item() == pytest.approx(0.5)
 
 
@@ -76,8 +77,14 @@ def test_dream_infonce_replaces_only_the_meaning_loss():
         assert infonce[part] == pairwise[part]
     s_m, t_m = model(s)[0].detach(), model(t)[0].detach()
     logits = torch.nn.functional.normalize(s_m, dim=-1) @ torch.nn.functional.normalize(t_m, dim=-1).T
-    by_hand = sum(-math.log(math.exp(logits[i, i]) / sum(math.exp(logits[i, j]) for j in range(3))) +
-                  -math.log(math.exp(logits[i, i]) / sum(math.exp(logits[j, i]) for j in range(3))) for i in range(3)) / 6
+    by_hand = (
+        sum(
+            -math.log(math.exp(logits[i, i]) / sum(math.exp(logits[i, j]) for j in range(3)))
+            + -math.log(math.exp(logits[i, i]) / sum(math.exp(logits[j, i]) for j in range(3)))
+            for i in range(3)
+        )
+        / 6
+    )
     assert infonce["meaning"].item() == pytest.approx(float(by_hand), abs=1e-5)
     with pytest.raises(ValueError, match="meaning must be 'pairwise' or 'infonce'"):
         dream_losses(model, s, t, s2, t2, *ids, meaning="triplet")

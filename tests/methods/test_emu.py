@@ -11,8 +11,16 @@ from torch import nn
 from transformers import BertConfig, BertModel
 
 from language_agnostic.methods.emu import (
-    Emu, EmuConfig, center_loss, class_means, critic_loss, emu_losses, l2_constrained_logits, npair_cosine_loss,
-    siamese_contrastive_loss, update_centroids,
+    Emu,
+    EmuConfig,
+    center_loss,
+    class_means,
+    critic_loss,
+    emu_losses,
+    l2_constrained_logits,
+    npair_cosine_loss,
+    siamese_contrastive_loss,
+    update_centroids,
 )
 from language_agnostic.training.loop import TrainSettings, train
 
@@ -80,7 +88,7 @@ class _First(nn.Module):
 
 
 def test_critic_loss_is_the_wasserstein_estimate():
-    u_t = torch.tensor([[1.0], [3.0]])   # D = 1, 3: mean 2
+    u_t = torch.tensor([[1.0], [3.0]])  # D = 1, 3: mean 2
     v_l = torch.tensor([[0.0], [-2.0]])  # D = 0, -2: mean -1
     assert float(critic_loss(_First(), u_t, v_l)) == pytest.approx(-1.0 - 2.0)
 
@@ -100,8 +108,17 @@ def test_baseline_losses_by_hand():
 
 def _tiny_emu(loss: str = "emu", **config) -> Emu:
     torch.manual_seed(0)
-    bert = BertModel(BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                                intermediate_size=32, max_position_embeddings=16), add_pooling_layer=False)
+    bert = BertModel(
+        BertConfig(
+            vocab_size=50,
+            hidden_size=16,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=32,
+            max_position_embeddings=16,
+        ),
+        add_pooling_layer=False,
+    )
     return Emu(bert, 16, EmuConfig(n_intents=3, loss=loss, critic_hidden=8, **config))
 
 
@@ -119,8 +136,12 @@ class _Data:
     def batches(self, epoch: int, generator: torch.Generator) -> Iterator[dict[str, torch.Tensor]]:
         for _ in range(self.n_batches):
             adv = _ids(generator, 4, offset=20)
-            yield {**_ids(generator, 4), "labels": torch.tensor([0, 1, 2, 0]),
-                   "adv_input_ids": adv["input_ids"], "adv_attention_mask": adv["attention_mask"]}
+            yield {
+                **_ids(generator, 4),
+                "labels": torch.tensor([0, 1, 2, 0]),
+                "adv_input_ids": adv["input_ids"],
+                "adv_attention_mask": adv["attention_mask"],
+            }
 
     def adversary_batches(self, epoch: int, generator: torch.Generator) -> Iterator[dict[str, torch.Tensor]]:
         while True:
@@ -138,8 +159,13 @@ def test_critic_weights_stay_clipped_after_every_update():
         seen.append(max(float(p.detach().abs().max()) for p in model.critics.parameters()))
 
     model.after_adversary_step = checked  # type: ignore[method-assign]
-    train(model, lambda m, b: emu_losses(m, b), _Data(2), _Data(1),
-          TrainSettings(lr=1e-3, max_epochs=2, patience=5, seed=0, progress=False))
+    train(
+        model,
+        lambda m, b: emu_losses(m, b),
+        _Data(2),
+        _Data(1),
+        TrainSettings(lr=1e-3, max_epochs=2, patience=5, seed=0, progress=False),
+    )
     # k = 3 critic updates before each of the 2 encoder steps of 2 epochs
     assert len(seen) == 3 * 2 * 2
     assert max(seen) <= 0.01 + 1e-9
@@ -177,7 +203,9 @@ def test_a_training_step_on_a_tiny_encoder_lowers_l_c():
 
 
 def test_config_names_its_mistakes():
-    with pytest.raises(ValueError, match=r"loss must be one of \['emu', 'softmax', 'contrastive', 'npair'\], got 'triplet'"):
+    with pytest.raises(
+        ValueError, match=r"loss must be one of \['emu', 'softmax', 'contrastive', 'npair'\], got 'triplet'"
+    ):
         EmuConfig(n_intents=3, loss="triplet")
     with pytest.raises(ValueError, match="pooling must be 'mean' or 'cls'"):
         EmuConfig(n_intents=3, pooling="max")

@@ -97,8 +97,11 @@ def test_fast_path_equals_the_tokenwise_form_with_odd_lengths_and_padding(ffn_la
     assert fast["attn_tp"][0].tolist() == [1.0] + [0.0] * 6  # one token takes all the weight
     assert not fast["attn_tp"].masked_select(~mask).any() and not fast["attn_rs"].masked_select(~mask).any()
     fast["m"].sum().backward()  # gradients reach every FFN through the fast path
-    assert all(p.grad is not None and p.grad.abs().sum() > 0 for n, p in model.named_parameters()
-               if n.startswith(("query_tp", "key_tp", "value_tp", "value_rs")) and n.endswith("weight"))
+    assert all(
+        p.grad is not None and p.grad.abs().sum() > 0
+        for n, p in model.named_parameters()
+        if n.startswith(("query_tp", "key_tp", "value_tp", "value_rs")) and n.endswith("weight")
+    )
 
 
 def test_contrastive_loss_by_hand():
@@ -106,7 +109,9 @@ def test_contrastive_loss_by_hand():
     x1, x2 = torch.tensor([[1.0, 0.0]]), torch.tensor([[1.0, 0.0]])
     neg1, neg2 = torch.tensor([[0.0, 1.0]]), torch.tensor([[-1.0, 0.0]])
     # eq. 3-4 as printed: a negative at cos -1 *earns* -1
-    assert contrastive_loss(x1, x2, neg1, neg2, ContrastiveSettings(negative="linear")).item() == pytest.approx(-1 + 0 - 1)
+    assert contrastive_loss(x1, x2, neg1, neg2, ContrastiveSettings(negative="linear")).item() == pytest.approx(
+        -1 + 0 - 1
+    )
     # hinged (the default): an orthogonal or opposite negative costs nothing
     assert contrastive_loss(x1, x2, neg1, neg2).item() == pytest.approx(-1 + 0 + 0)
     # the margin: max(0, cos - m); here cos(x1, neg1') = 0.6
@@ -127,7 +132,9 @@ def test_infonce_by_hand():
     # a lower temperature sharpens it: (1/0.5, 0) -> log(1 + e^-2)
     assert info_nce(x, x, 0.5).item() == pytest.approx(math.log(1 + math.exp(-2)), abs=1e-6)
     # only the cosines count: scaling a row changes nothing
-    assert info_nce(x * torch.tensor([[3.0], [0.2]]), x, 1.0).item() == pytest.approx(math.log(1 + math.exp(-1)), abs=1e-6)
+    assert info_nce(x * torch.tensor([[3.0], [0.2]]), x, 1.0).item() == pytest.approx(
+        math.log(1 + math.exp(-1)), abs=1e-6
+    )
 
 
 def test_hinge_linear_and_infonce_disagree_where_they_should():
@@ -135,8 +142,15 @@ def test_hinge_linear_and_infonce_disagree_where_they_should():
     x1, x2 = torch.eye(2), torch.eye(2)
     orthogonal, opposite = torch.tensor([[0.0, 1.0], [1.0, 0.0]]), -torch.eye(2)
     linear, hinge = ContrastiveSettings(negative="linear"), ContrastiveSettings()
-    assert contrastive_loss(x1, x2, opposite, opposite, linear) < contrastive_loss(x1, x2, orthogonal, orthogonal, linear) - 1.9
-    assert contrastive_loss(x1, x2, opposite, opposite, hinge) == contrastive_loss(x1, x2, orthogonal, orthogonal, hinge) == -1
+    assert (
+        contrastive_loss(x1, x2, opposite, opposite, linear)
+        < contrastive_loss(x1, x2, orthogonal, orthogonal, linear) - 1.9
+    )
+    assert (
+        contrastive_loss(x1, x2, opposite, opposite, hinge)
+        == contrastive_loss(x1, x2, orthogonal, orthogonal, hinge)
+        == -1
+    )
 
 
 def test_contrastive_settings_reject_bad_values():
@@ -156,12 +170,21 @@ def _batch(model: Fmda) -> dict[str, torch.Tensor]:
     one = torch.ones(1, 2)
     out = model(s, one)
     return {
-        "s_states": s, "s_mask": one, "t_states": t, "t_mask": one, "s2_states": s2, "s2_mask": one,
-        "t2_states": t2, "t2_mask": one,
+        "s_states": s,
+        "s_mask": one,
+        "t_states": t,
+        "t_mask": one,
+        "s2_states": s2,
+        "s2_mask": one,
+        "t2_states": t2,
+        "t2_mask": one,
         # targets equal to what the model reconstructs, so those losses are exactly 0
-        "s_tp_target": (out["tp"] + out["lang"]).detach(), "t_tp_target": (out["tp"] + out["lang"]).detach(),
-        "s_rs_target": (out["rs"] + out["lang"]).detach(), "t_rs_target": (out["rs"] + out["lang"]).detach(),
-        "s_lang": torch.tensor([0]), "t_lang": torch.tensor([1]),
+        "s_tp_target": (out["tp"] + out["lang"]).detach(),
+        "t_tp_target": (out["tp"] + out["lang"]).detach(),
+        "s_rs_target": (out["rs"] + out["lang"]).detach(),
+        "t_rs_target": (out["rs"] + out["lang"]).detach(),
+        "s_lang": torch.tensor([0]),
+        "t_lang": torch.tensor([1]),
     }
 
 
@@ -180,7 +203,9 @@ def test_losses_with_known_values():
     assert losses["utt_rec"].item() == pytest.approx(2 * expected)
     assert losses["total"].item() == pytest.approx(sum(v.item() for k, v in losses.items() if k != "total"))
     no_con = fmda_losses(model, _batch(model), ABLATIONS["no_contrastive"])
-    assert no_con["total"].item() == pytest.approx(losses["total"].item() - losses["tp_con"].item() - losses["m_con"].item())
+    assert no_con["total"].item() == pytest.approx(
+        losses["total"].item() - losses["tp_con"].item() - losses["m_con"].item()
+    )
 
 
 def test_utterance_target_variants():

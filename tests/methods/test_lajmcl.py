@@ -12,8 +12,18 @@ import torch
 
 from language_agnostic.encoders.loading import load_encoder
 from language_agnostic.methods.lajmcl import (
-    LajMcl, MclConfig, ProjectionHead, lajmcl_losses, pool_values, sample_word_negatives, slot_affinity, slot_guided_similarity,
-    slot_loss, utterance_loss, word_loss, word_negative_probabilities,
+    LajMcl,
+    MclConfig,
+    ProjectionHead,
+    lajmcl_losses,
+    pool_values,
+    sample_word_negatives,
+    slot_affinity,
+    slot_guided_similarity,
+    slot_loss,
+    utterance_loss,
+    word_loss,
+    word_negative_probabilities,
 )
 from language_agnostic.methods.lajoint import LajointConfig
 
@@ -23,6 +33,7 @@ def t(*rows) -> torch.Tensor:
 
 
 # --- utterance level (eq. 7-8) ---
+
 
 def test_projection_head_is_relu_between_two_bias_free_maps():
     head = ProjectionHead(2)
@@ -60,6 +71,7 @@ def test_utterance_loss_pulls_the_positive_in():
 
 # --- slot level (eq. 9-11) ---
 
+
 def test_slot_guided_similarity_is_kl_of_the_source_against_the_other():
     slots = t([1.0, 0.0], [0.0, 1.0])  # Z_K = I: aff(z) = z
     z = t([math.log(3.0), 0.0])  # softmax -> (3/4, 1/4)
@@ -96,7 +108,8 @@ def test_the_cosine_affinity_normalises_both_sides_so_scaling_a_value_changes_no
     assert slot_guided_similarity(10 * z, 10 * z_pos, 10 * slots, 0.5, "cosine").item() == pytest.approx(kl, abs=1e-6)
     # with the dot product (eq. 10 as printed) the same scaling sharpens both softmaxes: the KL changes
     assert slot_guided_similarity(10 * z, 10 * z_pos, slots, 1.0).item() != pytest.approx(
-        slot_guided_similarity(z, z_pos, slots, 1.0).item(), abs=1e-3)
+        slot_guided_similarity(z, z_pos, slots, 1.0).item(), abs=1e-3
+    )
     with pytest.raises(ValueError, match="slot affinity must be one of \\['dot', 'cosine'\\], got 'l2'"):
         slot_affinity(z, slots, 1.0, "l2")
 
@@ -138,6 +151,7 @@ def test_pool_values_means_each_values_sub_tokens():
 
 
 # --- word level (eq. 12-13) ---
+
 
 def test_eq_12_sampling_distribution_by_hand():
     # words: O B-time I-time O B-date (ids 0 5 6 0 1); anchor t = 1 (B-time): only itself has its label
@@ -201,6 +215,7 @@ def test_bad_mcl_options_are_named():
 
 # --- eq. 14 on a batch ---
 
+
 @pytest.fixture
 def encoder(tiny_hub_model: Path):
     return load_encoder(str(tiny_hub_model))
@@ -216,16 +231,33 @@ def _batch(encoder, n_s: int = 2, n_w: int = 2):
     labels = {"O": 0, "B-date": 1, "I-date": 2, "B-genre": 3, "I-genre": 4, "B-time": 5, "I-time": 6}
     switcher = CodeSwitcher({"de": {"wake": ["weck"], "music": ["musik"], "today": ["heute"]}}, ratio=1.0)
     pools = {"date": [("nine", "am")], "time": [("today",), ("tomorrow",)], "genre": [("today",)]}
-    data = LajBatches(encoder, words, tags, [0, 1, 2], labels, ("date", "genre", "time"), {"prefix": ""}, batch_size=3,
-                      shuffle=False, switcher=switcher, keep_source=True, mcl=True,
-                      slot_negatives=SlotNegatives(pools, switcher, n_s), word_negatives=n_w)
+    data = LajBatches(
+        encoder,
+        words,
+        tags,
+        [0, 1, 2],
+        labels,
+        ("date", "genre", "time"),
+        {"prefix": ""},
+        batch_size=3,
+        shuffle=False,
+        switcher=switcher,
+        keep_source=True,
+        mcl=True,
+        slot_negatives=SlotNegatives(pools, switcher, n_s),
+        word_negatives=n_w,
+    )
     return next(iter(data.batches(0, torch.Generator().manual_seed(0))))
 
 
 def _model(encoder) -> LajMcl:
     torch.manual_seed(0)
-    return LajMcl(encoder.model, encoder.hidden_size, LajointConfig(n_intents=3, slots=("date", "genre", "time"), dropout=0.0),
-                  MclConfig(margins={"utterance": 0.5, "slot_value": 0.5, "word": 0.5}))
+    return LajMcl(
+        encoder.model,
+        encoder.hidden_size,
+        LajointConfig(n_intents=3, slots=("date", "genre", "time"), dropout=0.0),
+        MclConfig(margins={"utterance": 0.5, "slot_value": 0.5, "word": 0.5}),
+    )
 
 
 def test_eq_14_sums_the_levels_with_their_weights(encoder):
@@ -234,7 +266,9 @@ def test_eq_14_sums_the_levels_with_their_weights(encoder):
     model = _model(encoder)
     parts = lajmcl_losses(model, batch, {"utterance": 0.3, "slot_value": 0.5, "word": 0.7})
     assert all(parts[k].item() > 0 for k in ("intent", "slot", "utterance", "slot_value", "word"))
-    expected = parts["intent"] + parts["slot"] + 0.3 * parts["utterance"] + 0.5 * parts["slot_value"] + 0.7 * parts["word"]
+    expected = (
+        parts["intent"] + parts["slot"] + 0.3 * parts["utterance"] + 0.5 * parts["slot_value"] + 0.7 * parts["word"]
+    )
     assert parts["total"].item() == pytest.approx(expected.item(), rel=1e-6)
     parts["total"].backward()
     for head in (model.g_u, model.g_s, model.g_w):

@@ -12,8 +12,15 @@ import torch.nn.functional as F
 
 from language_agnostic.encoders.loading import load_encoder
 from language_agnostic.methods.lajoint import (
-    LAJoint, LajointConfig, build_lajoint, initial_label_embeddings, label_names, lajoint_losses, prefix_shift,
-    prepend_labels, slot_text,
+    LAJoint,
+    LajointConfig,
+    build_lajoint,
+    initial_label_embeddings,
+    label_names,
+    lajoint_losses,
+    prefix_shift,
+    prepend_labels,
+    slot_text,
 )
 
 D = 16
@@ -44,11 +51,19 @@ def test_label_names_and_slot_texts_follow_the_label_vocabulary():
         slot_text("__")
 
 
-@pytest.mark.parametrize("bad, match", [
-    ({"n_intents": 1}, "n_intents"), ({"slots": ()}, "slots"), ({"slots": ("a", "a")}, "distinct"),
-    ({"compressor": "yes"}, "compressor"), ({"projector": 1}, "projector"), ({"dropout": 1.0}, "dropout"),
-    ({"ignore_index": 2}, "ignore_index"), ({"abstract_texts": ("o", "b")}, "abstract_texts"),
-])
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        ({"n_intents": 1}, "n_intents"),
+        ({"slots": ()}, "slots"),
+        ({"slots": ("a", "a")}, "distinct"),
+        ({"compressor": "yes"}, "compressor"),
+        ({"projector": 1}, "projector"),
+        ({"dropout": 1.0}, "dropout"),
+        ({"ignore_index": 2}, "ignore_index"),
+        ({"abstract_texts": ("o", "b")}, "abstract_texts"),
+    ],
+)
 def test_bad_options_are_named(bad, match):
     with pytest.raises(ValueError, match=match):
         LajointConfig(**{"n_intents": 2, "slots": ("date",), **bad})
@@ -87,9 +102,18 @@ def test_xlm_r_positions_from_inputs_embeds_match_those_from_ids():
     from transformers import XLMRobertaConfig, XLMRobertaModel
 
     torch.manual_seed(0)
-    xlmr = XLMRobertaModel(XLMRobertaConfig(vocab_size=50, hidden_size=D, num_hidden_layers=1, num_attention_heads=2,
-                                            intermediate_size=32, max_position_embeddings=40, pad_token_id=1),
-                           add_pooling_layer=False).eval()
+    xlmr = XLMRobertaModel(
+        XLMRobertaConfig(
+            vocab_size=50,
+            hidden_size=D,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=32,
+            max_position_embeddings=40,
+            pad_token_id=1,
+        ),
+        add_pooling_layer=False,
+    ).eval()
     model = LAJoint(xlmr, D, LajointConfig(n_intents=2, slots=("date",), dropout=0.0)).eval()
     ids = torch.tensor([[0, 3, 3, 3, 3, 2, 10, 11, 12, 2], [0, 3, 3, 3, 3, 2, 13, 2, 1, 1]])
     mask = (ids != 1).long()
@@ -163,8 +187,10 @@ def test_shapes_with_and_without_compressor_and_projector(encoder):
         assert out.words.shape == (2, 11, D) and out.labels.shape == (2, 5, D)
         if options.get("projector") is False:  # "- projector": H = E
             assert torch.equal(out.words, out.states)
-    n_params = [sum(p.numel() for n, p in _model(encoder, **k).named_parameters() if not n.startswith("encoder."))
-                for k in ({}, {"compressor": False}, {"projector": False})]
+    n_params = [
+        sum(p.numel() for n, p in _model(encoder, **k).named_parameters() if not n.startswith("encoder."))
+        for k in ({}, {"compressor": False}, {"projector": False})
+    ]
     # label embeddings 5x16 + intent head 16*3+3 = 131; compressor 2 x (32x16+16) = 1056; projector 16x16+16 = 272
     assert n_params == [131 + 1056 + 272, 131 + 272, 131 + 1056]
 

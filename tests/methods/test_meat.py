@@ -64,8 +64,13 @@ def test_alternating_training_updates_both_sides():
     before = {k: v.clone() for k, v in model.state_dict().items()}
     train_data = _Pairs(QuadrupletBatches(src[:160], tgt[:160], ids[0][:160], ids[1][:160], batch_size=32))
     dev_data = _Pairs(QuadrupletBatches(src[160:], tgt[160:], ids[0][160:], ids[1][160:], batch_size=32, shuffle=False))
-    result = train(model, lambda m, b: meat_losses(m, b["s"], b["t"], b["s_lang"], b["t_lang"]),
-                   train_data, dev_data, TrainSettings(lr=1e-2, max_epochs=3, patience=3, progress=False))
+    result = train(
+        model,
+        lambda m, b: meat_losses(m, b["s"], b["t"], b["s_lang"], b["t_lang"]),
+        train_data,
+        dev_data,
+        TrainSettings(lr=1e-2, max_epochs=3, patience=3, progress=False),
+    )
     assert not torch.equal(result.state_dict["discriminator.weight"], before["discriminator.weight"])
     assert not torch.equal(result.state_dict["meaning.weight"], before["meaning.weight"])
     assert "train_adversary" in result.history[1]  # [0]: the initial weights, scored on dev only
@@ -73,8 +78,15 @@ def test_alternating_training_updates_both_sides():
 
 def test_adversarial_model_needs_an_adversary_loss():
     model = Meat(2, 2)
-    data = _Pairs(QuadrupletBatches(np.eye(2, dtype=np.float32).repeat(2, 0), np.eye(2, dtype=np.float32).repeat(2, 0),
-                                    np.zeros(4), np.ones(4), batch_size=2))
+    data = _Pairs(
+        QuadrupletBatches(
+            np.eye(2, dtype=np.float32).repeat(2, 0),
+            np.eye(2, dtype=np.float32).repeat(2, 0),
+            np.zeros(4),
+            np.ones(4),
+            batch_size=2,
+        )
+    )
 
     def without_adversary(m, b):
         losses = meat_losses(m, b["s"], b["t"], b["s_lang"], b["t_lang"])
@@ -87,8 +99,16 @@ def test_adversarial_model_needs_an_adversary_loss():
 def test_discriminator_steps_first_and_the_heads_see_it_updated():
     """As the released code: per batch, a discriminator step, then the heads' step against the updated discriminator."""
     model = Meat(2, 2)
-    data = _Pairs(QuadrupletBatches(np.eye(2, dtype=np.float32).repeat(2, 0), np.eye(2, dtype=np.float32).repeat(2, 0),
-                                    np.zeros(4), np.ones(4), batch_size=4, shuffle=False))
+    data = _Pairs(
+        QuadrupletBatches(
+            np.eye(2, dtype=np.float32).repeat(2, 0),
+            np.eye(2, dtype=np.float32).repeat(2, 0),
+            np.zeros(4),
+            np.ones(4),
+            batch_size=4,
+            shuffle=False,
+        )
+    )
     seen: list[tuple[torch.Tensor, torch.Tensor]] = []
 
     def recording(m, b):

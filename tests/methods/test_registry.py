@@ -14,9 +14,14 @@ DIM, N_LANG, BATCH, LENGTH = 8, 2, 6, 5
 
 def _vector_batch(g: torch.Generator) -> dict[str, torch.Tensor]:
     s = torch.randn(BATCH, DIM, generator=g)
-    return {"s": s, "t": s + 0.1 * torch.randn(BATCH, DIM, generator=g), "s2": torch.randn(BATCH, DIM, generator=g),
-            "t2": torch.randn(BATCH, DIM, generator=g), "s_lang": torch.zeros(BATCH, dtype=torch.long),
-            "t_lang": torch.ones(BATCH, dtype=torch.long)}
+    return {
+        "s": s,
+        "t": s + 0.1 * torch.randn(BATCH, DIM, generator=g),
+        "s2": torch.randn(BATCH, DIM, generator=g),
+        "t2": torch.randn(BATCH, DIM, generator=g),
+        "s_lang": torch.zeros(BATCH, dtype=torch.long),
+        "t_lang": torch.ones(BATCH, dtype=torch.long),
+    }
 
 
 def _token_batch(g: torch.Generator) -> dict[str, torch.Tensor]:
@@ -77,8 +82,13 @@ def test_every_method_trains_a_step_and_lowers_its_loss(name: str):
     batch = _batch(name)
     with torch.no_grad():
         before = float(method.losses(model, batch, {}, {})["total"])
-    result = train(model, lambda m, b: method.losses(m, b, {}, {}), One(batch), One(batch),
-                   TrainSettings(lr=1e-2, max_epochs=1, patience=1, progress=False))
+    result = train(
+        model,
+        lambda m, b: method.losses(m, b, {}, {}),
+        One(batch),
+        One(batch),
+        TrainSettings(lr=1e-2, max_epochs=1, patience=1, progress=False),
+    )
     with torch.no_grad():
         after = float(method.losses(model, batch, {}, {})["total"])
     assert result.epochs_run == 1 and after < before
@@ -102,10 +112,15 @@ def test_a_saved_artifact_comes_back_with_the_same_outputs(name: str):
 
 
 def test_unknown_methods_and_options_name_the_parameter():
-    with pytest.raises(ValueError, match=r"qe.methods.x.method: unknown method 'laser'; known: \['dream', 'dream-infonce', 'emu'"):
+    with pytest.raises(
+        ValueError, match=r"qe.methods.x.method: unknown method 'laser'; known: \['dream', 'dream-infonce', 'emu'"
+    ):
         build("laser", DIM, N_LANG, where="qe.methods.x.method")
-    with pytest.raises(ValueError, match=r"fmda.methods.c: unknown option\(s\) \['margin'\] for method 'linear-infonce'; "
-                       r"known: \['temperature'\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"fmda.methods.c: unknown option\(s\) \['margin'\] for method 'linear-infonce'; "
+        r"known: \['temperature'\]",
+    ):
         build("linear-infonce", DIM, N_LANG, {"margin": 0.3}, where="fmda.methods.c")
     with pytest.raises(ValueError, match="has no 'build' entry"):
         load_trained({"method": "dream", "state_dict": {}})
@@ -123,4 +138,6 @@ def test_meat_and_emu_declare_their_adversaries_for_the_loop_and_the_others_do_n
     assert {id(p) for p in emu.adversary_parameters()} == {id(p) for p in emu.critics.parameters()}
     assert {id(p) for p in emu.encoder_parameters()} == {id(p) for p in emu.encoder.parameters()}
     assert (emu.adversary_steps, emu.adversary_lr) == (5, 5e-4)
-    assert not any(isinstance(build(name, DIM, N_LANG), HasAdversary) for name in METHODS if name not in ("meat", "emu"))
+    assert not any(
+        isinstance(build(name, DIM, N_LANG), HasAdversary) for name in METHODS if name not in ("meat", "emu")
+    )

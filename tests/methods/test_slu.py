@@ -30,12 +30,18 @@ class _Logits(nn.Module):
 
 def _hand_batch() -> tuple[_Logits, dict[str, torch.Tensor]]:
     intent = torch.tensor([[0.0, 0.0], [LN3, 0.0]])  # CE: ln 2 (target 0); ln 4 (target 1: p = 1/4)
-    slots = torch.tensor([
-        [[100.0, -100.0], [0.0, 0.0], [-100.0, 100.0]],   # labelled only at 1 (target 0): ln 2
-        [[-100.0, 100.0], [0.0, LN3], [LN3, 0.0]],        # at 1 (target 1, p = 3/4): ln 4/3; at 2 (target 1): ln 4
-    ])
-    batch = {"input_ids": torch.zeros(2, 3, dtype=torch.long), "attention_mask": torch.ones(2, 3, dtype=torch.long),
-             "intents": torch.tensor([0, 1]), "slot_labels": torch.tensor([[-100, 0, -100], [-100, 1, 1]])}
+    slots = torch.tensor(
+        [
+            [[100.0, -100.0], [0.0, 0.0], [-100.0, 100.0]],  # labelled only at 1 (target 0): ln 2
+            [[-100.0, 100.0], [0.0, LN3], [LN3, 0.0]],  # at 1 (target 1, p = 3/4): ln 4/3; at 2 (target 1): ln 4
+        ]
+    )
+    batch = {
+        "input_ids": torch.zeros(2, 3, dtype=torch.long),
+        "attention_mask": torch.ones(2, 3, dtype=torch.long),
+        "intents": torch.tensor([0, 1]),
+        "slot_labels": torch.tensor([[-100, 0, -100], [-100, 1, 1]]),
+    }
     return _Logits(intent, slots), batch
 
 
@@ -104,18 +110,28 @@ def test_the_encoder_is_declared_for_its_own_learning_rate():
 
 
 def test_build_from_an_encoder_config_gives_that_encoder():
-    config = {"model_type": "bert", "vocab_size": 30, "hidden_size": 12, "num_hidden_layers": 1,
-              "num_attention_heads": 2, "intermediate_size": 24, "max_position_embeddings": 16}
+    config = {
+        "model_type": "bert",
+        "vocab_size": 30,
+        "hidden_size": 12,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 2,
+        "intermediate_size": 24,
+        "max_position_embeddings": 16,
+    }
     model = build_slu(8, 1, {"encoder_config": config, "n_intents": 2, "n_labels": 3})
     assert model.encoder.config.hidden_size == 12 and model.intent_head.in_features == 12
 
 
-@pytest.mark.parametrize(("fields", "message"), [
-    ({"n_intents": 1, "n_labels": 3}, "n_intents must be >= 2, got 1"),
-    ({"n_intents": 2, "n_labels": 0}, "n_labels must be >= 1, got 0"),
-    ({"n_intents": 2, "n_labels": 3, "dropout": 1.0}, r"dropout must be in \[0, 1\), got 1.0"),
-    ({"n_intents": 2, "n_labels": 3, "ignore_index": 2}, "ignore_index 2 is a label id"),
-])
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"n_intents": 1, "n_labels": 3}, "n_intents must be >= 2, got 1"),
+        ({"n_intents": 2, "n_labels": 0}, "n_labels must be >= 1, got 0"),
+        ({"n_intents": 2, "n_labels": 3, "dropout": 1.0}, r"dropout must be in \[0, 1\), got 1.0"),
+        ({"n_intents": 2, "n_labels": 3, "ignore_index": 2}, "ignore_index 2 is a label id"),
+    ],
+)
 def test_bad_configs_are_named(fields, message):
     with pytest.raises(ValueError, match=message):
         SluConfig(**fields)

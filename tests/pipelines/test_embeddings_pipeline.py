@@ -13,8 +13,8 @@ from kedro.io import DataCatalog, MemoryDataset
 from kedro.runner import SequentialRunner
 
 from language_agnostic.datasets.embeddings import EmbeddingStoreDataset
-from language_agnostic.encoders.loading import load_encoder
 from language_agnostic.encoders.extraction import extraction_settings
+from language_agnostic.encoders.loading import load_encoder
 from language_agnostic.pipelines.embeddings.nodes import embed_pair_texts
 from language_agnostic.pipelines.embeddings.pipeline import create_pipeline
 
@@ -24,11 +24,18 @@ EXTRACTION = {"prefix": "", "dtype": "float32", "device": "cpu", "batch_size": 2
 def _pairs() -> pd.DataFrame:
     en = ["wake me up at nine", "play jazz music", "what is the weather", "set an alarm"]
     de = ["weck mich um neun", "spiel jazz musik", "wie ist das wetter", "stelle einen wecker"]
-    return pd.DataFrame({
-        "id": ["1", "2", "3", "4"], "partition": ["test", "test", "test", "train"],
-        "scenario": "x", "intent": "x_y", "source_locale": "en-US", "target_locale": "de-DE",
-        "source_utt": en, "target_utt": de,
-    })
+    return pd.DataFrame(
+        {
+            "id": ["1", "2", "3", "4"],
+            "partition": ["test", "test", "test", "train"],
+            "scenario": "x",
+            "intent": "x_y",
+            "source_locale": "en-US",
+            "target_locale": "de-DE",
+            "source_utt": en,
+            "target_utt": de,
+        }
+    )
 
 
 def _catalog(tiny_hub_model: Path, store: Path) -> DataCatalog:
@@ -38,12 +45,14 @@ def _catalog(tiny_hub_model: Path, store: Path) -> DataCatalog:
         "params:embeddings.partitions": ["test"],
         "params:embeddings.poolings": ["cls", "mean"],
     }
-    return DataCatalog({
-        "en_de.massive_pairs": MemoryDataset(_pairs()),
-        "embedding_store": EmbeddingStoreDataset(str(store)),
-        "encoder": MemoryDataset(copy_mode="assign"),
-        **{name: MemoryDataset(value) for name, value in params.items()},
-    })
+    return DataCatalog(
+        {
+            "en_de.massive_pairs": MemoryDataset(_pairs()),
+            "embedding_store": EmbeddingStoreDataset(str(store)),
+            "encoder": MemoryDataset(copy_mode="assign"),
+            **{name: MemoryDataset(value) for name, value in params.items()},
+        }
+    )
 
 
 def _accuracy_bounds(sim: np.ndarray, tie: float = 1e-4) -> tuple[float, float]:
@@ -83,7 +92,9 @@ def test_accuracy_bounds_by_hand():
     assert _accuracy_bounds(sim, tie=0.0) == (pytest.approx(1 / 3), pytest.approx(1 / 3))
 
 
-def test_pipeline_embeds_evaluates_and_reuses_the_cache(tiny_hub_model: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture):
+def test_pipeline_embeds_evaluates_and_reuses_the_cache(
+    tiny_hub_model: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+):
     pipeline = create_pipeline(pairs=["en_de"])
     catalog = _catalog(tiny_hub_model, tmp_path / "store")
     SequentialRunner().run(pipeline, catalog)

@@ -16,29 +16,78 @@ from language_agnostic.datasets.outcomes import OutcomesDataset
 from language_agnostic.encoders.loading import load_encoder
 from language_agnostic.pipelines.emu.pipeline import create_pipeline
 
-EN = ["wake me up at nine", "set an alarm for six", "play some jazz music", "play music", "what is the weather today",
-      "weather today", "wake me up at six", "play jazz", "what is the weather", "set an alarm", "alarm at seven",
-      "play some music", "weather tomorrow"]
-DE = ["weck mich um neun", "stelle einen wecker", "spiel etwas musik", "spiel musik", "wie ist das wetter",
-      "wetter heute", "weck mich um sechs", "spiel jazz", "wie ist das wetter heute", "wecker", "wecker um sieben",
-      "spiel etwas jazz", "wetter morgen"]
-INTENTS = ["alarm", "alarm", "music", "music", "weather", "weather", "alarm", "music", "weather", "alarm", "alarm",
-           "music", "weather"]
+EN = [
+    "wake me up at nine",
+    "set an alarm for six",
+    "play some jazz music",
+    "play music",
+    "what is the weather today",
+    "weather today",
+    "wake me up at six",
+    "play jazz",
+    "what is the weather",
+    "set an alarm",
+    "alarm at seven",
+    "play some music",
+    "weather tomorrow",
+]
+DE = [
+    "weck mich um neun",
+    "stelle einen wecker",
+    "spiel etwas musik",
+    "spiel musik",
+    "wie ist das wetter",
+    "wetter heute",
+    "weck mich um sechs",
+    "spiel jazz",
+    "wie ist das wetter heute",
+    "wecker",
+    "wecker um sieben",
+    "spiel etwas jazz",
+    "wetter morgen",
+]
+INTENTS = [
+    "alarm",
+    "alarm",
+    "music",
+    "music",
+    "weather",
+    "weather",
+    "alarm",
+    "music",
+    "weather",
+    "alarm",
+    "alarm",
+    "music",
+    "weather",
+]
 PARTITIONS = ["train"] * 6 + ["dev"] * 3 + ["test"] * 4
-METHODS = {"emu": {"method": "emu", "loss": "emu", "options": {"critic_steps": 2, "critic_hidden": 8}},
-           "emu-no_ld": {"loss": "emu", "loss_weights": {"adversarial": 0}},
-           "emu-no_ld_cl": {"loss": "emu", "loss_weights": {"adversarial": 0, "center": 0}},
-           "emu-parallel": {"loss": "emu", "data": {"adversarial": "parallel"}, "options": {"critic_hidden": 8}},
-           "softmax": {"loss": "softmax"}, "contrastive": {"loss": "contrastive", "options": {"margin": 2.0}},
-           "npair": {"loss": "npair"}}
-FIGURE = {"methods": ["raw", "softmax", "emu", "lasers"], "locales": ["en-US", "de-DE"], "n_intents": 2, "per_intent": 1,
-          "seed": 0}
+METHODS = {
+    "emu": {"method": "emu", "loss": "emu", "options": {"critic_steps": 2, "critic_hidden": 8}},
+    "emu-no_ld": {"loss": "emu", "loss_weights": {"adversarial": 0}},
+    "emu-no_ld_cl": {"loss": "emu", "loss_weights": {"adversarial": 0, "center": 0}},
+    "emu-parallel": {"loss": "emu", "data": {"adversarial": "parallel"}, "options": {"critic_hidden": 8}},
+    "softmax": {"loss": "softmax"},
+    "contrastive": {"loss": "contrastive", "options": {"margin": 2.0}},
+    "npair": {"loss": "npair"},
+}
+FIGURE = {
+    "methods": ["raw", "softmax", "emu", "lasers"],
+    "locales": ["en-US", "de-DE"],
+    "n_intents": 2,
+    "per_intent": 1,
+    "seed": 0,
+}
 
 
 def _utterances() -> pd.DataFrame:
-    return pd.DataFrame([{"locale": loc, "id": str(i), "partition": p, "utt": t, "intent": intent}
-                         for loc, texts in (("en-US", EN), ("de-DE", DE))
-                         for i, (t, p, intent) in enumerate(zip(texts, PARTITIONS, INTENTS))])
+    return pd.DataFrame(
+        [
+            {"locale": loc, "id": str(i), "partition": p, "utt": t, "intent": intent}
+            for loc, texts in (("en-US", EN), ("de-DE", DE))
+            for i, (t, p, intent) in enumerate(zip(texts, PARTITIONS, INTENTS))
+        ]
+    )
 
 
 def _catalog(model_dir: Path, tmp: Path) -> DataCatalog:
@@ -46,16 +95,28 @@ def _catalog(model_dir: Path, tmp: Path) -> DataCatalog:
         "params:embeddings.encoder": {"name": str(model_dir)},
         "params:embeddings.extraction": {"prefix": ""},
         "params:emu.data": {"training_locale": "en-US", "per_intent": 2, "batch_size": 4, "seed": 0},
-        "params:emu.training": {"lr": 1e-3, "encoder_lr": 1e-4, "max_epochs": 1, "patience": 1, "seed": 0, "progress": False},
+        "params:emu.training": {
+            "lr": 1e-3,
+            "encoder_lr": 1e-4,
+            "max_epochs": 1,
+            "patience": 1,
+            "seed": 0,
+            "progress": False,
+        },
         **{f"params:emu.methods.{name}": spec for name, spec in METHODS.items()},
         "params:emu.figure": FIGURE,
         "params:emu.evaluation": {"locales": [], "directions": "training"},
     }
-    return DataCatalog({"massive_utterances": MemoryDataset(_utterances()), "encoder": MemoryDataset(copy_mode="assign"),
-                        "emu_encoder_emu": EncoderDirectoryDataset(str(tmp / "emu_encoder")),
-                        "emu_outcomes": OutcomesDataset(str(tmp / "outcomes.parquet")),
-                        "emu_outcomes_before": OutcomesDataset(str(tmp / "outcomes.parquet")),
-                        **{k: MemoryDataset(v) for k, v in params.items()}})
+    return DataCatalog(
+        {
+            "massive_utterances": MemoryDataset(_utterances()),
+            "encoder": MemoryDataset(copy_mode="assign"),
+            "emu_encoder_emu": EncoderDirectoryDataset(str(tmp / "emu_encoder")),
+            "emu_outcomes": OutcomesDataset(str(tmp / "outcomes.parquet")),
+            "emu_outcomes_before": OutcomesDataset(str(tmp / "outcomes.parquet")),
+            **{k: MemoryDataset(v) for k, v in params.items()},
+        }
+    )
 
 
 def test_emu_pipeline_end_to_end_on_tiny_data(tiny_hub_model: Path, tmp_path: Path):
@@ -69,15 +130,23 @@ def test_emu_pipeline_end_to_end_on_tiny_data(tiny_hub_model: Path, tmp_path: Pa
     accuracy = table[(table["task"] == "intent_nn") & (table["metric"] == "accuracy@1")]
     directions = {("en-US", "en-US"), ("en-US", "de-DE"), ("de-DE", "en-US")}
     for method in ["raw", *METHODS]:
-        assert set(zip(*[accuracy[accuracy["method"] == method][c] for c in ("source", "target")])) == directions, method
+        assert set(zip(*[accuracy[accuracy["method"] == method][c] for c in ("source", "target")])) == directions, (
+            method
+        )
     # every fine-tuned method is tested against raw on the same queries; raw is not tested against itself
     p = table[table["metric"] == "mcnemar_p_vs_raw"]
     assert set(p["method"]) == set(METHODS) and p["value"].between(0, 1).all()
-    assert (table[table["metric"] == "accuracy@1_ci_low"]["value"].to_numpy()
-            <= accuracy["value"].to_numpy() + 1e-9).all()
+    assert (
+        table[table["metric"] == "accuracy@1_ci_low"]["value"].to_numpy() <= accuracy["value"].to_numpy() + 1e-9
+    ).all()
     # the classifier's own accuracy: EMU's methods and softmax have one, the metric-learning baselines not
-    assert set(table[table["task"] == "intent_classification"]["method"]) == {"emu", "emu-no_ld", "emu-no_ld_cl",
-                                                                              "emu-parallel", "softmax"}
+    assert set(table[table["task"] == "intent_classification"]["method"]) == {
+        "emu",
+        "emu-no_ld",
+        "emu-no_ld_cl",
+        "emu-parallel",
+        "softmax",
+    }
     markdown = catalog["emu_tables_markdown"].load()
     assert "| method | en-en | EN → * | * → EN |" in markdown and "| emu-parallel |" in markdown
     # how each model was chosen: the kept epoch (0 = the raw encoder kept), its dev figure and the start's
@@ -91,8 +160,11 @@ def test_emu_pipeline_end_to_end_on_tiny_data(tiny_hub_model: Path, tmp_path: Pa
     outcomes = catalog["emu_outcomes"].load()
     assert len(outcomes) == (1 + len(METHODS)) * 3 * 4 and set(outcomes["method"]) == {"raw", *METHODS}
     en = outcomes[(outcomes["method"] == "raw") & (outcomes["source"] == "en-US") & (outcomes["target"] == "en-US")]
-    assert en["correct"].mean() == pytest.approx(accuracy[(accuracy["method"] == "raw") & (accuracy["source"] == "en-US")
-                                                          & (accuracy["target"] == "en-US")]["value"].item())
+    assert en["correct"].mean() == pytest.approx(
+        accuracy[(accuracy["method"] == "raw") & (accuracy["source"] == "en-US") & (accuracy["target"] == "en-US")][
+            "value"
+        ].item()
+    )
     # the claims: each with the paper's backbone, both columns, a p-value, one seed and a verdict
     claims = markdown.split("## Claims (EMU), as measured")[1]
     lines = [line for line in claims.splitlines() if line.startswith("| EMU above the raw encoder")]
@@ -124,7 +196,12 @@ def test_raw_rows_equal_an_independent_computation(tiny_hub_model: Path, tmp_pat
         out = []
         for text in test[test["locale"] == locale]["utt"]:
             with torch.inference_mode():
-                out.append(encoder.model.eval()(**encoder.tokenizer([text], return_tensors="pt")).last_hidden_state[0].mean(0).numpy())
+                out.append(
+                    encoder.model.eval()(**encoder.tokenizer([text], return_tensors="pt"))
+                    .last_hidden_state[0]
+                    .mean(0)
+                    .numpy()
+                )
         return np.stack(out)
 
     en, de = vectors("en-US"), vectors("de-DE")
@@ -159,7 +236,9 @@ def test_only_builds_the_named_methods(monkeypatch: pytest.MonkeyPatch):
 
 
 def test_every_direction_and_table3_for_a_labelled_locale_study(tiny_hub_model: Path, tmp_path: Path):
-    methods = {"emu-no_ld-de": {"loss": "emu", "loss_weights": {"adversarial": 0}, "data": {"labelled_locales": ["de-DE"]}}}
+    methods = {
+        "emu-no_ld-de": {"loss": "emu", "loss_weights": {"adversarial": 0}, "data": {"labelled_locales": ["de-DE"]}}
+    }
     catalog = _catalog(tiny_hub_model, tmp_path)
     catalog["params:emu.methods.emu-no_ld-de"] = methods["emu-no_ld-de"]
     catalog["params:emu.evaluation"] = {"locales": ["en-US", "de-DE"], "directions": "all"}
@@ -177,9 +256,17 @@ def test_every_direction_and_table3_for_a_labelled_locale_study(tiny_hub_model: 
 def test_table3_is_relative_to_raw():
     from language_agnostic.reporting.emu import table3_relative
 
-    rows = pd.DataFrame([{"method": m, "task": "intent_nn", "metric": "accuracy@1", "source": s, "target": t, "value": v}
-                         for m, s, t, v in [("raw", "en-US", "en-US", 0.5), ("raw", "de-DE", "en-US", 0.4),
-                                            ("x", "en-US", "en-US", 0.6), ("x", "de-DE", "en-US", 0.3)]])
+    rows = pd.DataFrame(
+        [
+            {"method": m, "task": "intent_nn", "metric": "accuracy@1", "source": s, "target": t, "value": v}
+            for m, s, t, v in [
+                ("raw", "en-US", "en-US", 0.5),
+                ("raw", "de-DE", "en-US", 0.4),
+                ("x", "en-US", "en-US", 0.6),
+                ("x", "de-DE", "en-US", 0.3),
+            ]
+        ]
+    )
     assert table3_relative(rows)[2] == "| x | +20.0% | -25.0% |"
 
 
@@ -187,16 +274,35 @@ def test_claims_pair_each_seed_with_the_same_seed_of_the_baseline():
     from language_agnostic.reporting.emu import claims_rows, seed_runs
 
     assert seed_runs(["raw", "emu", "emu-seed2021", "emu-no_ld", "emu-no_ld-seed2021", "emu-no_ld-seed2022"]) == {
-        "raw": {"": "raw"}, "emu": {"": "emu", "2021": "emu-seed2021"},
-        "emu-no_ld": {"": "emu-no_ld", "2021": "emu-no_ld-seed2021", "2022": "emu-no_ld-seed2022"}}
+        "raw": {"": "raw"},
+        "emu": {"": "emu", "2021": "emu-seed2021"},
+        "emu-no_ld": {"": "emu-no_ld", "2021": "emu-no_ld-seed2021", "2022": "emu-no_ld-seed2022"},
+    }
 
     def hits(method: str, n_right: int) -> pd.DataFrame:  # 100 en-en queries, the first n_right right
-        return pd.DataFrame({"pipeline": "emu", "method": method, "task": "intent_nn", "source": "en-US",
-                             "target": "en-US", "query": [str(i) for i in range(100)], "correct": np.arange(100) < n_right})
+        return pd.DataFrame(
+            {
+                "pipeline": "emu",
+                "method": method,
+                "task": "intent_nn",
+                "source": "en-US",
+                "target": "en-US",
+                "query": [str(i) for i in range(100)],
+                "correct": np.arange(100) < n_right,
+            }
+        )
 
     # emu above emu-no_ld by 20 queries with the first seed, by 1 with the second: the second's p flips it to a tie
-    outcomes = pd.concat([hits("raw", 50), hits("emu", 80), hits("emu-seed2021", 61), hits("emu-no_ld", 60),
-                          hits("emu-no_ld-seed2021", 60), hits("emu-no_ld-seed2022", 10)])
+    outcomes = pd.concat(
+        [
+            hits("raw", 50),
+            hits("emu", 80),
+            hits("emu-seed2021", 61),
+            hits("emu-no_ld", 60),
+            hits("emu-no_ld-seed2021", 60),
+            hits("emu-no_ld-seed2022", 10),
+        ]
+    )
     rows = {(r[0], r[5]): r for r in claims_rows(outcomes, "en-US")}
     ld = rows[("the language discriminator helps (Table 5)", "en-en")]
     assert ld[6:] == ["70.50", "60.00", "+10.50 ± 13.44", "1", "2", "tie"]  # seeds "" and 2021; 2022 has no emu

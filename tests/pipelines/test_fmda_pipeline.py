@@ -21,12 +21,42 @@ from language_agnostic.methods.fmda import fmda_losses
 from language_agnostic.pipelines.fmda.pipeline import create_pipeline
 from language_agnostic.training import fmda as fmda_training
 
-EN = ["wake me up at nine", "play jazz music", "what is the weather", "set an alarm for six", "play some music",
-      "what is the weather today", "wake me up", "set an alarm", "play jazz", "weather today", "alarm for nine",
-      "music please", "wake me at six", "jazz for me", "the weather at nine", "set music"]
-DE = ["weck mich um neun", "spiel jazz musik", "wie ist das wetter", "stelle einen wecker", "spiel etwas musik",
-      "wie ist das wetter heute", "weck mich", "wecker stellen", "spiel jazz", "wetter heute", "wecker um neun",
-      "musik bitte", "weck mich um sechs", "jazz für mich", "das wetter um neun", "musik an"]
+EN = [
+    "wake me up at nine",
+    "play jazz music",
+    "what is the weather",
+    "set an alarm for six",
+    "play some music",
+    "what is the weather today",
+    "wake me up",
+    "set an alarm",
+    "play jazz",
+    "weather today",
+    "alarm for nine",
+    "music please",
+    "wake me at six",
+    "jazz for me",
+    "the weather at nine",
+    "set music",
+]
+DE = [
+    "weck mich um neun",
+    "spiel jazz musik",
+    "wie ist das wetter",
+    "stelle einen wecker",
+    "spiel etwas musik",
+    "wie ist das wetter heute",
+    "weck mich",
+    "wecker stellen",
+    "spiel jazz",
+    "wetter heute",
+    "wecker um neun",
+    "musik bitte",
+    "weck mich um sechs",
+    "jazz für mich",
+    "das wetter um neun",
+    "musik an",
+]
 PARTITIONS = ["train"] * 8 + ["dev"] * 4 + ["test"] * 4
 EXTRACTION = {"prefix": "", "dtype": "float32", "device": "cpu", "batch_size": 4, "progress": False}
 TRAINING = {"batch_size": 4, "lr": 1e-3, "max_epochs": 2, "patience": 2, "seed": 0, "progress": False}
@@ -38,10 +68,20 @@ def _masked() -> pd.DataFrame:
         for i, (text, partition) in enumerate(zip(texts, PARTITIONS)):
             words = text.split()
             # the test utterances share two templates (12, 13 and 14, 15): Figure 4(c) has something to show
-            template = " ".join(words[:-1] + ["[MASK]"]) if partition != "test" else ("play [MASK]", "set [MASK]")[i >= 14]
-            rows.append({"locale": locale, "id": str(i), "partition": partition, "utt": text,
-                         "template_text": template, "residual_text": "[MASK] " + words[-1],
-                         "n_slot_tokens": 1})
+            template = (
+                " ".join(words[:-1] + ["[MASK]"]) if partition != "test" else ("play [MASK]", "set [MASK]")[i >= 14]
+            )
+            rows.append(
+                {
+                    "locale": locale,
+                    "id": str(i),
+                    "partition": partition,
+                    "utt": text,
+                    "template_text": template,
+                    "residual_text": "[MASK] " + words[-1],
+                    "n_slot_tokens": 1,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -50,29 +90,63 @@ def _template(k: int) -> pd.DataFrame:
     for locale, texts in (("en-US", EN), ("de-DE", DE)):
         for source in range(12, 16):
             for index in range(k):
-                rows.append({"locale": locale, "source_id": str(source), "target_index": index, "template": "x",
-                             "source_utt": texts[source], "target_utt": texts[(source + index + 1) % 16]})
+                rows.append(
+                    {
+                        "locale": locale,
+                        "source_id": str(source),
+                        "target_index": index,
+                        "template": "x",
+                        "source_utt": texts[source],
+                        "target_utt": texts[(source + index + 1) % 16],
+                    }
+                )
     return pd.DataFrame(rows)
 
 
 def _template_pairs() -> pd.DataFrame:
     # train utterances 0-7 paired with another train utterance (the slot-replaced copy in real data)
-    return pd.DataFrame([{"locale": locale, "source_id": str(i), "target_index": 0, "template": "x",
-                          "source_utt": texts[i], "target_utt": texts[(i + 1) % 8]}
-                         for locale, texts in (("en-US", EN), ("de-DE", DE)) for i in range(8)])
+    return pd.DataFrame(
+        [
+            {
+                "locale": locale,
+                "source_id": str(i),
+                "target_index": 0,
+                "template": "x",
+                "source_utt": texts[i],
+                "target_utt": texts[(i + 1) % 8],
+            }
+            for locale, texts in (("en-US", EN), ("de-DE", DE))
+            for i in range(8)
+        ]
+    )
 
 
 def _utterances() -> pd.DataFrame:
-    return pd.DataFrame([{"locale": locale, "id": str(i), "partition": partition, "utt": text,
-                          "intent": "music" if i >= 12 else "other"}
-                         for locale, texts in (("en-US", EN), ("de-DE", DE))
-                         for i, (text, partition) in enumerate(zip(texts, PARTITIONS))])
+    return pd.DataFrame(
+        [
+            {
+                "locale": locale,
+                "id": str(i),
+                "partition": partition,
+                "utt": text,
+                "intent": "music" if i >= 12 else "other",
+            }
+            for locale, texts in (("en-US", EN), ("de-DE", DE))
+            for i, (text, partition) in enumerate(zip(texts, PARTITIONS))
+        ]
+    )
 
 
 def _pools() -> pd.DataFrame:
     """Train pools: train ids 0, 2, 3, 5, 6 (the template holdout, 2 and 3, has two); dev pools: dev ids 8, 10, 11."""
-    return pd.DataFrame([{"locale": loc, "partition": part, "id": str(i), "utt": ""} for loc in ("en-US", "de-DE")
-                         for part, ids in (("train", (0, 2, 3, 5, 6)), ("dev", (8, 10, 11))) for i in ids])
+    return pd.DataFrame(
+        [
+            {"locale": loc, "partition": part, "id": str(i), "utt": ""}
+            for loc in ("en-US", "de-DE")
+            for part, ids in (("train", (0, 2, 3, 5, 6)), ("dev", (8, 10, 11)))
+            for i in ids
+        ]
+    )
 
 
 def _catalog(model_dir: Path, store: Path) -> DataCatalog:
@@ -80,8 +154,13 @@ def _catalog(model_dir: Path, store: Path) -> DataCatalog:
         "params:embeddings.encoder": {"name": str(model_dir)},
         "params:embeddings.extraction": EXTRACTION,
         "params:massive.pairs.en_de": {"source": "en-US", "target": "de-DE"},
-        "params:fmda.model": {"ffn_layers": 1, "mlp_layers": 1, "activation": "gelu", "attention_scale": "sqrt_d",
-                              "utterance_target": "cls"},
+        "params:fmda.model": {
+            "ffn_layers": 1,
+            "mlp_layers": 1,
+            "activation": "gelu",
+            "attention_scale": "sqrt_d",
+            "utterance_target": "cls",
+        },
         "params:fmda.variants.all_together": {"pairs": "all"},
         "params:fmda.variants.two_stage": {"pairs": ["en_de"], "two_stage": True},
         "params:fmda.variants.no_contrastive": {"pairs": ["en_de"], "ablation": "no_contrastive"},
@@ -94,42 +173,62 @@ def _catalog(model_dir: Path, store: Path) -> DataCatalog:
         "params:fmda.training": TRAINING,
     }
     pools = _pools()
-    return DataCatalog({
-        "massive_masked_texts": MemoryDataset(_masked()),
-        "massive_template_retrieval_single": MemoryDataset(_template(1)),
-        "massive_template_retrieval_multi": MemoryDataset(_template(2)),
-        "massive_negative_pools": MemoryDataset(pools),
-        "massive_template_train_pairs": MemoryDataset(_template_pairs()),
-        "massive_utterances": MemoryDataset(_utterances()),
-        "embedding_store": EmbeddingStoreDataset(str(store)),
-        "encoder": MemoryDataset(copy_mode="assign"),
-        # on disk (safetensors), so the runner does not release it after evaluation
-        "en_de.fmda_model_all_together": TrainedHeadDataset(str(store.parent / "fmda.safetensors")),
-        "en_de.fmda_model_two_stage": TrainedHeadDataset(str(store.parent / "fmda_two_stage.safetensors")),
-        "fmda_model_unified": TrainedHeadDataset(str(store.parent / "fmda_unified.safetensors")),
-        **{name: MemoryDataset(value) for name, value in params.items()},
-    })
+    return DataCatalog(
+        {
+            "massive_masked_texts": MemoryDataset(_masked()),
+            "massive_template_retrieval_single": MemoryDataset(_template(1)),
+            "massive_template_retrieval_multi": MemoryDataset(_template(2)),
+            "massive_negative_pools": MemoryDataset(pools),
+            "massive_template_train_pairs": MemoryDataset(_template_pairs()),
+            "massive_utterances": MemoryDataset(_utterances()),
+            "embedding_store": EmbeddingStoreDataset(str(store)),
+            "encoder": MemoryDataset(copy_mode="assign"),
+            # on disk (safetensors), so the runner does not release it after evaluation
+            "en_de.fmda_model_all_together": TrainedHeadDataset(str(store.parent / "fmda.safetensors")),
+            "en_de.fmda_model_two_stage": TrainedHeadDataset(str(store.parent / "fmda_two_stage.safetensors")),
+            "fmda_model_unified": TrainedHeadDataset(str(store.parent / "fmda_unified.safetensors")),
+            **{name: MemoryDataset(value) for name, value in params.items()},
+        }
+    )
 
 
-VARIANTS = {"all_together": {"pairs": "all"}, "two_stage": {"pairs": ["en_de"], "two_stage": True},
-            "no_contrastive": {"pairs": ["en_de"], "ablation": "no_contrastive"},
-            "infonce": {"pairs": "all", "loss": {"contrastive": "infonce"}, "training": {"length_buckets": False}}}
-METHODS = {"dream": {"method": "dream", "pooling": "cls", "activation": "none", "loss_weights": {},
-                     "training": {"select_on": "dev_loss"}},
-           "linear_infonce": {"pairs": "all", "method": "linear-infonce", "pooling": "mean"},
-           "dream_infonce": {"pairs": "all", "method": "dream-infonce", "pooling": "mean"}}
+VARIANTS = {
+    "all_together": {"pairs": "all"},
+    "two_stage": {"pairs": ["en_de"], "two_stage": True},
+    "no_contrastive": {"pairs": ["en_de"], "ablation": "no_contrastive"},
+    "infonce": {"pairs": "all", "loss": {"contrastive": "infonce"}, "training": {"length_buckets": False}},
+}
+METHODS = {
+    "dream": {
+        "method": "dream",
+        "pooling": "cls",
+        "activation": "none",
+        "loss_weights": {},
+        "training": {"select_on": "dev_loss"},
+    },
+    "linear_infonce": {"pairs": "all", "method": "linear-infonce", "pooling": "mean"},
+    "dream_infonce": {"pairs": "all", "method": "dream-infonce", "pooling": "mean"},
+}
 CONTROLS = {k: v for k, v in METHODS.items() if k != "dream"}
 LOSS = {"contrastive": "pairwise", "negative": "hinge", "margin": 0.0, "temperature": 0.05}
 
 
 def test_fmda_pipeline_end_to_end_on_tiny_data(tiny_hub_model: Path, tmp_path: Path):
     catalog = _catalog(tiny_hub_model, tmp_path / "store")
-    pipeline = create_pipeline(pairs=["en_de"], variants=VARIANTS, unified=["en_de"], figure_pair="en_de", methods=METHODS)
+    pipeline = create_pipeline(
+        pairs=["en_de"], variants=VARIANTS, unified=["en_de"], figure_pair="en_de", methods=METHODS
+    )
     SequentialRunner().run(pipeline, catalog)
     table = catalog["fmda_metrics_table"].load()
     fmda_methods = ["fmda", "fmda-two_stage", "fmda-no_contrastive", "fmda-infonce", "fmda-unified"]
-    embeddings = {("raw", "cls"), ("raw", "mean"), ("centering", "mean"), ("dream", "meaning"),
-                  ("linear-infonce", "meaning"), ("dream-infonce", "meaning")}
+    embeddings = {
+        ("raw", "cls"),
+        ("raw", "mean"),
+        ("centering", "mean"),
+        ("dream", "meaning"),
+        ("linear-infonce", "meaning"),
+        ("dream-infonce", "meaning"),
+    }
     embeddings |= {(m, e) for m in fmda_methods for e in ("m", "tp", "rs")}
     assert set(zip(table["method"], table["embedding"])) == embeddings
     # 21 embeddings x (2 retrieval directions + 2 locales x (accuracy@1 + MAP)), and the McNemar p against
@@ -142,9 +241,12 @@ def test_fmda_pipeline_end_to_end_on_tiny_data(tiny_hub_model: Path, tmp_path: P
     store = EmbeddingStore(tmp_path / "check")
     a = extract_embeddings(encoder, EN[12:], settings, store).vectors("mean")
     b = extract_embeddings(encoder, DE[12:], settings, store).vectors("mean")
-    raw = table[(table["method"] == "raw") & (table["embedding"] == "mean") & (table["task"] == "cross_lingual_retrieval")]
+    raw = table[
+        (table["method"] == "raw") & (table["embedding"] == "mean") & (table["task"] == "cross_lingual_retrieval")
+    ]
     assert raw.set_index("source")["value"].to_dict() == pytest.approx(
-        {"en-US": retrieval_accuracy_at_1(a, b), "de-DE": retrieval_accuracy_at_1(b, a)})
+        {"en-US": retrieval_accuracy_at_1(a, b), "de-DE": retrieval_accuracy_at_1(b, a)}
+    )
     model = catalog["en_de.fmda_model_all_together"].load()
     assert model["ablation"] == "full" and model["method"] == "fmda" and 1 <= model["best_epoch"] <= 2
     # the model records the encoder it was trained on (retrieve checks it)
@@ -171,7 +273,12 @@ def test_two_runs_with_the_same_seed_give_the_same_metrics(tiny_hub_model: Path,
     tables = []
     for run in ("first", "second"):
         catalog = _catalog(tiny_hub_model, tmp_path / run / "store")
-        SequentialRunner().run(create_pipeline(pairs=["en_de"], variants=variants, unified=[], figure_pair="", methods={"dream": METHODS["dream"]}), catalog)
+        SequentialRunner().run(
+            create_pipeline(
+                pairs=["en_de"], variants=variants, unified=[], figure_pair="", methods={"dream": METHODS["dream"]}
+            ),
+            catalog,
+        )
         tables.append(catalog["fmda_metrics_table"].load().drop(columns=["run_id"], errors="ignore"))
     pd.testing.assert_frame_equal(tables[0], tables[1])
     # the trained rows are there, not only the raw ones
@@ -185,8 +292,15 @@ def test_selection_on_dev_retrieval_records_the_score(tiny_hub_model: Path, tmp_
     from language_agnostic.training.fmda_data import encode_with_fmda
 
     catalog = _catalog(tiny_hub_model, tmp_path / "store")
-    manifest = nodes.embed_fmda_inputs(_masked(), _template(1), _template(2), {"source": "en-US", "target": "de-DE"},
-                                       load_encoder(str(tiny_hub_model)), EmbeddingStore(tmp_path / "store"), EXTRACTION)
+    manifest = nodes.embed_fmda_inputs(
+        _masked(),
+        _template(1),
+        _template(2),
+        {"source": "en-US", "target": "de-DE"},
+        load_encoder(str(tiny_hub_model)),
+        EmbeddingStore(tmp_path / "store"),
+        EXTRACTION,
+    )
     pools = catalog["massive_negative_pools"].load()
     training = {**TRAINING, "select_on": "dev_retrieval", "max_epochs": 3, "patience": 3}
     trained, history = nodes.train_fmda(manifest, pools, catalog["params:fmda.model"].load(), {}, training)
@@ -207,7 +321,9 @@ def _two_stage_catalog(tiny_hub_model: Path, tmp_path: Path) -> DataCatalog:
     catalog = _catalog(tiny_hub_model, tmp_path / "store")
     for name in ("en_de.fmda_inputs", "en_de.fmda_template_pairs"):
         catalog[name] = EmbeddingManifestDataset(str(tmp_path / f"{name}.json"))
-    pipeline = create_pipeline(pairs=["en_de"], variants=VARIANTS, unified=[], figure_pair="", methods={"dream": METHODS["dream"]})
+    pipeline = create_pipeline(
+        pairs=["en_de"], variants=VARIANTS, unified=[], figure_pair="", methods={"dream": METHODS["dream"]}
+    )
     SequentialRunner().run(pipeline.to_outputs("en_de.fmda_inputs", "en_de.fmda_template_pairs"), catalog)
     return catalog
 
@@ -225,9 +341,17 @@ def test_two_stage_freezes_the_template_encoder_after_stage_one(tiny_hub_model: 
         return result
 
     monkeypatch.setattr(fmda_training, "train", recording_train)
-    monkeypatch.setattr(fmda_training, "fmda_losses", lambda m, b, w, c: (weights_used.append(dict(w)), fmda_losses(m, b, w, c))[1])
-    trained, _ = nodes.train_fmda_two_stage(catalog["en_de.fmda_inputs"].load(), catalog["en_de.fmda_template_pairs"].load(),
-                                            catalog["massive_negative_pools"].load(), {}, {}, TRAINING)
+    monkeypatch.setattr(
+        fmda_training, "fmda_losses", lambda m, b, w, c: (weights_used.append(dict(w)), fmda_losses(m, b, w, c))[1]
+    )
+    trained, _ = nodes.train_fmda_two_stage(
+        catalog["en_de.fmda_inputs"].load(),
+        catalog["en_de.fmda_template_pairs"].load(),
+        catalog["massive_negative_pools"].load(),
+        {},
+        {},
+        TRAINING,
+    )
     first, second = after_each_stage
     for name in ("query_tp.0.weight", "key_tp.0.weight", "value_tp.0.weight"):
         torch.testing.assert_close(second[name], first[name], rtol=0, atol=0)  # frozen in stage 2
@@ -254,8 +378,9 @@ def test_two_stage_stage_one_selects_on_held_out_template_retrieval(tiny_hub_mod
 
     monkeypatch.setattr(fmda_training, "train", recording_train)
     training = {**TRAINING, "select_on": "dev_retrieval"}
-    trained, _ = nodes.train_fmda_two_stage(catalog["en_de.fmda_inputs"].load(), pairs,
-                                            catalog["massive_negative_pools"].load(), {}, {}, training)
+    trained, _ = nodes.train_fmda_two_stage(
+        catalog["en_de.fmda_inputs"].load(), pairs, catalog["massive_negative_pools"].load(), {}, {}, training
+    )
     (first, state), _ = stages
     scores = [record["dev_score"] for record in first.history]
     assert len(scores) == 3 and first.best_epoch == int(np.argmax(scores))  # [0]: the initial weights
@@ -269,7 +394,9 @@ def test_two_stage_stage_one_selects_on_held_out_template_retrieval(tiny_hub_mod
     assert max(scores) == pytest.approx(float(np.mean(expected)))
     # under dev-loss selection stage 1 records no score
     stages.clear()
-    nodes.train_fmda_two_stage(catalog["en_de.fmda_inputs"].load(), pairs, catalog["massive_negative_pools"].load(), {}, {}, TRAINING)
+    nodes.train_fmda_two_stage(
+        catalog["en_de.fmda_inputs"].load(), pairs, catalog["massive_negative_pools"].load(), {}, {}, TRAINING
+    )
     assert "dev_score" not in stages[0][0].history[0]
 
 
@@ -290,17 +417,29 @@ def test_unknown_training_and_model_keys_are_named():
 def test_variants_name_their_mistakes():
     from language_agnostic.pipelines.fmda.pipeline import variant_pairs
 
-    assert variant_pairs({"a": {"pairs": "all"}, "b": {"pairs": ["en_es"]}, "c": None}, ["en_de", "en_es"]) == \
-        {"a": ["en_de", "en_es"], "b": ["en_es"], "c": ["en_de", "en_es"]}
+    assert variant_pairs({"a": {"pairs": "all"}, "b": {"pairs": ["en_es"]}, "c": None}, ["en_de", "en_es"]) == {
+        "a": ["en_de", "en_es"],
+        "b": ["en_es"],
+        "c": ["en_de", "en_es"],
+    }
     with pytest.raises(ValueError, match=r"fmda.variants.b: unknown key\(s\) \['pair'\]"):
         variant_pairs({"b": {"pair": ["en_de"]}}, ["en_de"])
     with pytest.raises(ValueError, match=r"fmda.variants.b.pairs: \['en_fr'\] not in massive.pairs"):
         variant_pairs({"b": {"pairs": ["en_fr"]}}, ["en_de"])
     with pytest.raises(ValueError, match="fmda.figure.pair 'en_de' needs the all_together variant"):
-        create_pipeline(pairs=["en_de"], variants={"two_stage": {"two_stage": True}}, unified=[], figure_pair="en_de", methods={"dream": METHODS["dream"]})
+        create_pipeline(
+            pairs=["en_de"],
+            variants={"two_stage": {"two_stage": True}},
+            unified=[],
+            figure_pair="en_de",
+            methods={"dream": METHODS["dream"]},
+        )
     from language_agnostic.pipelines.fmda.pipeline import METHOD_KEYS
 
-    with pytest.raises(ValueError, match=r"fmda.methods.c.method must be one of \['dream', 'linear-infonce', 'dream-infonce'\], got 'linear'"):
+    with pytest.raises(
+        ValueError,
+        match=r"fmda.methods.c.method must be one of \['dream', 'linear-infonce', 'dream-infonce'\], got 'linear'",
+    ):
         variant_pairs({"c": {"method": "linear"}}, ["en_de"], "fmda.methods", METHOD_KEYS)
     with pytest.raises(ValueError, match=r"fmda.methods.d: unknown key\(s\) \['lr'\]"):
         variant_pairs({"d": {"method": "dream", "lr": 0.1}}, ["en_de"], "fmda.methods", METHOD_KEYS)
@@ -312,18 +451,60 @@ def test_paper_tables_from_hand_made_rows():
     from language_agnostic.reporting.fmda import fmda_tables
 
     def row(method, emb, task, dataset, source, target, metric, value):
-        return {"pipeline": "fmda", "method": method, "embedding": emb, "task": task, "dataset": dataset,
-                "source": source, "target": target, "metric": metric, "value": value, "encoder": "x"}
+        return {
+            "pipeline": "fmda",
+            "method": method,
+            "embedding": emb,
+            "task": task,
+            "dataset": dataset,
+            "source": source,
+            "target": target,
+            "metric": metric,
+            "value": value,
+            "encoder": "x",
+        }
 
     rows = []
-    for method, emb, base in (("raw", "cls", 0.1), ("dream", "meaning", 0.2), ("fmda", "m", 0.3), ("fmda", "tp", 0.4),
-                              ("fmda-no_contrastive", "m", 0.05), ("fmda-unified", "m", 0.25), ("fmda-unified", "tp", 0.35),
-                              ("fmda-infonce", "m", 0.5), ("linear-infonce", "meaning", 0.45)):
+    for method, emb, base in (
+        ("raw", "cls", 0.1),
+        ("dream", "meaning", 0.2),
+        ("fmda", "m", 0.3),
+        ("fmda", "tp", 0.4),
+        ("fmda-no_contrastive", "m", 0.05),
+        ("fmda-unified", "m", 0.25),
+        ("fmda-unified", "tp", 0.35),
+        ("fmda-infonce", "m", 0.5),
+        ("linear-infonce", "meaning", 0.45),
+    ):
         rows.append(row(method, emb, "cross_lingual_retrieval", "massive_test", "en-US", "de-DE", "accuracy@1", base))
-        rows.append(row(method, emb, "cross_lingual_retrieval", "massive_test", "de-DE", "en-US", "accuracy@1", base + 0.01))
+        rows.append(
+            row(method, emb, "cross_lingual_retrieval", "massive_test", "de-DE", "en-US", "accuracy@1", base + 0.01)
+        )
         for locale, extra in (("en-US", 0.002), ("de-DE", 0.004)):
-            rows.append(row(method, emb, "template_retrieval", "massive_template_single:en-US>de-DE", locale, locale, "accuracy@1", base + extra))
-            rows.append(row(method, emb, "template_retrieval", "massive_template_multi:en-US>de-DE", locale, locale, "MAP", base + extra / 2))
+            rows.append(
+                row(
+                    method,
+                    emb,
+                    "template_retrieval",
+                    "massive_template_single:en-US>de-DE",
+                    locale,
+                    locale,
+                    "accuracy@1",
+                    base + extra,
+                )
+            )
+            rows.append(
+                row(
+                    method,
+                    emb,
+                    "template_retrieval",
+                    "massive_template_multi:en-US>de-DE",
+                    locale,
+                    locale,
+                    "MAP",
+                    base + extra / 2,
+                )
+            )
     text = fmda_tables(pd.DataFrame(rows))
     table2 = text.split("## Table 2")[1].split("##")[0]
     assert "| embedding | EN→DE | DE→EN |" in table2
@@ -346,15 +527,31 @@ def test_meaning_embeddings_against_centring_table():
     from language_agnostic.reporting.fmda import fmda_tables
 
     def row(method, emb, source, target, metric, value):
-        return {"pipeline": "fmda", "method": method, "embedding": emb, "task": "cross_lingual_retrieval",
-                "dataset": "massive_test", "source": source, "target": target, "metric": metric, "value": value, "encoder": "x"}
+        return {
+            "pipeline": "fmda",
+            "method": method,
+            "embedding": emb,
+            "task": "cross_lingual_retrieval",
+            "dataset": "massive_test",
+            "source": source,
+            "target": target,
+            "metric": metric,
+            "value": value,
+            "encoder": "x",
+        }
 
-    rows = [row("centering", "mean", "en-US", "ja-JP", "accuracy@1", 0.612), row("centering", "mean", "ja-JP", "en-US", "accuracy@1", 0.626),
-            row("fmda", "m", "en-US", "ja-JP", "accuracy@1", 0.628), row("fmda", "m", "ja-JP", "en-US", "accuracy@1", 0.622),
-            row("fmda", "m", "en-US", "ja-JP", "mcnemar_p_vs_centering", 0.0137), row("fmda", "m", "ja-JP", "en-US", "mcnemar_p_vs_centering", 0.566),
-            row("fmda-infonce", "m", "en-US", "ja-JP", "accuracy@1", 0.75), row("fmda-infonce", "m", "en-US", "ja-JP", "mcnemar_p_vs_centering", 0.0),
-            # a meaning embedding without its p-values (an older run) shows dashes, not a wrong figure
-            row("dream", "meaning", "en-US", "ja-JP", "accuracy@1", 0.581)]
+    rows = [
+        row("centering", "mean", "en-US", "ja-JP", "accuracy@1", 0.612),
+        row("centering", "mean", "ja-JP", "en-US", "accuracy@1", 0.626),
+        row("fmda", "m", "en-US", "ja-JP", "accuracy@1", 0.628),
+        row("fmda", "m", "ja-JP", "en-US", "accuracy@1", 0.622),
+        row("fmda", "m", "en-US", "ja-JP", "mcnemar_p_vs_centering", 0.0137),
+        row("fmda", "m", "ja-JP", "en-US", "mcnemar_p_vs_centering", 0.566),
+        row("fmda-infonce", "m", "en-US", "ja-JP", "accuracy@1", 0.75),
+        row("fmda-infonce", "m", "en-US", "ja-JP", "mcnemar_p_vs_centering", 0.0),
+        # a meaning embedding without its p-values (an older run) shows dashes, not a wrong figure
+        row("dream", "meaning", "en-US", "ja-JP", "accuracy@1", 0.581),
+    ]
     section = fmda_tables(pd.DataFrame(rows)).split("### Meaning embeddings against mean centring")[1].split("##")[0]
     assert "| embedding | EN→JA | JA→EN |" in section
     assert "| fmda/m | +0.016 (p=0.014) | -0.004 (p=0.57) |" in section
@@ -365,12 +562,15 @@ def test_meaning_embeddings_against_centring_table():
     assert "| fmda/m | 0.628 | 0.622 |" in fmda_tables(pd.DataFrame(rows)).split("## Table 2")[1]
     # the claims: the paper's backbone, McNemar's p, one seed, the verdict (EN→JA a gain with p = 0.014, JA→EN a tie)
     claims = fmda_tables(pd.DataFrame(rows)).split("## Claims (FMDA), as measured")[1]
-    lines = [[c.strip() for c in line.strip("|").split("|")] for line in claims.splitlines() if line.startswith("| FMDA")]
+    lines = [
+        [c.strip() for c in line.strip("|").split("|")] for line in claims.splitlines() if line.startswith("| FMDA")
+    ]
     assert [line[1] for line in lines] == ["XLM-R base ([CLS], frozen)"] * 3
     assert [line[3:] for line in lines] == [
         ["`fmda/m`", "`centering/mean`", "EN→JA", "62.80", "61.20", "+1.60", "0.014", "1", "holds"],
         ["`fmda/m`", "`centering/mean`", "JA→EN", "62.20", "62.60", "-0.40", "0.57", "1", "tie"],
-        ["`fmda-infonce/m`", "`centering/mean`", "EN→JA", "75.00", "61.20", "+13.80", "<1e-6", "1", "holds"]]
+        ["`fmda-infonce/m`", "`centering/mean`", "EN→JA", "75.00", "61.20", "+13.80", "<1e-6", "1", "holds"],
+    ]
 
 
 def test_mcnemar_rows_against_centring(tiny_hub_model: Path, tmp_path: Path):
@@ -382,19 +582,34 @@ def test_mcnemar_rows_against_centring(tiny_hub_model: Path, tmp_path: Path):
     from language_agnostic.pipelines.fmda import nodes
     from language_agnostic.training.fmda import control_meaning, train_pooled_head
 
-    manifest = nodes.embed_fmda_inputs(_masked(), _template(1), _template(2), {"source": "en-US", "target": "de-DE"},
-                                       load_encoder(str(tiny_hub_model)), EmbeddingStore(tmp_path / "store"), EXTRACTION)
-    trained, _ = train_pooled_head(manifest, _pools(), CONTROLS["linear_infonce"], {**TRAINING, "max_epochs": 1}, LOSS,
-                                    "linear_infonce")
+    manifest = nodes.embed_fmda_inputs(
+        _masked(),
+        _template(1),
+        _template(2),
+        {"source": "en-US", "target": "de-DE"},
+        load_encoder(str(tiny_hub_model)),
+        EmbeddingStore(tmp_path / "store"),
+        EXTRACTION,
+    )
+    trained, _ = train_pooled_head(
+        manifest, _pools(), CONTROLS["linear_infonce"], {**TRAINING, "max_epochs": 1}, LOSS, "linear_infonce"
+    )
     rows = evaluate_head(manifest, trained, {"name": "tiny"})
     p = rows[rows["metric"] == "mcnemar_p_vs_centering"].set_index("source")["value"]
-    assert set(p.index) == {"en-US", "de-DE"} and set(rows.loc[rows["metric"] == "mcnemar_p_vs_centering", "embedding"]) == {"meaning"}
+    assert set(p.index) == {"en-US", "de-DE"} and set(
+        rows.loc[rows["metric"] == "mcnemar_p_vs_centering", "embedding"]
+    ) == {"meaning"}
     _, model = load_trained(trained)
     sets = manifest["sets"]
-    mine = {side: control_meaning(model, np.asarray(sets[f"test.{side}.utt"].vectors("mean")), "linear-infonce") for side in ("source", "target")}
+    mine = {
+        side: control_meaning(model, np.asarray(sets[f"test.{side}.utt"].vectors("mean")), "linear-infonce")
+        for side in ("source", "target")
+    }
     centred = centering_of(manifest)
     base = {"source": centred(sets["test.source.utt"], "en-US"), "target": centred(sets["test.target.utt"], "de-DE")}
-    expected = mcnemar(retrieval_hits(mine["source"], mine["target"]), retrieval_hits(base["source"], base["target"])).pvalue
+    expected = mcnemar(
+        retrieval_hits(mine["source"], mine["target"]), retrieval_hits(base["source"], base["target"])
+    ).pvalue
     assert p["en-US"] == pytest.approx(round(expected, 6))
 
 
@@ -402,8 +617,15 @@ def test_dev_negatives_follow_the_training_rule(tiny_hub_model: Path, tmp_path: 
     """Train negatives come from the train pool, dev negatives from the dev pool: one rule, so the dev loss measures training's."""
     from language_agnostic.pipelines.fmda import nodes
 
-    manifest = nodes.embed_fmda_inputs(_masked(), _template(1), _template(2), {"source": "en-US", "target": "de-DE"},
-                                       load_encoder(str(tiny_hub_model)), EmbeddingStore(tmp_path / "store"), EXTRACTION)
+    manifest = nodes.embed_fmda_inputs(
+        _masked(),
+        _template(1),
+        _template(2),
+        {"source": "en-US", "target": "de-DE"},
+        load_encoder(str(tiny_hub_model)),
+        EmbeddingStore(tmp_path / "store"),
+        EXTRACTION,
+    )
     pools = _pools()
     train = fmda_training._fmda_batches(manifest, "train", pools, 4, True)
     dev = fmda_training._fmda_batches(manifest, "dev", pools, 4, False)
@@ -417,11 +639,16 @@ def test_dev_negatives_follow_the_training_rule(tiny_hub_model: Path, tmp_path: 
         drawn = dev._negatives(index, dev.pools[0], generator)
         assert set(drawn.tolist()) <= {0, 2, 3} and not (drawn == index).any()
     # DREAM and the controls draw their partners s', t' by the same rule (negatives: pool), or from every utterance
-    vectors = {f"{split}.{side}": np.zeros((n, 3), np.float32) for split, n in (("train", 8), ("dev", 4))
-               for side in ("source", "target")}
+    vectors = {
+        f"{split}.{side}": np.zeros((n, 3), np.float32)
+        for split, n in (("train", 8), ("dev", 4))
+        for side in ("source", "target")
+    }
     heads = fmda_training.pooled_batches(manifest, vectors, "dev", pools, 4, False)
     assert [heads.source_pool.tolist(), heads.target_pool.tolist()] == [[0, 2, 3], [0, 2, 3]]
-    assert fmda_training.pooled_batches(manifest, vectors, "train", None, 4, False).source_pool.tolist() == list(range(8))
+    assert fmda_training.pooled_batches(manifest, vectors, "train", None, 4, False).source_pool.tolist() == list(
+        range(8)
+    )
     # a pool table without dev pools is named, not silently replaced by "all dev utterances"
     with pytest.raises(ValueError, match=r"the dev negative pool of en-US has 0 .*massive.negative_pool.partitions"):
         fmda_training._fmda_batches(manifest, "dev", pools[pools["partition"] == "train"], 4, False)
@@ -434,21 +661,39 @@ def test_heads_over_pooled_vectors_train_and_report_their_meaning(tiny_hub_model
     from language_agnostic.methods.registry import load_trained
     from language_agnostic.pipelines.fmda import nodes
 
-    manifest = nodes.embed_fmda_inputs(_masked(), _template(1), _template(2), {"source": "en-US", "target": "de-DE"},
-                                       load_encoder(str(tiny_hub_model)), EmbeddingStore(tmp_path / "store"), EXTRACTION)
+    manifest = nodes.embed_fmda_inputs(
+        _masked(),
+        _template(1),
+        _template(2),
+        {"source": "en-US", "target": "de-DE"},
+        load_encoder(str(tiny_hub_model)),
+        EmbeddingStore(tmp_path / "store"),
+        EXTRACTION,
+    )
     training = {**TRAINING, "length_buckets": True}  # ignored by these heads: pooled vectors have no length
-    options = {"linear_infonce": {"temperature": 0.1}, "dream_infonce": {"activation": "none", "temperature": 0.1},
-               "dream": {"activation": "none"}}
+    options = {
+        "linear_infonce": {"temperature": 0.1},
+        "dream_infonce": {"activation": "none", "temperature": 0.1},
+        "dream": {"activation": "none"},
+    }
     for name, spec in METHODS.items():
-        trained, history = nodes.train_pooled_head(manifest, _pools(), spec, training, {**LOSS, "temperature": 0.1}, name)
+        trained, history = nodes.train_pooled_head(
+            manifest, _pools(), spec, training, {**LOSS, "temperature": 0.1}, name
+        )
         assert trained["method"] == spec["method"] and trained["name"] == name
         assert f"{spec['method']}.en-US-de-DE.dev_total" in history
         method, model = load_trained(trained)
         assert method.name == spec["method"] and trained["build"]["options"] == options[name]
         pooling = spec["pooling"]
-        a, b = (fmda_training.control_meaning(model, np.asarray(manifest["sets"][f"dev.{s}.utt"].vectors(pooling)), spec["method"])
-                for s in ("source", "target"))
-        assert trained["dev_m_accuracy"] == pytest.approx((retrieval_accuracy_at_1(a, b) + retrieval_accuracy_at_1(b, a)) / 2)
+        a, b = (
+            fmda_training.control_meaning(
+                model, np.asarray(manifest["sets"][f"dev.{s}.utt"].vectors(pooling)), spec["method"]
+            )
+            for s in ("source", "target")
+        )
+        assert trained["dev_m_accuracy"] == pytest.approx(
+            (retrieval_accuracy_at_1(a, b) + retrieval_accuracy_at_1(b, a)) / 2
+        )
         rows = nodes.evaluate_head(manifest, trained, {"name": "tiny"})
         assert set(zip(rows["method"], rows["embedding"])) == {(spec["method"], "meaning")}
     # DREAM's own training overrides apply over fmda.training: a cap of 2 epochs is honoured
@@ -461,7 +706,10 @@ def test_heads_over_pooled_vectors_train_and_report_their_meaning(tiny_hub_model
         nodes.train_pooled_head(manifest, None, {**capped, "negatives": "pool"}, training, LOSS, "dream")
     with pytest.raises(ValueError, match=r"fmda.methods.dream.negatives must be one of \['pool', 'all'\], got 'bleu'"):
         nodes.train_pooled_head(manifest, None, {**capped, "negatives": "bleu"}, training, LOSS, "dream")
-    with pytest.raises(ValueError, match=r"fmda.methods.x.method must be one of \['dream', 'linear-infonce', 'dream-infonce'\], got 'svd'"):
+    with pytest.raises(
+        ValueError,
+        match=r"fmda.methods.x.method must be one of \['dream', 'linear-infonce', 'dream-infonce'\], got 'svd'",
+    ):
         nodes.train_pooled_head(manifest, _pools(), {"method": "svd"}, TRAINING, LOSS, "x")
     with pytest.raises(ValueError, match=r"fmda.methods.dream.training"):
         nodes.train_pooled_head(manifest, _pools(), {"training": {"learning_rate": 0.1}}, TRAINING, LOSS, "dream")
@@ -471,17 +719,39 @@ def test_table5_has_a_block_per_pair_with_the_contrastive_readings():
     from language_agnostic.reporting.fmda import fmda_tables
 
     rows = []
-    for (src, tgt) in (("en-US", "de-DE"), ("en-US", "ja-JP")):
+    for src, tgt in (("en-US", "de-DE"), ("en-US", "ja-JP")):
         for method, base in (("fmda", 0.3), ("fmda-two_stage", 0.6), ("fmda-two_stage_infonce", 0.7)):
             for emb, shift in (("m", 0.0), ("tp", 0.05)):
                 for a, b in ((src, tgt), (tgt, src)):
-                    rows.append({"pipeline": "fmda", "method": method, "embedding": emb, "task": "cross_lingual_retrieval",
-                                 "dataset": "massive_test", "source": a, "target": b, "metric": "accuracy@1",
-                                 "value": base + shift, "encoder": "x"})
+                    rows.append(
+                        {
+                            "pipeline": "fmda",
+                            "method": method,
+                            "embedding": emb,
+                            "task": "cross_lingual_retrieval",
+                            "dataset": "massive_test",
+                            "source": a,
+                            "target": b,
+                            "metric": "accuracy@1",
+                            "value": base + shift,
+                            "encoder": "x",
+                        }
+                    )
                 for locale in (src, tgt):
-                    rows.append({"pipeline": "fmda", "method": method, "embedding": emb, "task": "template_retrieval",
-                                 "dataset": f"massive_template_single:{src}>{tgt}", "source": locale, "target": locale,
-                                 "metric": "accuracy@1", "value": base + shift + 0.01, "encoder": "x"})
+                    rows.append(
+                        {
+                            "pipeline": "fmda",
+                            "method": method,
+                            "embedding": emb,
+                            "task": "template_retrieval",
+                            "dataset": f"massive_template_single:{src}>{tgt}",
+                            "source": locale,
+                            "target": locale,
+                            "metric": "accuracy@1",
+                            "value": base + shift + 0.01,
+                            "encoder": "x",
+                        }
+                    )
     table5 = fmda_tables(pd.DataFrame(rows)).split("## Table 5")[1].split("## Table 9")[0]
     assert "### EN-DE" in table5 and "### EN-JA" in table5
     ja = table5.split("### EN-JA")[1]
@@ -494,8 +764,15 @@ def test_batches_without_negatives_hold_the_same_pairs(tiny_hub_model: Path, tmp
     """InfoNCE variants skip the pool negatives; the pairs, their order and targets stay the same."""
     from language_agnostic.pipelines.fmda import nodes
 
-    manifest = nodes.embed_fmda_inputs(_masked(), _template(1), _template(2), {"source": "en-US", "target": "de-DE"},
-                                       load_encoder(str(tiny_hub_model)), EmbeddingStore(tmp_path / "store"), EXTRACTION)
+    manifest = nodes.embed_fmda_inputs(
+        _masked(),
+        _template(1),
+        _template(2),
+        {"source": "en-US", "target": "de-DE"},
+        load_encoder(str(tiny_hub_model)),
+        EmbeddingStore(tmp_path / "store"),
+        EXTRACTION,
+    )
     with_negatives = fmda_training._fmda_batches(manifest, "train", _pools(), 3, True, True)
     without = fmda_training._fmda_batches(manifest, "train", _pools(), 3, True, True, negatives=False)
     a = list(with_negatives.batches(1, torch.Generator().manual_seed(5)))

@@ -73,8 +73,8 @@ def test_missing_raw_data_through_the_catalog(project: Path, tmp_path: Path):
 
 
 def test_settings_from_params_names_the_parameter():
-    from language_agnostic.methods.fmda import FmdaConfig
     from language_agnostic.config import settings_from_params
+    from language_agnostic.methods.fmda import FmdaConfig
 
     config = settings_from_params(FmdaConfig, {"ffn_layers": 2}, "fmda.model", dim=4, n_languages=2)
     assert (config.dim, config.ffn_layers) == (4, 2)
@@ -82,7 +82,9 @@ def test_settings_from_params_names_the_parameter():
         settings_from_params(FmdaConfig, {"depth": 2}, "fmda.model", dim=4, n_languages=2)
 
 
-def _conf_with_env(tmp_path: Path, env: str, massive_pairs: dict, fmda: dict | None = None, paper: bool = False) -> Path:
+def _conf_with_env(
+    tmp_path: Path, env: str, massive_pairs: dict, fmda: dict | None = None, paper: bool = False
+) -> Path:
     """A copy of conf/base plus an env whose ``massive`` lists other pairs (and optionally its own ``fmda``)."""
     import shutil
 
@@ -109,7 +111,9 @@ def forget_env():
     forget_session_config()  # later tests build from conf/ again
 
 
-def test_the_registry_follows_the_sessions_env_and_a_bad_variant_breaks_only_fmda(project: Path, tmp_path: Path, forget_env):
+def test_the_registry_follows_the_sessions_env_and_a_bad_variant_breaks_only_fmda(
+    project: Path, tmp_path: Path, forget_env
+):
     from language_agnostic.pipeline_registry import register_pipelines
     from language_agnostic.pipelines.project_config import PipelineConfigurationError
 
@@ -133,10 +137,15 @@ def test_the_registry_follows_the_sessions_env_and_a_bad_variant_breaks_only_fmd
     with KedroSession.create(PROJECT_ROOT, env="other_pairs", conf_source=str(conf)) as session:
         session.load_context()
         pipelines = register_pipelines()
-    assert "en_ko.massive_pairs" in pipelines["massive"].all_outputs() and "parse_massive_node" in {n.name for n in pipelines["__default__"].nodes}
+    assert "en_ko.massive_pairs" in pipelines["massive"].all_outputs() and "parse_massive_node" in {
+        n.name for n in pipelines["__default__"].nodes
+    }
     (error_node,) = pipelines["fmda"].nodes
-    with pytest.raises(PipelineConfigurationError, match=r"^the 'fmda' pipeline cannot be built from this configuration: "
-                       r"fmda_paper\.variants\.no_\w+\.pairs: \['en_de'\] not in massive.pairs \(\['en_ko', 'en_ru'\]\)$"):
+    with pytest.raises(
+        PipelineConfigurationError,
+        match=r"^the 'fmda' pipeline cannot be built from this configuration: "
+        r"fmda_paper\.variants\.no_\w+\.pairs: \['en_de'\] not in massive.pairs \(\['en_ko', 'en_ru'\]\)$",
+    ):
         error_node.run({})
 
 
@@ -150,7 +159,11 @@ def test_the_paper_env_adds_the_ablations_and_the_unified_model(project: Path, f
     with KedroSession.create(PROJECT_ROOT) as session:
         session.load_context()
         default = {n.name for n in register_pipelines()["fmda"].nodes}
-    extra = {"train_fmda_unified_node", "en_de.train_fmda_no_contrastive_node", "en_de.train_fmda_no_reconstruction_node"}
+    extra = {
+        "train_fmda_unified_node",
+        "en_de.train_fmda_no_contrastive_node",
+        "en_de.train_fmda_no_reconstruction_node",
+    }
     assert extra <= paper and not extra & default
     assert default < paper  # the paper set is the default job and more
 
@@ -165,7 +178,10 @@ def test_an_env_with_fewer_pairs_and_its_own_fmda_builds_fmda_on_them(project: P
     from language_agnostic.pipeline_registry import register_pipelines
 
     fmda = yaml_base("parameters_fmda.yml")["fmda"]
-    fmda["variants"] = {"all_together": {"pairs": "all"}, "no_contrastive": {"pairs": ["en_es"], "ablation": "no_contrastive"}}
+    fmda["variants"] = {
+        "all_together": {"pairs": "all"},
+        "no_contrastive": {"pairs": ["en_es"], "ablation": "no_contrastive"},
+    }
     fmda["unified"] = {"pairs": [], "ablation": "full"}
     fmda["figure"]["pair"] = "en_es"
     conf = _conf_with_env(tmp_path, "es_only", {"en_es": {"source": "en-US", "target": "es-ES"}}, fmda)
@@ -173,7 +189,11 @@ def test_an_env_with_fewer_pairs_and_its_own_fmda_builds_fmda_on_them(project: P
         session.load_context()
         pipelines = register_pipelines()
     names = {n.name for n in pipelines["fmda"].nodes}
-    assert {"en_es.train_fmda_all_together_node", "en_es.train_fmda_no_contrastive_node", "plot_embeddings_node"} <= names
+    assert {
+        "en_es.train_fmda_all_together_node",
+        "en_es.train_fmda_no_contrastive_node",
+        "plot_embeddings_node",
+    } <= names
     assert not any(name.startswith(("en_de.", "en_ja.")) for name in names)
 
 
@@ -259,6 +279,7 @@ def test_the_emu_languages_env_restates_base_but_for_the_study(project: Path, fo
     assert {f"train_emu_no_ld_{x}_node" for x in ("en", "de", "fr", "en_de", "en_fr", "de_fr", "en_de_fr")} <= names
     assert "train_emu_node" not in names and "plot_emu_figure_node" not in names
 
+
 def test_the_paper_env_trains_slu_at_paper_scale_and_nothing_else_differs(project: Path, forget_env):
     import yaml
 
@@ -281,21 +302,33 @@ def test_the_paper_env_trains_slu_at_paper_scale_and_nothing_else_differs(projec
     assert (paper["training"]["max_epochs"], base["training"]["max_epochs"]) == (20, 3)
     assert paper["training"]["train_layers"] is base["training"]["train_layers"] is None
     # the paper env trains every method of conf/base, the LAJ methods without their reduced-setting overrides
-    assert paper["methods"] == {name: {k: v for k, v in spec.items() if k not in ("training", "data")}
-                                for name, spec in base["methods"].items()}
+    assert paper["methods"] == {
+        name: {k: v for k, v in spec.items() if k not in ("training", "data")} for name, spec in base["methods"].items()
+    }
     # the paper's warm-up for the multilingual experiments (App. C.2); the reduced default keeps §4.4's 5 %
     assert (paper["training"]["warmup_ratio"], base["training"]["warmup_ratio"]) == (0.1, 0.05)
-    strip = lambda c: {**c, "methods": None,  # noqa: E731
-                       "training": {k: v for k, v in c["training"].items() if k not in ("max_epochs", "patience", "warmup_ratio")}}
+
+    def strip(c: dict) -> dict:
+        budget = ("max_epochs", "patience", "warmup_ratio")
+        return {**c, "methods": None, "training": {k: v for k, v in c["training"].items() if k not in budget}}
+
     assert strip(paper) == strip(base)
 
 
 LAJ = {"lajoint", "lajoint-cs", "lajmcl"}
-MCL_ABLATIONS = {"lajoint-cs+ucl": {"utterance"}, "lajoint-cs+scl": {"slot_value"}, "lajoint-cs+wcl": {"word"},
-                 "lajoint-cs+ucl+scl": {"utterance", "slot_value"}, "lajoint-cs+ucl+wcl": {"utterance", "word"},
-                 "lajoint-cs+scl+wcl": {"slot_value", "word"}}
-LAJOINT_ABLATIONS = {"lajoint-no_compressor": {"compressor": False}, "lajoint-no_projector": {"projector": False},
-                     "lajoint-no_comp_proj": {"compressor": False, "projector": False}}
+MCL_ABLATIONS = {
+    "lajoint-cs+ucl": {"utterance"},
+    "lajoint-cs+scl": {"slot_value"},
+    "lajoint-cs+wcl": {"word"},
+    "lajoint-cs+ucl+scl": {"utterance", "slot_value"},
+    "lajoint-cs+ucl+wcl": {"utterance", "word"},
+    "lajoint-cs+scl+wcl": {"slot_value", "word"},
+}
+LAJOINT_ABLATIONS = {
+    "lajoint-no_compressor": {"compressor": False},
+    "lajoint-no_projector": {"projector": False},
+    "lajoint-no_comp_proj": {"compressor": False, "projector": False},
+}
 # the joint baselines trained at the LAJ methods' budget, for LAJ-MCL's claims at one budget
 BUDGET_CONTROLS = {"zsjoint-laj_budget": False, "cosda-laj_budget": True}
 
@@ -313,12 +346,17 @@ def test_the_default_slu_run_has_the_laj_methods_in_a_reduced_setting(project: P
     assert LAJ < set(base["methods"]) and {"zsjoint", "cosda"} < set(base["methods"])
     reduced = [(base["methods"][m]["training"], base["methods"][m]["data"]) for m in sorted(LAJ)]
     assert all(r == reduced[0] for r in reduced)
-    assert reduced[0] == ({"max_epochs": 1, "train_layers": 6, "lr": 5.0e-3, "encoder_lr": 1.0e-4},
-                          {"max_train": 2000, "batch_size": 8})  # docs/slu.md, as measured
+    assert reduced[0] == (
+        {"max_epochs": 1, "train_layers": 6, "lr": 5.0e-3, "encoder_lr": 1.0e-4},
+        {"max_train": 2000, "batch_size": 8},
+    )  # docs/slu.md, as measured
     assert "training" not in base["methods"]["zsjoint"] and "training" not in base["methods"]["cosda"]
     assert base["methods"]["lajmcl"].get("loss_weights") is None  # λ1 = λ2 = λ3 = 0.5
     assert set(base["methods"]["lajoint-cs"]["loss_weights"].values()) == {0}
-    assert base["figure"]["methods"] == ["zsjoint", "cosda", "lajoint-cs", "lajmcl"] and base["figure"]["n_utterances"] == 100
+    assert (
+        base["figure"]["methods"] == ["zsjoint", "cosda", "lajoint-cs", "lajmcl"]
+        and base["figure"]["n_utterances"] == 100
+    )
     with KedroSession.create(PROJECT_ROOT) as session:
         session.load_context()
         pipeline = register_pipelines()["slu"]
@@ -337,8 +375,10 @@ def test_the_ablation_and_grid_envs_restate_base_but_for_their_methods(project: 
     own = {"methods", "figure"} if env == "slu_scl" else {"methods"}
     assert {k: v for k, v in study.items() if k not in own} == {k: v for k, v in base.items() if k not in own}
     # every method of the env takes the LAJ methods' reduced setting, so the default run's references compare
-    assert all(spec["training"] == base["methods"]["lajmcl"]["training"] and spec["data"] == base["methods"]["lajmcl"]["data"]
-               for spec in study["methods"].values())
+    assert all(
+        spec["training"] == base["methods"]["lajmcl"]["training"] and spec["data"] == base["methods"]["lajmcl"]["data"]
+        for spec in study["methods"].values()
+    )
     if env == "slu_ablations":
         assert set(study["methods"]) == set(MCL_ABLATIONS) | set(LAJOINT_ABLATIONS) | set(BUDGET_CONTROLS)
         for name, switched in BUDGET_CONTROLS.items():
@@ -351,18 +391,31 @@ def test_the_ablation_and_grid_envs_restate_base_but_for_their_methods(project: 
             assert set(spec["loss_weights"].values()) == {0}
         for name, options in LAJOINT_ABLATIONS.items():
             spec = study["methods"][name]
-            assert spec["options"] == options and "code_switch" not in spec and set(spec["loss_weights"].values()) == {0}
+            assert (
+                spec["options"] == options and "code_switch" not in spec and set(spec["loss_weights"].values()) == {0}
+            )
     elif env == "slu_scl":  # the slot level under other readings: only its options differ from the printed one's
         printed = _slu("slu_ablations")["methods"]
-        for name, base_name in {"lajoint-cs+scl-t16": "lajoint-cs+scl", "lajoint-cs+scl-cos": "lajoint-cs+scl",
-                                "lajmcl-cos": "lajmcl"}.items():
+        for name, base_name in {
+            "lajoint-cs+scl-t16": "lajoint-cs+scl",
+            "lajoint-cs+scl-cos": "lajoint-cs+scl",
+            "lajmcl-cos": "lajmcl",
+        }.items():
             spec, reference = study["methods"][name], {**base["methods"], **printed}[base_name]
-            assert {k: v for k, v in spec.items() if k != "options"} == {k: v for k, v in reference.items() if k != "options"}
+            assert {k: v for k, v in spec.items() if k != "options"} == {
+                k: v for k, v in reference.items() if k != "options"
+            }
         assert study["methods"]["lajoint-cs+scl-t16"]["options"] == {"slot_temperature": 0.0625}
         # the claims' references are restated unchanged, so this run's rows are the default / ablations runs' rows
         assert study["methods"]["lajoint-cs"] == base["methods"]["lajoint-cs"]
         assert study["methods"]["cosda-laj_budget"] == printed["cosda-laj_budget"]
-        assert set(study["methods"]) == {"lajoint-cs+scl-t16", "lajoint-cs+scl-cos", "lajmcl-cos", "lajoint-cs", "cosda-laj_budget"}
+        assert set(study["methods"]) == {
+            "lajoint-cs+scl-t16",
+            "lajoint-cs+scl-cos",
+            "lajmcl-cos",
+            "lajoint-cs",
+            "cosda-laj_budget",
+        }
         assert study["figure"]["methods"] == []
         assert study["methods"]["lajmcl-cos"]["options"] == {"slot_affinity": "cosine", "slot_temperature": 0.1}
     else:  # Table 6: LAJoint+SCL over p_s {5, 10} x p_v {0, 10, 20}
@@ -383,4 +436,6 @@ def test_the_ablation_and_grid_envs_restate_base_but_for_their_methods(project: 
     assert f"{env}_tables.md" in str(tables._describe())
     # the methods keep their names in the parameters the nodes read (params:slu.methods.lajoint-cs+ucl)
     assert set(params["slu"]["methods"]) == set(study["methods"])
-    assert {i for i in pipeline.inputs() if i.startswith("params:slu.methods.")} == {f"params:slu.methods.{m}" for m in study["methods"]}
+    assert {i for i in pipeline.inputs() if i.startswith("params:slu.methods.")} == {
+        f"params:slu.methods.{m}" for m in study["methods"]
+    }

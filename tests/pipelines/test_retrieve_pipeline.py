@@ -28,8 +28,14 @@ QUERIES = ["play some jazz music", "", "wake me up at nine"]  # the blank line i
 
 def _fmda(identity: dict[str, Any] | None, dim: int = 16) -> dict[str, Any]:
     torch.manual_seed(0)
-    options = {"ffn_layers": 1, "mlp_layers": 1, "activation": "gelu", "attention_scale": "sqrt_d",
-               "utterance_target": "mean", "init": "pytorch"}
+    options = {
+        "ffn_layers": 1,
+        "mlp_layers": 1,
+        "activation": "gelu",
+        "attention_scale": "sqrt_d",
+        "utterance_target": "mean",
+        "init": "pytorch",
+    }
     return {**artifact("fmda", build("fmda", dim, 2, options), dim, 2, options, encoder=identity), "method": "fmda"}
 
 
@@ -41,7 +47,9 @@ def _files(tmp_path: Path) -> tuple[Path, Path]:
     return queries, corpus
 
 
-def _catalog(tmp_path: Path, model_dir: Path, model: dict[str, Any], mode: str = "meaning", top_k: int = 3) -> DataCatalog:
+def _catalog(
+    tmp_path: Path, model_dir: Path, model: dict[str, Any], mode: str = "meaning", top_k: int = 3
+) -> DataCatalog:
     queries, corpus = _files(tmp_path)
     params = {
         "params:embeddings.encoder": {"name": str(model_dir)},
@@ -55,9 +63,14 @@ def _catalog(tmp_path: Path, model_dir: Path, model: dict[str, Any], mode: str =
         "params:retrieve.search": "exact",
         "params:retrieve.faiss": {},
     }
-    return DataCatalog({"embedding_store": EmbeddingStoreDataset(str(tmp_path / "store")),
-                        "encoder": MemoryDataset(copy_mode="assign"), "retrieve_model": MemoryDataset(copy_mode="assign"),
-                        **{name: MemoryDataset(value) for name, value in params.items()}})
+    return DataCatalog(
+        {
+            "embedding_store": EmbeddingStoreDataset(str(tmp_path / "store")),
+            "encoder": MemoryDataset(copy_mode="assign"),
+            "retrieve_model": MemoryDataset(copy_mode="assign"),
+            **{name: MemoryDataset(value) for name, value in params.items()},
+        }
+    )
 
 
 def _expected(model_dir: Path, tmp_path: Path, saved: dict[str, Any] | None, key: str, top_k: int) -> pd.DataFrame:
@@ -107,8 +120,12 @@ def test_exact_search_breaks_ties_towards_the_lower_index_and_recall():
     assert np.round(scores.astype(float), 6).tolist() == [[1.0, 1.0, 0.707107], [1.0, 0.707107, 0.0]]
     assert exact_top_k(queries, corpus, 9)[0].shape == (2, 4)  # k larger than the corpus
     assert recall_at_k(np.array([[1, 2, 0], [0, 3, 1]]), indices) == pytest.approx(5 / 6)
-    table = neighbours_table(pd.DataFrame({"id": ["a", "b"], "text": ["x", "y"]}),
-                             pd.DataFrame({"id": ["0", "1", "2", "3"], "text": list("pqrs")}), indices[:, :1], scores[:, :1])
+    table = neighbours_table(
+        pd.DataFrame({"id": ["a", "b"], "text": ["x", "y"]}),
+        pd.DataFrame({"id": ["0", "1", "2", "3"], "text": list("pqrs")}),
+        indices[:, :1],
+        scores[:, :1],
+    )
     assert table.values.tolist() == [["a", "x", 1, "1", "q", 1.0], ["b", "y", 1, "0", "p", 1.0]]
 
 
@@ -118,9 +135,14 @@ def test_the_errors_name_the_file_and_the_parameter(tmp_path: Path):
     with pytest.raises(ValueError, match=rf"^retrieve.queries: {blank} holds no utterance$"):
         nodes.read_texts({"path": str(blank)}, "retrieve.queries")
     _, corpus = _files(tmp_path)
-    with pytest.raises(ValueError, match=rf"^retrieve.corpus.column: {corpus} has no column 'text'; its columns: \['key', 'utt'\]$"):
+    with pytest.raises(
+        ValueError, match=rf"^retrieve.corpus.column: {corpus} has no column 'text'; its columns: \['key', 'utt'\]$"
+    ):
         nodes.read_texts({"path": str(corpus), "column": "text"}, "retrieve.corpus")
-    with pytest.raises(ValueError, match=rf"^retrieve.corpus.column: {corpus} is a CSV file; name the column that holds the utterances$"):
+    with pytest.raises(
+        ValueError,
+        match=rf"^retrieve.corpus.column: {corpus} is a CSV file; name the column that holds the utterances$",
+    ):
         nodes.read_texts({"path": str(corpus)}, "retrieve.corpus")
     with pytest.raises(ValueError, match=rf"^retrieve.corpus.path: file not found: {tmp_path}/nope.txt$"):
         nodes.read_texts({"path": str(tmp_path / "nope.txt")}, "retrieve.corpus")
@@ -129,9 +151,14 @@ def test_the_errors_name_the_file_and_the_parameter(tmp_path: Path):
     with pytest.raises(ValueError, match=rf"^retrieve.corpus: {empty} is empty$"):
         nodes.read_texts({"path": str(empty), "column": "utt"}, "retrieve.corpus")
     identity = {"name": "tiny", "weights_sha256": "a" * 64, "hidden_size": 16}
-    with pytest.raises(ValueError, match=r"^retrieve.model: give exactly one of path \(a trained model file\) and run_id \(an MLflow run\)$"):
+    with pytest.raises(
+        ValueError,
+        match=r"^retrieve.model: give exactly one of path \(a trained model file\) and run_id \(an MLflow run\)$",
+    ):
         nodes.load_model({"path": "x", "run_id": "y"}, "meaning", identity)
-    with pytest.raises(ValueError, match=r"^retrieve.mode must be one of \['meaning', 'template', 'raw'\], got 'sense'$"):
+    with pytest.raises(
+        ValueError, match=r"^retrieve.mode must be one of \['meaning', 'template', 'raw'\], got 'sense'$"
+    ):
         nodes.load_model({"path": str(write_artifact(_fmda(identity), tmp_path / "m.safetensors"))}, "sense", identity)
 
 
@@ -139,13 +166,23 @@ def test_a_model_of_another_encoder_is_refused(tmp_path: Path):
     ours = {"name": "tiny", "weights_sha256": "a" * 64, "hidden_size": 16}
     other = {"name": "other", "weights_sha256": "b" * 64, "hidden_size": 16}
     path = write_artifact(_fmda(other), tmp_path / "m.safetensors")
-    with pytest.raises(ValueError, match=(rf"^retrieve.model: {path} was trained with encoder 'other' \(weights bbbbbbbbbbbb\), "
-                                          r"but embeddings.encoder.name configures 'tiny' \(weights aaaaaaaaaaaa\); "
-                                          r"configure the encoder it was trained with$")):
+    with pytest.raises(
+        ValueError,
+        match=(
+            rf"^retrieve.model: {path} was trained with encoder 'other' \(weights bbbbbbbbbbbb\), "
+            r"but embeddings.encoder.name configures 'tiny' \(weights aaaaaaaaaaaa\); "
+            r"configure the encoder it was trained with$"
+        ),
+    ):
         nodes.load_model({"path": str(path)}, "meaning", ours)
     wide = write_artifact(_fmda(ours, dim=32), tmp_path / "wide.safetensors")
-    with pytest.raises(ValueError, match=(rf"^retrieve.model: {wide} was trained on 32-dimensional encoder states, but the "
-                                          r"configured encoder 'tiny' \(embeddings.encoder.name\) gives 16; configure the encoder it was trained with$")):
+    with pytest.raises(
+        ValueError,
+        match=(
+            rf"^retrieve.model: {wide} was trained on 32-dimensional encoder states, but the "
+            r"configured encoder 'tiny' \(embeddings.encoder.name\) gives 16; configure the encoder it was trained with$"
+        ),
+    ):
         nodes.load_model({"path": str(wide)}, "meaning", ours)
     # the same encoder passes; so does a model that records none (only the size is checked, with a warning)
     nodes.load_model({"path": str(write_artifact(_fmda(ours), tmp_path / "ok.safetensors"))}, "meaning", ours)
@@ -168,17 +205,33 @@ def test_a_model_from_an_mlflow_run(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         with mlflow.start_run(nested=True) as child:
             pass
         # trained before models recorded their encoder: traced through the training run's parent
-        mlflow.log_artifact(str(write_artifact({**_fmda(None), "mlflow_run_id": child.info.run_id},
-                                               tmp_path / "fmda_all_together.safetensors")))
+        mlflow.log_artifact(
+            str(
+                write_artifact(
+                    {**_fmda(None), "mlflow_run_id": child.info.run_id}, tmp_path / "fmda_all_together.safetensors"
+                )
+            )
+        )
     try:
         with pytest.raises(ValueError, match=r"^retrieve.model.run_id: no MLflow run '0123456789abcdef' in sqlite:///"):
-            nodes.load_model({"run_id": "0123456789abcdef", "artifact": "fmda_all_together.safetensors"}, "meaning", ours)
-        with pytest.raises(ValueError, match=(rf"^retrieve.model.artifact: MLflow run {parent.info.run_id} has no artifact "
-                                              r"'fmda_x.safetensors'; its .safetensors artifacts: \['fmda_all_together.safetensors'\]$")):
+            nodes.load_model(
+                {"run_id": "0123456789abcdef", "artifact": "fmda_all_together.safetensors"}, "meaning", ours
+            )
+        with pytest.raises(
+            ValueError,
+            match=(
+                rf"^retrieve.model.artifact: MLflow run {parent.info.run_id} has no artifact "
+                r"'fmda_x.safetensors'; its .safetensors artifacts: \['fmda_all_together.safetensors'\]$"
+            ),
+        ):
             nodes.load_model({"run_id": parent.info.run_id, "artifact": "fmda_x.safetensors"}, "meaning", ours)
         with pytest.raises(ValueError, match=r"was trained with encoder 'other' \(weights bbbbbbbbbbbb\)"):
-            nodes.load_model({"run_id": parent.info.run_id, "artifact": "fmda_all_together.safetensors"}, "meaning", ours)
-        loaded = nodes.load_model({"run_id": parent.info.run_id, "artifact": "fmda_all_together.safetensors"}, "meaning", other)
+            nodes.load_model(
+                {"run_id": parent.info.run_id, "artifact": "fmda_all_together.safetensors"}, "meaning", ours
+            )
+        loaded = nodes.load_model(
+            {"run_id": parent.info.run_id, "artifact": "fmda_all_together.safetensors"}, "meaning", other
+        )
         assert loaded["source"] == f"MLflow run {parent.info.run_id} (fmda_all_together.safetensors)"
         assert set(loaded["saved"]["state_dict"]) == set(_fmda(None)["state_dict"])
     finally:
@@ -190,7 +243,10 @@ def test_faiss_search_finds_what_exact_search_finds():
     from language_agnostic.evaluation.neighbours import search
 
     rng = np.random.default_rng(0)
-    corpus, queries = rng.standard_normal((300, 16)).astype(np.float32), rng.standard_normal((50, 16)).astype(np.float32)
+    corpus, queries = (
+        rng.standard_normal((300, 16)).astype(np.float32),
+        rng.standard_normal((50, 16)).astype(np.float32),
+    )
     exact, exact_scores = search(queries, corpus, 5, "exact")
     approximate, scores = search(queries, corpus, 5, "faiss", {"hnsw_m": 16, "ef_search": 300})
     assert approximate.shape == (50, 5) and recall_at_k(approximate, exact) >= 0.98

@@ -22,34 +22,91 @@ from language_agnostic.pipelines.slu.pipeline import create_pipeline
 from language_agnostic.reporting.slu import slu_tables
 from tests.conftest import jsonl, massive_row, write_massive_archive
 
-EN = ["wake me up at [time : nine]", "set an alarm for [time : six]", "play [genre : jazz]", "play music",
-      "what is the weather [date : today]", "weather [date : tomorrow]", "wake me up at [time : six]", "play [genre : rock]",
-      "weather [date : today]", "set an alarm", "play [genre : pop] music", "weather [date : tomorrow] please"]
-DE = ["weck mich um [time : neun]", "stelle einen wecker für [time : sechs]", "spiel [genre : jazz]", "spiel musik",
-      "wie ist das wetter [date : heute]", "wetter [date : morgen]", "weck mich um [time : sechs]", "spiel [genre : rock]",
-      "wetter [date : heute]", "wecker", "spiel [genre : pop] musik", "wetter [date : morgen] bitte"]
-INTENTS = ["alarm", "alarm", "music", "music", "weather", "weather", "alarm", "music", "weather", "alarm", "music", "weather"]
+EN = [
+    "wake me up at [time : nine]",
+    "set an alarm for [time : six]",
+    "play [genre : jazz]",
+    "play music",
+    "what is the weather [date : today]",
+    "weather [date : tomorrow]",
+    "wake me up at [time : six]",
+    "play [genre : rock]",
+    "weather [date : today]",
+    "set an alarm",
+    "play [genre : pop] music",
+    "weather [date : tomorrow] please",
+]
+DE = [
+    "weck mich um [time : neun]",
+    "stelle einen wecker für [time : sechs]",
+    "spiel [genre : jazz]",
+    "spiel musik",
+    "wie ist das wetter [date : heute]",
+    "wetter [date : morgen]",
+    "weck mich um [time : sechs]",
+    "spiel [genre : rock]",
+    "wetter [date : heute]",
+    "wecker",
+    "spiel [genre : pop] musik",
+    "wetter [date : morgen] bitte",
+]
+INTENTS = [
+    "alarm",
+    "alarm",
+    "music",
+    "music",
+    "weather",
+    "weather",
+    "alarm",
+    "music",
+    "weather",
+    "alarm",
+    "music",
+    "weather",
+]
 PARTITIONS = ["train"] * 6 + ["dev"] * 3 + ["test"] * 3
 METHODS = {"zsjoint": {"method": "slu"}, "cosda": {"method": "slu", "code_switch": True}}
 
 
 def _utterances() -> pd.DataFrame:
-    return pd.DataFrame([{"locale": loc, "id": str(i), "partition": p, "intent": intent, "annot_utt": t,
-                          "utt": t.replace("[", "").replace("]", "")}
-                         for loc, texts in (("en-US", EN), ("de-DE", DE))
-                         for i, (t, p, intent) in enumerate(zip(texts, PARTITIONS, INTENTS))])
+    return pd.DataFrame(
+        [
+            {
+                "locale": loc,
+                "id": str(i),
+                "partition": p,
+                "intent": intent,
+                "annot_utt": t,
+                "utt": t.replace("[", "").replace("]", ""),
+            }
+            for loc, texts in (("en-US", EN), ("de-DE", DE))
+            for i, (t, p, intent) in enumerate(zip(texts, PARTITIONS, INTENTS))
+        ]
+    )
 
 
 def _archive(path: Path) -> Path:
     """The tiny corpus as a MASSIVE 1.1 tarball (en-US and de-DE)."""
     rows = _utterances().drop(columns=["utt"]).rename(columns={"annot_utt": "annot"})
-    return write_massive_archive(path / "massive.tar.gz", {
-        loc: jsonl([massive_row(r.id, loc, r.partition, re.sub(r"\[\w+ : ([^\]]*)\]", r"\1", r.annot), r.annot, r.intent)
-                    for r in rows[rows["locale"] == loc].itertuples()])
-        for loc in ("en-US", "de-DE")})
+    return write_massive_archive(
+        path / "massive.tar.gz",
+        {
+            loc: jsonl(
+                [
+                    massive_row(
+                        r.id, loc, r.partition, re.sub(r"\[\w+ : ([^\]]*)\]", r"\1", r.annot), r.annot, r.intent
+                    )
+                    for r in rows[rows["locale"] == loc].itertuples()
+                ]
+            )
+            for loc in ("en-US", "de-DE")
+        },
+    )
 
 
-def _catalog(model_dir: Path, muse_dir: Path, methods: dict[str, Any] | None = None, keep_source: bool = False) -> DataCatalog:
+def _catalog(
+    model_dir: Path, muse_dir: Path, methods: dict[str, Any] | None = None, keep_source: bool = False
+) -> DataCatalog:
     methods = METHODS if methods is None else methods
     params: dict[str, Any] = {
         "params:embeddings.encoder": {"name": str(model_dir)},
@@ -58,17 +115,29 @@ def _catalog(model_dir: Path, muse_dir: Path, methods: dict[str, Any] | None = N
         "params:slu.locales": ["en-US", "de-DE"],
         "params:slu.data": {"training_locale": "en-US", "batch_size": 4, "seed": 0},
         "params:slu.code_switch": {"ratio": 0.9, "languages": [], "seed": 0, "keep_source": keep_source},
-        "params:slu.training": {"lr": 1e-3, "encoder_lr": 1e-4, "max_epochs": 2, "patience": 2, "seed": 0, "progress": False,
-                                "schedule": "linear", "warmup_ratio": 0.1},
+        "params:slu.training": {
+            "lr": 1e-3,
+            "encoder_lr": 1e-4,
+            "max_epochs": 2,
+            "patience": 2,
+            "seed": 0,
+            "progress": False,
+            "schedule": "linear",
+            "warmup_ratio": 0.1,
+        },
         **{f"params:slu.methods.{name}": spec for name, spec in methods.items()},
     }
-    return DataCatalog({"massive_archive": TarArchiveDataset(filepath=str(_archive(muse_dir))),
-                        "encoder": MemoryDataset(copy_mode="assign"),
-                        "muse_dictionaries": MuseDictionariesDataset(str(muse_dir)),
-                        "slu_metrics_before": MemoryDataset(pd.DataFrame(columns=METRIC_COLUMNS)),
-                        "slu_outcomes_before": OutcomesDataset(str(muse_dir / "outcomes.parquet")),
-                        "slu_outcomes": OutcomesDataset(str(muse_dir / "outcomes.parquet")),
-                        **{k: MemoryDataset(v) for k, v in params.items()}})
+    return DataCatalog(
+        {
+            "massive_archive": TarArchiveDataset(filepath=str(_archive(muse_dir))),
+            "encoder": MemoryDataset(copy_mode="assign"),
+            "muse_dictionaries": MuseDictionariesDataset(str(muse_dir)),
+            "slu_metrics_before": MemoryDataset(pd.DataFrame(columns=METRIC_COLUMNS)),
+            "slu_outcomes_before": OutcomesDataset(str(muse_dir / "outcomes.parquet")),
+            "slu_outcomes": OutcomesDataset(str(muse_dir / "outcomes.parquet")),
+            **{k: MemoryDataset(v) for k, v in params.items()},
+        }
+    )
 
 
 def test_slu_pipeline_end_to_end_on_tiny_data(tiny_hub_model: Path, tmp_path: Path):
@@ -81,7 +150,8 @@ def test_slu_pipeline_end_to_end_on_tiny_data(tiny_hub_model: Path, tmp_path: Pa
     for method in METHODS:
         mine = table[table["method"] == method]
         assert {(t, m) for t, m in zip(mine["target"], mine["metric"])} == {
-            (loc, m) for loc in ("en-US", "de-DE") for m in ("intent_accuracy", "slot_f1", "exact_match")}
+            (loc, m) for loc in ("en-US", "de-DE") for m in ("intent_accuracy", "slot_f1", "exact_match")
+        }
         assert mine["value"].between(0, 1).all()
     # only the configured locales' dictionaries are read; counts go to MLflow
     counts = catalog["slu_dictionary_counts"].load()
@@ -94,11 +164,17 @@ def test_slu_pipeline_end_to_end_on_tiny_data(tiny_hub_model: Path, tmp_path: Pa
     assert ingest["slu.massive.en_US.rows_in"]["value"] == 12.0 and ingest["slu.massive.de_DE.rejected"]["value"] == 0.0
 
 
-@pytest.mark.parametrize(("locales", "message"), [
-    ([], r"slu.locales: the list of test locales is empty"),
-    (["de-DE"], r"slu.data.training_locale 'en-US' is not in slu.locales \['de-DE'\]"),
-    (["en-US", "fr-FR"], r"slu.locales\[1\]: the archive has no file '1.1/data/fr-FR.jsonl' \(locales in it: \['de-DE', 'en-US'\]\)"),
-])
+@pytest.mark.parametrize(
+    ("locales", "message"),
+    [
+        ([], r"slu.locales: the list of test locales is empty"),
+        (["de-DE"], r"slu.data.training_locale 'en-US' is not in slu.locales \['de-DE'\]"),
+        (
+            ["en-US", "fr-FR"],
+            r"slu.locales\[1\]: the archive has no file '1.1/data/fr-FR.jsonl' \(locales in it: \['de-DE', 'en-US'\]\)",
+        ),
+    ],
+)
 def test_bad_slu_locales_are_named(tmp_path: Path, locales: list[str], message: str):
     archive = TarArchiveDataset(filepath=str(_archive(tmp_path))).load()
     with pytest.raises(CorpusFormatError, match=message):
@@ -122,7 +198,8 @@ def test_lajoint_and_lajmcl_run_through_the_pipeline(tiny_hub_model: Path, tmp_p
     for method in LAJ_METHODS:
         mine = table[table["method"] == method]
         assert {(t, m) for t, m in zip(mine["target"], mine["metric"])} == {
-            (loc, m) for loc in ("en-US", "de-DE") for m in ("intent_accuracy", "slot_f1", "exact_match")}
+            (loc, m) for loc in ("en-US", "de-DE") for m in ("intent_accuracy", "slot_f1", "exact_match")
+        }
         assert mine["value"].between(0, 1).all()
     # the saved model is LAJ-MCL's: its slot set, MCL levels and label embeddings travel with it
     saved = catalog["slu_model_lajmcl"].load()
@@ -136,12 +213,22 @@ def test_slu_rows_with_counts():
 
     rows, rejects, metrics = build_slu_rows(_utterances(), {"on_bad_row": "error"})
     assert len(rows) == 24 and rejects.empty and metrics["slu.rows.all.rows_out"]["value"] == 24.0
-    assert rows.iloc[0]["words"] == ["wake", "me", "up", "at", "nine"] and rows.iloc[0]["labels"] == ["O", "O", "O", "O", "B-time"]
+    assert rows.iloc[0]["words"] == ["wake", "me", "up", "at", "nine"] and rows.iloc[0]["labels"] == [
+        "O",
+        "O",
+        "O",
+        "O",
+        "B-time",
+    ]
 
 
 def test_the_tables_average_the_non_training_locales():
-    rows = pd.DataFrame([{"method": "zsjoint", "task": "slu", "target": loc, "metric": "exact_match", "value": v}
-                         for loc, v in (("en-US", 0.9), ("de-DE", 0.5), ("ja-JP", 0.2))])
+    rows = pd.DataFrame(
+        [
+            {"method": "zsjoint", "task": "slu", "target": loc, "metric": "exact_match", "value": v}
+            for loc, v in (("en-US", 0.9), ("de-DE", 0.5), ("ja-JP", 0.2))
+        ]
+    )
     markdown = slu_tables(rows, "en-US")
     assert "| method | en | de | ja | avg |" in markdown
     assert "| zsjoint | 90.00 | 50.00 | 20.00 | 35.00 |" in markdown
@@ -154,9 +241,16 @@ def test_a_bad_method_is_named():
 
 ABLATION_METHODS = {
     "zsjoint": {"method": "slu"},
-    "lajoint-cs+ucl": {"method": "lajoint", "code_switch": True, "loss_weights": {"slot_value": 0, "word": 0},
-                       "options": {"mcl": {"init_layers": 1}}, "training": {"max_epochs": 1, "train_layers": 1}},
+    "lajoint-cs+ucl": {
+        "method": "lajoint",
+        "code_switch": True,
+        "loss_weights": {"slot_value": 0, "word": 0},
+        "options": {"mcl": {"init_layers": 1}},
+        "training": {"max_epochs": 1, "train_layers": 1},
+    },
 }
+
+
 class _Kept(MemoryDataset):
     """A memory dataset the runner does not empty once its readers have run."""
 
@@ -164,11 +258,18 @@ class _Kept(MemoryDataset):
         pass
 
 
-FIGURE = {"methods": ["zsjoint", "lajoint-cs+ucl", "lajmcl"], "intent": "music", "n_utterances": 100, "locales": [], "seed": 0}
+FIGURE = {
+    "methods": ["zsjoint", "lajoint-cs+ucl", "lajmcl"],
+    "intent": "music",
+    "n_utterances": 100,
+    "locales": [],
+    "seed": 0,
+}
 
 
-def test_a_method_named_with_plus_runs_under_a_node_safe_key_and_keeps_its_name_in_the_rows(tiny_hub_model: Path,
-                                                                                              tmp_path: Path):
+def test_a_method_named_with_plus_runs_under_a_node_safe_key_and_keeps_its_name_in_the_rows(
+    tiny_hub_model: Path, tmp_path: Path
+):
     (tmp_path / "en-de.txt").write_text("play spiel\nweather wetter\nalarm wecker\nset stelle\n", encoding="utf-8")
     catalog = _catalog(tiny_hub_model, tmp_path, ABLATION_METHODS, keep_source=True)
     catalog["params:slu.figure"] = MemoryDataset(FIGURE)
@@ -182,8 +283,12 @@ def test_a_method_named_with_plus_runs_under_a_node_safe_key_and_keeps_its_name_
     # every MLflow metric name is one MLflow takes (no '+')
     metrics = {**catalog["slu_metrics"].load(), **catalog["slu_history_lajoint_cs_plus_ucl"].load()}
     assert all(re.fullmatch(r"[/\w.\- :]+", k) for k in metrics), [k for k in metrics if "+" in k]
-    assert {"slu.lajoint-cs_plus_ucl.train_seconds_per_epoch", "slu.lajoint-cs_plus_ucl.kept.dev_exact_match",
-            "slu.lajoint-cs_plus_ucl.de-DE.inference_seconds", "slu.zsjoint.de-DE.slot_errors.slot_num"} <= set(metrics)
+    assert {
+        "slu.lajoint-cs_plus_ucl.train_seconds_per_epoch",
+        "slu.lajoint-cs_plus_ucl.kept.dev_exact_match",
+        "slu.lajoint-cs_plus_ucl.de-DE.inference_seconds",
+        "slu.zsjoint.de-DE.slot_errors.slot_num",
+    } <= set(metrics)
     details = catalog["slu_details_lajoint_cs_plus_ucl"].load()
     assert details["train_seconds_per_epoch"] > 0 and details["epochs_run"] == 1
     assert set(details["slot_errors"]) == {"en-US", "de-DE"} and details["n_test"] == {"en-US": 3, "de-DE": 3}
@@ -191,14 +296,26 @@ def test_a_method_named_with_plus_runs_under_a_node_safe_key_and_keeps_its_name_
     outcomes = catalog["slu_outcomes"].load()
     assert set(outcomes["method"]) == {"zsjoint", "lajoint-cs+ucl"} and len(outcomes) == 2 * 2 * 3
     de = outcomes[(outcomes["method"] == "zsjoint") & (outcomes["target"] == "de-DE")]["correct"].mean()
-    assert de == pytest.approx(table[(table["method"] == "zsjoint") & (table["target"] == "de-DE")
-                                     & (table["metric"] == "exact_match")]["value"].item(), abs=1e-6)
+    assert de == pytest.approx(
+        table[(table["method"] == "zsjoint") & (table["target"] == "de-DE") & (table["metric"] == "exact_match")][
+            "value"
+        ].item(),
+        abs=1e-6,
+    )
     # Figure 3: the same test utterance of the intent in both locales, a [CLS] vector each, for the methods run
     assert details["figure"]["ids"] == ["10"] and {k: v.shape for k, v in details["figure"]["vectors"].items()} == {
-        "en-US": (1, 16), "de-DE": (1, 16)}
+        "en-US": (1, 16),
+        "de-DE": (1, 16),
+    }
     assert catalog["slu_figure"].load() is not None
     markdown = catalog["slu_tables_markdown"].load()
-    for title in ("## Table 2 layout", "## Table 4 layout", "## Table 15 layout", "## Table 5 layout", "## Table 10 layout"):
+    for title in (
+        "## Table 2 layout",
+        "## Table 4 layout",
+        "## Table 15 layout",
+        "## Table 5 layout",
+        "## Table 10 layout",
+    ):
         assert title in markdown
     assert "| + UCL | `lajoint-cs+ucl` |" in markdown and "### `lajoint-cs+ucl`" in markdown
     assert "## Table 6 layout" not in markdown  # no grid configured
@@ -207,11 +324,17 @@ def test_a_method_named_with_plus_runs_under_a_node_safe_key_and_keeps_its_name_
 def test_method_names_map_to_distinct_node_names():
     from language_agnostic.pipelines.slu.nodes import grid_methods, method_key
 
-    assert method_key("lajoint-cs+ucl+scl") == "lajoint_cs_plus_ucl_plus_scl" and method_key("cosda-cs_only") == "cosda_cs_only"
+    assert (
+        method_key("lajoint-cs+ucl+scl") == "lajoint_cs_plus_ucl_plus_scl"
+        and method_key("cosda-cs_only") == "cosda_cs_only"
+    )
     with pytest.raises(ValueError, match=r"slu.methods: 'a.b' is not a method name"):
         method_key("a.b")
     with pytest.raises(ValueError, match=r"'x-y' and 'x_y' both become the node name 'x_y'"):
         create_pipeline(methods={"x-y": {"method": "slu"}, "x_y": {"method": "slu"}})
     spec = lambda **mcl: {"method": "lajoint", "options": {"mcl": mcl}}  # noqa: E731
-    assert grid_methods({"a": spec(p_s=10), "b": spec(p_v=0), "c": {"method": "lajoint"}}) == {"a": (10, 20), "b": (5, 0)}
+    assert grid_methods({"a": spec(p_s=10), "b": spec(p_v=0), "c": {"method": "lajoint"}}) == {
+        "a": (10, 20),
+        "b": (5, 0),
+    }
     assert grid_methods({"a": spec(p_s=10)}) == {}

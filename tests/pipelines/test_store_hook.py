@@ -36,13 +36,18 @@ def _check_logging(caplog: pytest.LogCaptureFixture) -> None:
         with caplog.at_level(logging.INFO):
             hook.after_pipeline_run()
     client = mlflow.tracking.MlflowClient()
-    history = {m: [(x.step, x.value) for x in client.get_metric_history(run.info.run_id, f"embedding_store.{m}")]
-               for m in ("texts_requested", "texts_distinct", "texts_encoded", "texts_reused", "forward_texts_per_s")}
+    history = {
+        m: [(x.step, x.value) for x in client.get_metric_history(run.info.run_id, f"embedding_store.{m}")]
+        for m in ("texts_requested", "texts_distinct", "texts_encoded", "texts_reused", "forward_texts_per_s")
+    }
     assert history["texts_requested"] == [(1, 3.0), (2, 4.0)]
     assert history["texts_distinct"] == [(1, 2.0), (2, 2.0)]
     assert history["texts_encoded"] == [(1, 2.0), (2, 2.0)]
     assert history["texts_reused"] == [(1, 1.0), (2, 2.0)]
     assert history["forward_texts_per_s"] == [(1, 2.0), (2, 2.0)]
-    assert "embedding store: 4 texts requested (2 distinct), 2 encoded, 2 reused; 2 texts/s in forward passes" in caplog.text
+    assert (
+        "embedding store: 4 texts requested (2 distinct), 2 encoded, 2 reused; 2 texts/s in forward passes"
+        in caplog.text
+    )
     hook.before_pipeline_run({})
     assert USAGE.requested == 0 and USAGE.distinct == 0

@@ -30,7 +30,10 @@ from tests.conftest import PROJECT_ROOT
 EXTRACTION = {"prefix": "", "dtype": "float32", "device": "cpu", "batch_size": 4, "progress": False}
 # words of the tiny encoder's vocabulary (tests/conftest.py); xho and fra stand for languages no model saw
 PAIRS = {
-    "deu": (["weck mich um neun", "spiel etwas musik", "weck mich"], ["wake me up at nine", "play some jazz music", "wake me up"]),
+    "deu": (
+        ["weck mich um neun", "spiel etwas musik", "weck mich"],
+        ["wake me up at nine", "play some jazz music", "wake me up"],
+    ),
     "fra": (["play music", "set alarm"], ["play some music", "set an alarm for six"]),
     "xho": (["what is the weather", "alarm"], ["what is the weather today", "wake me up"]),
 }
@@ -53,36 +56,68 @@ def _data(tmp_path: Path, model_dir: Path) -> tuple[Path, Path]:
     models = tmp_path / "06_models"
     identity = load_encoder(str(model_dir)).identity
     torch.manual_seed(0)
-    write_artifact(artifact("dream", build("dream", 16, 8, {"activation": "none"}), 16, 8, {"activation": "none"},
-                            encoder=identity, pooling="mean", name="dream"), models / "qe" / "dream.safetensors")
-    write_artifact({"state_dict": {"de": torch.full((16,), 0.1), "en": torch.zeros(16)}, "method": "centering", "pooling": "mean"},
-                   models / "qe" / "centering.safetensors")
-    options = {"ffn_layers": 1, "mlp_layers": 1, "activation": "gelu", "attention_scale": "sqrt_d", "utterance_target": "mean",
-               "init": "identity"}
-    write_artifact({**artifact("fmda", build("fmda", 16, 2, options), 16, 2, options, encoder=identity), "variant": "all_together"},
-                   models / "en_de" / "fmda_all_together.safetensors")
+    write_artifact(
+        artifact(
+            "dream",
+            build("dream", 16, 8, {"activation": "none"}),
+            16,
+            8,
+            {"activation": "none"},
+            encoder=identity,
+            pooling="mean",
+            name="dream",
+        ),
+        models / "qe" / "dream.safetensors",
+    )
+    write_artifact(
+        {"state_dict": {"de": torch.full((16,), 0.1), "en": torch.zeros(16)}, "method": "centering", "pooling": "mean"},
+        models / "qe" / "centering.safetensors",
+    )
+    options = {
+        "ffn_layers": 1,
+        "mlp_layers": 1,
+        "activation": "gelu",
+        "attention_scale": "sqrt_d",
+        "utterance_target": "mean",
+        "init": "identity",
+    }
+    write_artifact(
+        {
+            **artifact("fmda", build("fmda", 16, 2, options), 16, 2, options, encoder=identity),
+            "variant": "all_together",
+        },
+        models / "en_de" / "fmda_all_together.safetensors",
+    )
     shutil.copytree(model_dir, models / "emu" / "encoders" / "emu")  # a "fine-tuned" encoder that equals the raw one
     return folder, models
 
 
 def _catalog(tmp_path: Path, model_dir: Path, folder: Path, models: Path) -> DataCatalog:
     conf = _conf()
-    params = {"params:embeddings.encoder": {"name": str(model_dir)}, "params:embeddings.extraction": EXTRACTION,
-              **{f"params:{key}": conf[key] for key in ("qe", "sts", "massive", "fmda", "fmda_paper", "emu")},
-              **{f"params:tatoeba.{key}": value for key, value in conf["tatoeba"].items()}}
+    params = {
+        "params:embeddings.encoder": {"name": str(model_dir)},
+        "params:embeddings.extraction": EXTRACTION,
+        **{f"params:{key}": conf[key] for key in ("qe", "sts", "massive", "fmda", "fmda_paper", "emu")},
+        **{f"params:tatoeba.{key}": value for key, value in conf["tatoeba"].items()},
+    }
     params["params:tatoeba.ingest"] = {**conf["tatoeba"]["ingest"], "expected_pairs": 3}
     params["params:tatoeba.evaluation"] = {**conf["tatoeba"]["evaluation"], "progress": False}
-    return DataCatalog({
-        "tatoeba_files": TextDirectoryDataset(str(folder), pattern="tatoeba.*-eng.*"),
-        "models_directory": TrainedModelsDataset(str(models)),
-        "embedding_store": EmbeddingStoreDataset(str(tmp_path / "store")),
-        "encoder": MemoryDataset(copy_mode="assign"), "tatoeba_models": MemoryDataset(copy_mode="assign"),
-        "tatoeba_metrics_table": MetricsTableDataset(str(tmp_path / "metrics.csv")),
-        # intermediate outputs the runner would release from memory
-        "tatoeba_scores": CSVDataset(filepath=str(tmp_path / "scores.csv")),
-        "tatoeba_languages": CSVDataset(filepath=str(tmp_path / "languages.csv"), load_args={"keep_default_na": False}),
-        **{name: MemoryDataset(value) for name, value in params.items()},
-    })
+    return DataCatalog(
+        {
+            "tatoeba_files": TextDirectoryDataset(str(folder), pattern="tatoeba.*-eng.*"),
+            "models_directory": TrainedModelsDataset(str(models)),
+            "embedding_store": EmbeddingStoreDataset(str(tmp_path / "store")),
+            "encoder": MemoryDataset(copy_mode="assign"),
+            "tatoeba_models": MemoryDataset(copy_mode="assign"),
+            "tatoeba_metrics_table": MetricsTableDataset(str(tmp_path / "metrics.csv")),
+            # intermediate outputs the runner would release from memory
+            "tatoeba_scores": CSVDataset(filepath=str(tmp_path / "scores.csv")),
+            "tatoeba_languages": CSVDataset(
+                filepath=str(tmp_path / "languages.csv"), load_args={"keep_default_na": False}
+            ),
+            **{name: MemoryDataset(value) for name, value in params.items()},
+        }
+    )
 
 
 def _raw_accuracy(model_dir: Path, tmp_path: Path, language: str) -> tuple[float, float]:
@@ -90,24 +125,37 @@ def _raw_accuracy(model_dir: Path, tmp_path: Path, language: str) -> tuple[float
     encoder = load_encoder(str(model_dir))
     settings = ExtractionSettings(**EXTRACTION)
     store = EmbeddingStore(tmp_path / "check")
-    xxx, eng = (np.asarray(extract_embeddings(encoder, side, settings, store).vectors("mean")) for side in PAIRS[language])
+    xxx, eng = (
+        np.asarray(extract_embeddings(encoder, side, settings, store).vectors("mean")) for side in PAIRS[language]
+    )
     return retrieval_accuracy_at_1(xxx, eng), retrieval_accuracy_at_1(eng, xxx)
 
 
-def test_every_present_model_on_every_language_both_directions(tiny_hub_model: Path, tmp_path: Path,
-                                                                caplog: pytest.LogCaptureFixture):
+def test_every_present_model_on_every_language_both_directions(
+    tiny_hub_model: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+):
     folder, models = _data(tmp_path, tiny_hub_model)
     catalog = _catalog(tmp_path, tiny_hub_model, folder, models)
     with caplog.at_level(logging.WARNING):
         SequentialRunner().run(create_pipeline(), catalog)
     scores = catalog["tatoeba_scores"].load()
     per_method = scores.groupby(["method", "embedding"])["language"].nunique().to_dict()
-    assert per_method == {("raw", "mean"): 3, ("raw", "cls"): 3, ("dream@qe", "meaning"): 3, ("fmda@en_de", "m"): 3,
-                          ("emu@massive", "mean"): 3, ("centering@qe", "mean"): 1}  # centering: deu (a "de" mean) only
+    assert per_method == {
+        ("raw", "mean"): 3,
+        ("raw", "cls"): 3,
+        ("dream@qe", "meaning"): 3,
+        ("fmda@en_de", "m"): 3,
+        ("emu@massive", "mean"): 3,
+        ("centering@qe", "mean"): 1,
+    }  # centering: deu (a "de" mean) only
     assert (scores.groupby(["method", "embedding", "language"]).size() == 4).all()  # 2 directions x 2 scorings
     # the raw encoder against an independent computation, per direction
-    deu = scores[(scores["method"] == "raw") & (scores["embedding"] == "mean") & (scores["language"] == "deu")
-                 & (scores["scoring"] == "cosine")].set_index("source")["accuracy"]
+    deu = scores[
+        (scores["method"] == "raw")
+        & (scores["embedding"] == "mean")
+        & (scores["language"] == "deu")
+        & (scores["scoring"] == "cosine")
+    ].set_index("source")["accuracy"]
     assert (deu["deu"], deu["eng"]) == pytest.approx(_raw_accuracy(tiny_hub_model, tmp_path, "deu"))
     # the "fine-tuned" encoder is a copy of the raw one: its own encoding pass gives the same answers
     key = ["language", "source", "scoring"]
@@ -120,13 +168,21 @@ def test_every_present_model_on_every_language_both_directions(tiny_hub_model: P
     assert "qe" in languages.loc["deu", "seen_by"] and not languages.loc["xho", "seen"]
     assert languages.loc["fra", "seen_by"] == "sts"  # the STS corpus holds French
     # every model not on disk is named with the command that makes it
-    assert "tatoeba: meat@qe skipped: " in caplog.text and "qe/meat.safetensors not found; `kedro run --pipeline=qe` makes it" in caplog.text
+    assert (
+        "tatoeba: meat@qe skipped: " in caplog.text
+        and "qe/meat.safetensors not found; `kedro run --pipeline=qe` makes it" in caplog.text
+    )
     report = catalog["tatoeba_report_markdown"].load()
     assert "- `seed@sts`: " in report and "## Averages, cosine similarity" in report
     metrics = pd.read_csv(tmp_path / "metrics.csv")
     tatoeba = metrics[metrics["pipeline"] == "tatoeba"]
-    assert len(tatoeba) == len(scores) and set(tatoeba["encoder"]) == {load_encoder(str(tiny_hub_model)).identity["name"]}
-    assert set(tatoeba["task"]) == {"bitext_retrieval"} and set(tatoeba["metric"]) == {"accuracy@1", "margin_accuracy@1"}
+    assert len(tatoeba) == len(scores) and set(tatoeba["encoder"]) == {
+        load_encoder(str(tiny_hub_model)).identity["name"]
+    }
+    assert set(tatoeba["task"]) == {"bitext_retrieval"} and set(tatoeba["metric"]) == {
+        "accuracy@1",
+        "margin_accuracy@1",
+    }
     board = (tmp_path / "leaderboard.md").read_text()
     assert "bitext_retrieval / tatoeba / accuracy@1 (deu, eng, fra, xho: 6)" in board
     assert catalog["tatoeba_metrics"].load()["tatoeba.ingest.total.pairs"]["value"] == 7.0
@@ -144,7 +200,10 @@ def test_every_present_model_on_every_language_both_directions(tiny_hub_model: P
     assert caplog.text.count("1 list(s) already stored, nothing to encode") == 2 and "encoding" not in caplog.text
     assert "fmda@en_de: meaning embeddings cache hit" in caplog.text
     assert sorted(p.name for p in (tmp_path / "store").glob("v2-*/lists/*")) == entries and len(entries) == 2
-    assert sorted(p.name for p in next((tmp_path / "store").glob("v2-*/derived")).iterdir()) == derived and len(derived) == 1
+    assert (
+        sorted(p.name for p in next((tmp_path / "store").glob("v2-*/derived")).iterdir()) == derived
+        and len(derived) == 1
+    )
     pd.testing.assert_frame_equal(catalog["tatoeba_scores"].load(), scores)
 
 
@@ -170,7 +229,9 @@ def test_the_registry_and_the_catalog_follow_the_raw_data_root(project: Path, tm
         catalog = session.load_context().catalog
         pipelines = register_pipelines()
         assert catalog["tatoeba_files"]._describe()["path"] == f"{tmp_path}/tatoeba/v1"  # noqa: SLF001
-        with pytest.raises(Exception, match=rf"LASER Tatoeba test sets \(tatoeba/v1\) not found at '{tmp_path}/tatoeba/v1'"):
+        with pytest.raises(
+            Exception, match=rf"LASER Tatoeba test sets \(tatoeba/v1\) not found at '{tmp_path}/tatoeba/v1'"
+        ):
             catalog.load("tatoeba_files")
         assert catalog["tatoeba_models"]._copy_mode == "assign"  # noqa: SLF001
     names = {n.name for n in pipelines["tatoeba"].nodes}

@@ -25,11 +25,24 @@ def _template_data() -> tuple:
     import pandas as pd
 
     # music: templates A (3 utterances), B (2), C (1); alarm: D (2), E (2); weather: F (4)
-    spec = [("music", "A")] * 3 + [("music", "B")] * 2 + [("music", "C")] + [("alarm", "D")] * 2 + [("alarm", "E")] * 2 + \
-        [("weather", "F")] * 4
+    spec = (
+        [("music", "A")] * 3
+        + [("music", "B")] * 2
+        + [("music", "C")]
+        + [("alarm", "D")] * 2
+        + [("alarm", "E")] * 2
+        + [("weather", "F")] * 4
+    )
     ids = [str(i) for i in range(len(spec))]
-    utterances = pd.DataFrame({"locale": "en-US", "id": ids, "partition": "test", "utt": [f"u{i}" for i in ids],
-                               "intent": [intent for intent, _ in spec]})
+    utterances = pd.DataFrame(
+        {
+            "locale": "en-US",
+            "id": ids,
+            "partition": "test",
+            "utt": [f"u{i}" for i in ids],
+            "intent": [intent for intent, _ in spec],
+        }
+    )
     masked = pd.DataFrame({"locale": "en-US", "id": ids, "partition": "test", "template_text": [t for _, t in spec]})
     return utterances, masked, {"test": ids, "dev": []}
 

@@ -11,10 +11,31 @@ from language_agnostic.datasets.metrics import MetricsTableDataset
 from language_agnostic.reporting.leaderboard import LEADERBOARD_COLUMNS, leaderboard_markdown, leaderboard_table
 
 
-def _row(method: str, embedding: str, task: str, dataset: str, source: str, target: str, metric: str, value: float,
-         pipeline: str = "fmda", encoder: str = "tiny") -> dict:
-    return {"pipeline": pipeline, "method": method, "embedding": embedding, "task": task, "dataset": dataset,
-            "source": source, "target": target, "metric": metric, "value": value, "encoder": encoder, "run_id": "r"}
+def _row(
+    method: str,
+    embedding: str,
+    task: str,
+    dataset: str,
+    source: str,
+    target: str,
+    metric: str,
+    value: float,
+    pipeline: str = "fmda",
+    encoder: str = "tiny",
+) -> dict:
+    return {
+        "pipeline": pipeline,
+        "method": method,
+        "embedding": embedding,
+        "task": task,
+        "dataset": dataset,
+        "source": source,
+        "target": target,
+        "metric": metric,
+        "value": value,
+        "encoder": encoder,
+        "run_id": "r",
+    }
 
 
 def _metrics() -> pd.DataFrame:
@@ -42,7 +63,17 @@ def _metrics() -> pd.DataFrame:
         # a method only in another pipeline, and one whose only row is a leakage probe
         _row("seed", "meaning", "quality_estimation", "wmt20_qe_test:en-de", "en", "de", "pearson", 0.41, "qe"),
         _row("seed", "language", "language_leakage", "qe_corpus:validation", "all", "all", "probe_accuracy", 0.9, "qe"),
-        _row("probe_only", "meaning", "language_leakage", "qe_corpus:validation", "all", "all", "probe_accuracy", 0.5, "qe"),
+        _row(
+            "probe_only",
+            "meaning",
+            "language_leakage",
+            "qe_corpus:validation",
+            "all",
+            "all",
+            "probe_accuracy",
+            0.5,
+            "qe",
+        ),
     ]
     return pd.DataFrame(rows)
 
@@ -56,8 +87,10 @@ QE = "quality_estimation / wmt20_qe_test / pearson (de, en: 1)"
 def test_the_leaderboard_table_exactly():
     board = leaderboard_table(_metrics())
     assert list(board.columns) == LEADERBOARD_COLUMNS
-    got = [[r.method, r.embedding, r.task, r.dataset, r.metric, r.languages, r.n_directions, round(r.value, 6), r.best]
-           for r in board.itertuples()]
+    got = [
+        [r.method, r.embedding, r.task, r.dataset, r.metric, r.languages, r.n_directions, round(r.value, 6), r.best]
+        for r in board.itertuples()
+    ]
     assert got == [
         ["fmda", "m", "cross_lingual_retrieval", "massive_test", "accuracy@1", "de-DE, en-US, ja-JP", 4, 0.61, True],
         ["raw", "mean", "cross_lingual_retrieval", "massive_test", "accuracy@1", "de-DE, en-US, ja-JP", 4, 0.51, False],
@@ -77,7 +110,7 @@ def test_the_leaderboard_table_exactly():
 def test_the_leaderboard_markdown_exactly_with_every_method():
     metrics = _metrics()
     text = leaderboard_markdown(leaderboard_table(metrics), metrics)
-    table = text[text.index("| method"):].strip().splitlines()
+    table = text[text.index("| method") :].strip().splitlines()
     assert table == [
         f"| method | embedding | {XL4} | {XL2} | {MAP} | {QE} |",
         "|---|---|---:|---:|---:|---:|",
@@ -122,9 +155,13 @@ def test_every_save_of_the_metrics_table_rewrites_the_leaderboard(tmp_path: Path
 
 def test_bitext_retrieval_follows_cross_lingual_retrieval_and_many_languages_are_counted():
     codes = [f"l{i:02d}" for i in range(13)]
-    rows = [_row("raw", "mean", "bitext_retrieval", "tatoeba", code, "eng", "accuracy@1", 0.5, "tatoeba") for code in codes]
-    rows += [_row("raw", "mean", "template_retrieval", "massive_template_multi:en-US>de-DE", "de-DE", "de-DE", "MAP", 0.4),
-             _row("raw", "mean", "cross_lingual_retrieval", "massive_test", "en-US", "de-DE", "accuracy@1", 0.6)]
+    rows = [
+        _row("raw", "mean", "bitext_retrieval", "tatoeba", code, "eng", "accuracy@1", 0.5, "tatoeba") for code in codes
+    ]
+    rows += [
+        _row("raw", "mean", "template_retrieval", "massive_template_multi:en-US>de-DE", "de-DE", "de-DE", "MAP", 0.4),
+        _row("raw", "mean", "cross_lingual_retrieval", "massive_test", "en-US", "de-DE", "accuracy@1", 0.6),
+    ]
     board = leaderboard_table(pd.DataFrame(rows))
     assert board["task"].tolist() == ["cross_lingual_retrieval", "bitext_retrieval", "template_retrieval"]
     # 14 languages (13 and English) are counted, not listed; two are listed

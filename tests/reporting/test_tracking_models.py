@@ -10,7 +10,11 @@ import torch
 from language_agnostic.methods.registry import artifact, build
 from language_agnostic.methods.trained import load_from_run
 from language_agnostic.reporting.tracking import (
-    EXPERIMENT_KIND, EXPERIMENT_KIND_TAG, log_child_model, log_child_run, mark_training_experiment,
+    EXPERIMENT_KIND,
+    EXPERIMENT_KIND_TAG,
+    log_child_model,
+    log_child_run,
+    mark_training_experiment,
 )
 
 
@@ -36,12 +40,19 @@ def test_a_trained_head_is_a_model_of_its_child_run(tracking):
     assert [m.model_id for m in run.outputs.model_outputs] == [model_id]  # the run's "Models" column
     (model,) = client.search_logged_models(experiment_ids=[run.info.experiment_id])
     assert (model.model_id, model.name, model.source_run_id, model.model_type, str(model.status)) == (
-        model_id, "dream", run_id, "dream", "READY")
+        model_id,
+        "dream",
+        run_id,
+        "dream",
+        "READY",
+    )
     assert model.params["pooling"] == "cls"
     assert [a.path for a in client.list_artifacts(run_id)] == ["dream.safetensors"]
     assert [a.path for a in client.list_logged_model_artifacts(model_id)] == ["dream.safetensors"]
     loaded = load_from_run(run_id, "dream.safetensors", "retrieve.model")
-    assert loaded["pooling"] == "cls" and all(torch.equal(loaded["state_dict"][k], v) for k, v in trained["state_dict"].items())
+    assert loaded["pooling"] == "cls" and all(
+        torch.equal(loaded["state_dict"][k], v) for k, v in trained["state_dict"].items()
+    )
 
 
 def test_the_experiment_is_tagged_as_training_runs(tracking):
@@ -49,4 +60,8 @@ def test_the_experiment_is_tagged_as_training_runs(tracking):
     assert EXPERIMENT_KIND_TAG not in experiment.tags
     assert mark_training_experiment(experiment.experiment_id) is True
     assert mark_training_experiment(experiment.experiment_id) is False  # already tagged
-    assert tracking.get_experiment_by_name("language_agnostic").tags[EXPERIMENT_KIND_TAG] == EXPERIMENT_KIND == "custom_model_development"
+    assert (
+        tracking.get_experiment_by_name("language_agnostic").tags[EXPERIMENT_KIND_TAG]
+        == EXPERIMENT_KIND
+        == "custom_model_development"
+    )

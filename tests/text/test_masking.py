@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from language_agnostic.corpora.massive import ParseOptions, iter_massive_rows
 from language_agnostic.corpora.errors import RejectLog
+from language_agnostic.corpora.massive import ParseOptions, iter_massive_rows
 from language_agnostic.text.masking import mask_utterance, template_and_residual
 from tests.conftest import jsonl, massive_row
 
@@ -22,8 +22,7 @@ def _masks(row: dict, unit: str = "token", mask: str = "<mask>") -> tuple[str, s
 
 
 def test_english_template_and_residual_per_token():
-    row = _parsed("en-US", "wake me up at nine am on friday",
-                  "wake me up at [time : nine am] on [date : friday]")
+    row = _parsed("en-US", "wake me up at nine am on friday", "wake me up at [time : nine am] on [date : friday]")
     assert _masks(row) == (
         "wake me up at <mask> <mask> on <mask>",
         "<mask> <mask> <mask> <mask> nine am <mask> friday",
@@ -31,14 +30,12 @@ def test_english_template_and_residual_per_token():
 
 
 def test_english_span_unit_gives_one_mask_per_run():
-    row = _parsed("en-US", "wake me up at nine am on friday",
-                  "wake me up at [time : nine am] on [date : friday]")
+    row = _parsed("en-US", "wake me up at nine am on friday", "wake me up at [time : nine am] on [date : friday]")
     assert _masks(row, unit="span") == ("wake me up at <mask> on <mask>", "<mask> nine am <mask> friday")
 
 
 def test_adjacent_slots_are_one_span():
-    row = _parsed("en-US", "wake me up at five am this week",
-                  "wake me up at [time : five am] [date : this week]")
+    row = _parsed("en-US", "wake me up at five am this week", "wake me up at [time : five am] [date : this week]")
     assert _masks(row, unit="span", mask="[MASK]") == (
         "wake me up at [MASK]",
         "[MASK] five am this week",
@@ -47,8 +44,9 @@ def test_adjacent_slots_are_one_span():
 
 def test_japanese_masks_without_inventing_spaces():
     # the annotation has spaces around the brackets that utt does not have
-    row = _parsed("ja-JP", "金曜日の午前九時に起こしてください",
-                  "[date : 金曜日] の [time : 午前九時] に起こしてください")
+    row = _parsed(
+        "ja-JP", "金曜日の午前九時に起こしてください", "[date : 金曜日] の [time : 午前九時] に起こしてください"
+    )
     assert _masks(row) == ("<mask>の<mask>に起こしてください", "金曜日<mask>午前九時<mask>")
 
 

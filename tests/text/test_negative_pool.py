@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import io
-import logging
 import json
+import logging
 import math
 import random
 import tarfile
@@ -38,8 +38,10 @@ def brute_force_pool(texts: list[str], threshold: float, direction: str, setting
     sacre_logger.setLevel(logging.ERROR)
     try:
         metric = BLEU(
-            smooth_method=settings.smooth_method, smooth_value=settings.smooth_value,
-            lowercase=settings.lowercase, tokenize=settings.tokenize,
+            smooth_method=settings.smooth_method,
+            smooth_value=settings.smooth_value,
+            lowercase=settings.lowercase,
+            tokenize=settings.tokenize,
             effective_order=settings.effective_order,
         )
         for i in range(n):

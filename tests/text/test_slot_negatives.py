@@ -11,13 +11,30 @@ import torch
 
 from language_agnostic.text.code_switch import CodeSwitcher
 from language_agnostic.text.slot_negatives import (
-    SlotNegatives, frequent_values, mean_pooled_embedder, negative_pools, similar_slots, slot_description,
+    SlotNegatives,
+    frequent_values,
+    mean_pooled_embedder,
+    negative_pools,
+    similar_slots,
+    slot_description,
 )
 
-WORDS = [["wake", "me", "friday", "at", "nine", "am"], ["alarm", "for", "Friday"], ["go", "home", "at", "six"],
-         ["drive", "to", "the", "office"], ["wake", "me", "monday"], ["go", "home"]]
-TAGS = [["O", "O", "B-date", "O", "B-time", "I-time"], ["O", "O", "B-date"], ["O", "B-place_name", "O", "B-time"],
-        ["O", "O", "B-place_name", "I-place_name"], ["O", "O", "B-date"], ["O", "B-place_name"]]
+WORDS = [
+    ["wake", "me", "friday", "at", "nine", "am"],
+    ["alarm", "for", "Friday"],
+    ["go", "home", "at", "six"],
+    ["drive", "to", "the", "office"],
+    ["wake", "me", "monday"],
+    ["go", "home"],
+]
+TAGS = [
+    ["O", "O", "B-date", "O", "B-time", "I-time"],
+    ["O", "O", "B-date"],
+    ["O", "B-place_name", "O", "B-time"],
+    ["O", "O", "B-place_name", "I-place_name"],
+    ["O", "O", "B-date"],
+    ["O", "B-place_name"],
+]
 # hand embeddings: date ~ time, place_name ~ city (cosines: date-time .994, date-city .110, date-place 0)
 EMBEDDINGS = {"date": [1.0, 0.0], "time": [0.9, 0.1], "place name": [0.0, 1.0], "city": [0.1, 0.9]}
 
@@ -29,8 +46,11 @@ def embed(texts):
 def test_frequent_values_count_lower_cased_values_and_break_ties_by_text():
     frequent = frequent_values(WORDS, TAGS, 2)
     # friday x2 (Friday folded in), monday x1; home x2, the office x1; nine am x1 and six x1 (a tie: by text)
-    assert frequent == {"date": [("friday",), ("monday",)], "time": [("nine", "am"), ("six",)],
-                        "place_name": [("home",), ("the", "office")]}
+    assert frequent == {
+        "date": [("friday",), ("monday",)],
+        "time": [("nine", "am"), ("six",)],
+        "place_name": [("home",), ("the", "office")],
+    }
     assert frequent_values(WORDS, TAGS, 1)["time"] == [("nine", "am")]
     assert frequent_values(WORDS, TAGS, 0) == {"date": [], "time": [], "place_name": []}
     with pytest.raises(ValueError, match="p_v must be >= 0"):
@@ -57,8 +77,12 @@ def test_pools_are_the_similar_slots_frequent_values():
     frequent = {**frequent_values(WORDS, TAGS, 2), "city": [("berlin",)]}
     pools, similar = negative_pools(["date", "time", "place_name", "city"], frequent, embed, p_s=1)
     assert similar == {"date": ["time"], "time": ["date"], "place_name": ["city"], "city": ["place_name"]}
-    assert pools == {"date": [("nine", "am"), ("six",)], "time": [("friday",), ("monday",)],
-                     "place_name": [("berlin",)], "city": [("home",), ("the", "office")]}
+    assert pools == {
+        "date": [("nine", "am"), ("six",)],
+        "time": [("friday",), ("monday",)],
+        "place_name": [("berlin",)],
+        "city": [("home",), ("the", "office")],
+    }
     pools2, _ = negative_pools(["date", "time", "place_name", "city"], frequent, embed, p_s=2)
     assert pools2["date"] == [("nine", "am"), ("six",), ("berlin",)]  # time's, then city's
 
@@ -98,8 +122,13 @@ def test_the_source_value_is_never_its_own_negative_and_an_empty_pool_leaves_the
     source_words, source_labels = ["wake", "me", "Friday", "at", "six"], ["O", "O", "B-date", "O", "B-time"]
     switched_words = ["weck", "mich", "freitag", "um", "sechs"]
     for seed in range(10):
-        for w, lab, replaced in sampler.negatives(switched_words, source_labels, np.random.default_rng(seed),
-                                                  source_words=source_words, source_labels=source_labels):
+        for w, lab, replaced in sampler.negatives(
+            switched_words,
+            source_labels,
+            np.random.default_rng(seed),
+            source_words=source_words,
+            source_labels=source_labels,
+        ):
             # only "monday" is left for the date (friday is the source's value), drawn with replacement;
             # the time has no candidate: kept, labelled O, not among the replaced values
             assert w == ["weck", "mich", "monday", "um", "sechs"]

@@ -49,9 +49,7 @@ def test_targets_keep_the_template_and_change_every_value():
     targets, reason = make_targets(rows[0], inventory, 4, random.Random(0))
     assert reason is None
     assert len(set(targets)) == 4
-    expected_pool = {
-        f"wake me up at {t} on {d}" for t in ("noon", "six pm") for d in ("monday", "sunday")
-    }
+    expected_pool = {f"wake me up at {t} on {d}" for t in ("noon", "six pm") for d in ("monday", "sunday")}
     # only 2 x 2 combinations differ in both values, so four targets are exactly those
     assert set(targets) == expected_pool
 
@@ -68,11 +66,10 @@ def test_reasons_for_skipping():
     rows = _rows()
     inventory = build_value_inventory(rows)
     assert make_targets(rows[6], inventory, 1, random.Random(0)) == ([], "no slot")
-    assert make_targets(rows[5], inventory, 1, random.Random(0)) == (
-        [], "no other value of slot type 'music_genre'"
-    )
+    assert make_targets(rows[5], inventory, 1, random.Random(0)) == ([], "no other value of slot type 'music_genre'")
     assert make_targets(rows[0], inventory, 5, random.Random(0)) == (
-        [], "only 4 distinct value combination(s) for 5 targets"
+        [],
+        "only 4 distinct value combination(s) for 5 targets",
     )
 
 
@@ -90,8 +87,7 @@ def test_template_set_is_deterministic_per_seed_and_counts_skips():
         assert record["target_utt"] != source["utt"]
     # other seeds draw other values somewhere across enough seeds
     drawn = {
-        tuple(r["target_utt"] for r in build_template_set(rows, rows, 1, seed=s, name="single")[0])
-        for s in range(20)
+        tuple(r["target_utt"] for r in build_template_set(rows, rows, 1, seed=s, name="single")[0]) for s in range(20)
     }
     assert len(drawn) > 1
 

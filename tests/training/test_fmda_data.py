@@ -28,8 +28,18 @@ def batches_factory(tiny_hub_model: Path, tmp_path: Path):
     targets = {k: rng.standard_normal((6, 16)).astype(np.float32) for k in ("s_tp", "s_rs", "t_tp", "t_rs")}
 
     def make(shuffle: bool = True, batch_size: int = 4, bucket: bool = False) -> FmdaBatches:
-        return FmdaBatches(source, target, targets, 0, 1, np.array([0, 2, 5]), np.arange(6), batch_size=batch_size,
-                           shuffle=shuffle, bucket=bucket)
+        return FmdaBatches(
+            source,
+            target,
+            targets,
+            0,
+            1,
+            np.array([0, 2, 5]),
+            np.arange(6),
+            batch_size=batch_size,
+            shuffle=shuffle,
+            bucket=bucket,
+        )
 
     return make, source, targets
 
@@ -47,7 +57,10 @@ def test_batches_carry_everything_fmda_needs(batches_factory):
     for seed in range(10):
         for batch in make().batches(1, torch.Generator().manual_seed(seed)):
             negatives = {tuple(row[0, :3].tolist()) for row in batch["s2_states"]}
-            pool_rows = {tuple(torch.from_numpy(source.token_states([i])[0][0, 0, :3].astype(np.float32)).tolist()) for i in (0, 2, 5)}
+            pool_rows = {
+                tuple(torch.from_numpy(source.token_states([i])[0][0, 0, :3].astype(np.float32)).tolist())
+                for i in (0, 2, 5)
+            }
             assert negatives <= pool_rows
 
 
@@ -76,8 +89,13 @@ def test_fmda_trains_through_the_shared_loop(batches_factory):
     def run():
         torch.manual_seed(0)
         model = Fmda(FmdaConfig(dim=16, n_languages=2))
-        result = train(model, fmda_losses, make(), make(shuffle=False),
-                       TrainSettings(lr=1e-2, max_epochs=4, patience=4, seed=1, progress=False))
+        result = train(
+            model,
+            fmda_losses,
+            make(),
+            make(shuffle=False),
+            TrainSettings(lr=1e-2, max_epochs=4, patience=4, seed=1, progress=False),
+        )
         return result
 
     first, second = run(), run()
@@ -89,7 +107,9 @@ def test_fmda_trains_through_the_shared_loop(batches_factory):
 def test_misaligned_inputs(batches_factory):
     make, source, targets = batches_factory
     with pytest.raises(ValueError, match=r"missing masked-text targets \['t_rs'\]"):
-        FmdaBatches(source, source, {k: v for k, v in targets.items() if k != "t_rs"}, 0, 1, np.arange(6), np.arange(6), 4)
+        FmdaBatches(
+            source, source, {k: v for k, v in targets.items() if k != "t_rs"}, 0, 1, np.arange(6), np.arange(6), 4
+        )
     with pytest.raises(ValueError, match="the target negative pool needs at least 2 utterances, has 1"):
         FmdaBatches(source, source, targets, 0, 1, np.arange(6), np.array([3]), 4)
 

@@ -19,8 +19,18 @@ LABELS = {"O": 0, "B-date": 1, "I-date": 2, "B-genre": 3, "I-genre": 4, "B-time"
 IGN = -100
 WORDS = [["wake", "me", "up", "at", "nine", "am"], ["play", "some", "jazzy", "music"], ["weather", "today"]]
 TAGS = [["O", "O", "O", "O", "B-time", "I-time"], ["O", "O", "B-genre", "O"], ["O", "B-date"]]
-DICTIONARIES = {"de": {"wake": ["weck"], "play": ["spiel"], "music": ["musik"], "nine": ["neun"], "weather": ["wetter"],
-                       "today": ["heute"], "me": ["mich"], "am": ["uhr"]}}
+DICTIONARIES = {
+    "de": {
+        "wake": ["weck"],
+        "play": ["spiel"],
+        "music": ["musik"],
+        "nine": ["neun"],
+        "weather": ["wetter"],
+        "today": ["heute"],
+        "me": ["mich"],
+        "am": ["uhr"],
+    }
+}
 
 
 @pytest.fixture
@@ -33,16 +43,23 @@ def _tokens(encoder, ids: torch.Tensor) -> list[str]:
 
 
 def test_the_label_prefix_goes_in_front_and_the_labels_move_with_their_words(encoder):
-    data = LajBatches(encoder, WORDS[1:], TAGS[1:], [1, 2], LABELS, SLOTS, {"prefix": "query: "}, batch_size=2,
-                      shuffle=False)
+    data = LajBatches(
+        encoder, WORDS[1:], TAGS[1:], [1, 2], LABELS, SLOTS, {"prefix": "query: "}, batch_size=2, shuffle=False
+    )
     batch = next(iter(data.batches(0, torch.Generator().manual_seed(0))))
     assert set(batch) == {"input_ids", "attention_mask", "intents", "slot_labels"}
     # [CLS], s_O s_B s_I and the 3 slots (placeholders), [SEP], then SluBatches' row without its [CLS]:
     # "query:" (two unknown sub-tokens), play some jazz ##y music [SEP]
-    assert _tokens(encoder, batch["input_ids"][0]) == (["[CLS]"] + ["[UNK]"] * 6 + ["[SEP]", "[UNK]", "[UNK]", "play", "some",
-                                                       "jazz", "##y", "music", "[SEP]"])
-    plain = next(iter(SluBatches(encoder, WORDS[1:], TAGS[1:], [1, 2], LABELS, {"prefix": "query: "}, batch_size=2,
-                                 shuffle=False).batches(0, torch.Generator())))
+    assert _tokens(encoder, batch["input_ids"][0]) == (
+        ["[CLS]"] + ["[UNK]"] * 6 + ["[SEP]", "[UNK]", "[UNK]", "play", "some", "jazz", "##y", "music", "[SEP]"]
+    )
+    plain = next(
+        iter(
+            SluBatches(
+                encoder, WORDS[1:], TAGS[1:], [1, 2], LABELS, {"prefix": "query: "}, batch_size=2, shuffle=False
+            ).batches(0, torch.Generator())
+        )
+    )
     # every label moves K + 4 = 7 to the right, the prefix positions get none
     assert batch["slot_labels"][0].tolist() == [IGN] * 10 + [0, 0, 3, IGN, 0, IGN]
     assert batch["slot_labels"][:, 8:].tolist() == plain["slot_labels"][:, 1:].tolist()
@@ -72,15 +89,30 @@ def test_mcl_needs_the_english_and_switched_pairs(encoder):
 
 def test_value_spans_read_bio_as_seqeval():
     assert value_spans(["O", "B-time", "I-time", "B-time", "I-date", "I-date", "O"]) == [
-        (1, 3, "time"), (3, 4, "time"), (4, 6, "date")]
+        (1, 3, "time"),
+        (3, 4, "time"),
+        (4, 6, "date"),
+    ]
     # word ids of "[CLS] x (2 sub-tokens) y z [SEP]": values (1, 3) get id 5 on all their sub-tokens
     assert value_id_row([None, 0, 0, 1, 2, None], [(1, 3, "time")], 5) == [-1, -1, -1, 5, 5, -1]
 
 
 def test_mcl_batches_pair_every_value_with_its_switched_version(encoder):
     switcher = CodeSwitcher(DICTIONARIES, ratio=1.0)
-    data = LajBatches(encoder, WORDS, TAGS, [0, 1, 2], LABELS, SLOTS, {"prefix": ""}, batch_size=3, shuffle=False,
-                      switcher=switcher, keep_source=True, mcl=True)
+    data = LajBatches(
+        encoder,
+        WORDS,
+        TAGS,
+        [0, 1, 2],
+        LABELS,
+        SLOTS,
+        {"prefix": ""},
+        batch_size=3,
+        shuffle=False,
+        switcher=switcher,
+        keep_source=True,
+        mcl=True,
+    )
     batch = next(iter(data.batches(0, torch.Generator().manual_seed(0))))
     assert batch["input_ids"].shape[0] == 6 and batch["intents"].tolist() == [0, 1, 2, 0, 1, 2]
     # values: "nine am" (time, row 0) = 0, "jazzy" (genre, row 1) = 1, "today" (date, row 2) = 2
@@ -90,7 +122,17 @@ def test_mcl_batches_pair_every_value_with_its_switched_version(encoder):
     assert ids[0].tolist()[:15] == [-1] * 12 + [0, 0, -1]
     assert ids[1].tolist()[:14] == [-1] * 10 + [1, 1, -1, -1]  # jazz ##y: both sub-tokens
     # the switched row 3 is "weck mich up at neun uhr": "neun uhr" (neun u ##h ##r) keeps id 0 on every sub-token
-    assert _tokens(encoder, batch["input_ids"][3])[8:17] == ["weck", "mich", "up", "at", "neun", "u", "##h", "##r", "[SEP]"]
+    assert _tokens(encoder, batch["input_ids"][3])[8:17] == [
+        "weck",
+        "mich",
+        "up",
+        "at",
+        "neun",
+        "u",
+        "##h",
+        "##r",
+        "[SEP]",
+    ]
     assert ids[3].tolist()[8:17] == [-1, -1, -1, -1, 0, 0, 0, 0, -1]
     # "wetter heute": heute's five sub-tokens are value 2
     assert ids[5].tolist()[8:19] == [-1] * 5 + [2] * 5 + [-1]
@@ -100,9 +142,22 @@ def _mcl_data(encoder, pools, **kwargs):
     from language_agnostic.text.slot_negatives import SlotNegatives
 
     switcher = CodeSwitcher(DICTIONARIES, ratio=1.0)
-    return LajBatches(encoder, WORDS, TAGS, [0, 1, 2], LABELS, SLOTS, {"prefix": ""}, batch_size=3, shuffle=False,
-                      switcher=switcher, keep_source=True, mcl=True,
-                      slot_negatives=SlotNegatives(pools, switcher, 2), **kwargs)
+    return LajBatches(
+        encoder,
+        WORDS,
+        TAGS,
+        [0, 1, 2],
+        LABELS,
+        SLOTS,
+        {"prefix": ""},
+        batch_size=3,
+        shuffle=False,
+        switcher=switcher,
+        keep_source=True,
+        mcl=True,
+        slot_negatives=SlotNegatives(pools, switcher, 2),
+        **kwargs,
+    )
 
 
 def test_slot_negatives_rows_follow_their_utterances_and_keep_the_value_ids(encoder):
@@ -112,14 +167,31 @@ def test_slot_negatives_rows_follow_their_utterances_and_keep_the_value_ids(enco
     assert batch["neg_input_ids"].shape[0] == 6  # N_s x N, row m * N + i
     for m in range(2):
         # negative m of utterance 0: the switched "weck mich up at" with heute for "nine am" (value 0)
-        assert _tokens(encoder, batch["neg_input_ids"][3 * m])[8:17] == ["weck", "mich", "up", "at", "h", "##e", "##u",
-                                                                          "##t", "##e"]
+        assert _tokens(encoder, batch["neg_input_ids"][3 * m])[8:17] == [
+            "weck",
+            "mich",
+            "up",
+            "at",
+            "h",
+            "##e",
+            "##u",
+            "##t",
+            "##e",
+        ]
         assert batch["neg_value_ids"][3 * m].tolist()[8:18] == [-1] * 4 + [0] * 5 + [-1]
         # utterance 1's genre value (1) has no negative: no sub-token carries its id
         assert 1 not in batch["neg_value_ids"][3 * m + 1].tolist()
         assert _tokens(encoder, batch["neg_input_ids"][3 * m + 1])[8:13] == ["spiel", "some", "jazz", "##y", "musik"]
         # utterance 2: "wetter" and "six" (value 2, the date; "six" is not in the dictionary)
-        assert _tokens(encoder, batch["neg_input_ids"][3 * m + 2])[8:15] == ["we", "##t", "##t", "##e", "##r", "six", "[SEP]"]
+        assert _tokens(encoder, batch["neg_input_ids"][3 * m + 2])[8:15] == [
+            "we",
+            "##t",
+            "##t",
+            "##e",
+            "##r",
+            "six",
+            "[SEP]",
+        ]
         assert batch["neg_value_ids"][3 * m + 2].tolist()[8:15] == [-1] * 5 + [2, -1]
 
 
@@ -136,8 +208,19 @@ def test_word_pairs_are_slot_words_against_other_labels_and_the_batches_are_seed
     # utterance 0 (source): anchors "nine" (B-time, 12) and "am" (I-time, 13), 2 negatives each
     assert sorted(p[1] for p in pairs.tolist() if p[0] == 0) == [12, 12, 13, 13]
     # MCL's draws leave the joint batch as it is without them
-    plain = LajBatches(encoder, WORDS, TAGS, [0, 1, 2], LABELS, SLOTS, {"prefix": ""}, batch_size=3, shuffle=False,
-                       switcher=CodeSwitcher(DICTIONARIES, ratio=1.0), keep_source=True)
+    plain = LajBatches(
+        encoder,
+        WORDS,
+        TAGS,
+        [0, 1, 2],
+        LABELS,
+        SLOTS,
+        {"prefix": ""},
+        batch_size=3,
+        shuffle=False,
+        switcher=CodeSwitcher(DICTIONARIES, ratio=1.0),
+        keep_source=True,
+    )
     base = next(iter(plain.batches(0, torch.Generator().manual_seed(0))))
     assert set(base) == {"input_ids", "attention_mask", "intents", "slot_labels"}
     assert all(torch.equal(base[k], batch[k]) for k in base)
@@ -150,8 +233,18 @@ def test_grouping_by_length_covers_every_utterance_is_seeded_and_pads_less(encod
     intents = list(range(len(words)))
 
     def batches(group: bool, seed: int = 0, **kwargs) -> list[dict[str, torch.Tensor]]:
-        data = LajBatches(encoder, words, labels, intents, LABELS, SLOTS, {"prefix": ""}, batch_size=4,
-                          group_by_length=group, **kwargs)
+        data = LajBatches(
+            encoder,
+            words,
+            labels,
+            intents,
+            LABELS,
+            SLOTS,
+            {"prefix": ""},
+            batch_size=4,
+            group_by_length=group,
+            **kwargs,
+        )
         return list(data.batches(1, torch.Generator().manual_seed(seed)))
 
     grouped = batches(True)

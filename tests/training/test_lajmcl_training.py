@@ -26,19 +26,47 @@ EN = [
     ("9", "dev", "weather_query", "what is the weather", "O O O O"),
     ("11", "test", "alarm_set", "wake me up at six am", "O O O O B-time I-time"),
 ]
-TRAINING = {"lr": 1e-2, "encoder_lr": 1e-3, "max_epochs": 3, "patience": 3, "seed": 0, "progress": False,
-            "keep_initial": False}  # tiny data: test the mechanics; the loop tests keep_initial
+TRAINING = {
+    "lr": 1e-2,
+    "encoder_lr": 1e-3,
+    "max_epochs": 3,
+    "patience": 3,
+    "seed": 0,
+    "progress": False,
+    "keep_initial": False,
+}  # tiny data: test the mechanics; the loop tests keep_initial
 EXTRACTION = {"prefix": ""}
-DICTIONARIES = {"de": {"wake": ["weck"], "me": ["mich"], "play": ["spiel"], "music": ["musik"], "weather": ["wetter"],
-                       "today": ["heute"], "nine": ["neun"], "six": ["sechs"]}}
+DICTIONARIES = {
+    "de": {
+        "wake": ["weck"],
+        "me": ["mich"],
+        "play": ["spiel"],
+        "music": ["musik"],
+        "weather": ["wetter"],
+        "today": ["heute"],
+        "nine": ["neun"],
+        "six": ["sechs"],
+    }
+}
 SWITCH = {"code_switch": {"ratio": 0.9, "languages": ["de"], "seed": 0, "keep_source": True}}
 METHOD = {"dropout": 0.0, "mcl": {"init_layers": 2, "p_s": 1}}  # the tiny encoder has 2 layers
 NO_MCL = {"utterance": 0, "slot_value": 0, "word": 0}
 
 
 def _table() -> pd.DataFrame:
-    return pd.DataFrame([{"locale": "en-US", "id": i, "partition": p, "intent": intent, "words": words.split(),
-                          "labels": labels.split()} for i, p, intent, words, labels in EN])
+    return pd.DataFrame(
+        [
+            {
+                "locale": "en-US",
+                "id": i,
+                "partition": p,
+                "intent": intent,
+                "words": words.split(),
+                "labels": labels.split(),
+            }
+            for i, p, intent, words, labels in EN
+        ]
+    )
 
 
 @pytest.fixture
@@ -49,7 +77,11 @@ def encoder(tiny_hub_model: Path):
 def test_a_few_steps_of_lajmcl_lower_the_joint_loss(encoder):
     before_weights = {k: v.clone() for k, v in encoder.model.state_dict().items()}
     run = prepare_lajmcl(_table(), encoder, METHOD, {"batch_size": 6, **SWITCH}, TRAINING, EXTRACTION, DICTIONARIES)
-    assert run.info["slots"] == ["date", "genre", "time"] and run.info["mcl_levels"] == ["utterance", "slot_value", "word"]
+    assert run.info["slots"] == ["date", "genre", "time"] and run.info["mcl_levels"] == [
+        "utterance",
+        "slot_value",
+        "word",
+    ]
     assert run.info["loss_weights"] == {"intent": 1.0, "slot": 1.0, "utterance": 0.5, "slot_value": 0.5, "word": 0.5}
     assert run.info["similar_slots"] is not None and set(run.info["similar_slots"]) == {"date", "genre", "time"}
     batch = next(iter(run.train_data.batches(0, torch.Generator().manual_seed(5))))
@@ -62,7 +94,9 @@ def test_a_few_steps_of_lajmcl_lower_the_joint_loss(encoder):
         return float(parts["intent"] + parts["slot"])
 
     start = joint()
-    result = train(run.model, lajmcl_loss_fn(run.loss_weights), run.train_data, run.dev_data, run.settings, run.dev_score)
+    result = train(
+        run.model, lajmcl_loss_fn(run.loss_weights), run.train_data, run.dev_data, run.settings, run.dev_score
+    )
     trained = [r for r in result.history if r["epoch"] > 0]  # epoch 0: the initial weights, scored on dev only
     assert result.epochs_run == 3 and all("train_word" in r and "train_slot_value" in r for r in trained)
     assert all(r["dev_word"] == 0.0 for r in result.history)  # dev batches: L_J alone
@@ -74,37 +108,48 @@ def test_a_few_steps_of_lajmcl_lower_the_joint_loss(encoder):
 
 def test_lajoint_without_mcl_needs_no_code_switching_and_predicts_one_label_per_word(encoder):
     method = {**METHOD, "loss_weights": NO_MCL, "compressor": False}
-    model, result, info = train_lajmcl(_table(), encoder, method, {"batch_size": 3}, {**TRAINING, "max_epochs": 1},
-                                       EXTRACTION, name="lajoint")
+    model, result, info = train_lajmcl(
+        _table(), encoder, method, {"batch_size": 3}, {**TRAINING, "max_epochs": 1}, EXTRACTION, name="lajoint"
+    )
     assert info["mcl_levels"] == [] and info["code_switch"] is None and info["compressor"] is False
     assert 0.0 <= result.history[0]["dev_score"] <= 1.0
     test = _table().query("partition != 'train'").reset_index(drop=True)
     intents, labels = predict_lajmcl(model, test, encoder, info["intents"], info["labels"], 3, EXTRACTION, batch_size=2)
     assert [len(x) for x in labels] == [len(w) for w in test["words"]] and set(intents) <= set(info["intents"])
     # batching does not change a prediction
-    one = [predict_lajmcl(model, [w], encoder, info["intents"], info["labels"], 3, EXTRACTION)[1][0] for w in test["words"]]
+    one = [
+        predict_lajmcl(model, [w], encoder, info["intents"], info["labels"], 3, EXTRACTION)[1][0] for w in test["words"]
+    ]
     assert one == labels
 
 
 def test_ja_style_rows_are_predicted_as_their_text_reads(encoder):
     run = prepare_lajmcl(_table(), encoder, {**METHOD, "loss_weights": NO_MCL}, {}, TRAINING, EXTRACTION)
-    rows = pd.DataFrame({"words": [["wake", "me", "up"], ["we", "ather"]], "spaced": [[True, True, True], [True, False]]})
+    rows = pd.DataFrame(
+        {"words": [["wake", "me", "up"], ["we", "ather"]], "spaced": [[True, True, True], [True, False]]}
+    )
     _, labels = predict_lajmcl(run.model, rows, encoder, run.info["intents"], run.info["labels"], 3, EXTRACTION)
     assert [len(x) for x in labels] == [3, 2]
 
 
-@pytest.mark.parametrize("method, data, match", [
-    (METHOD, {}, r"MCL \(\['utterance', 'slot_value', 'word'\] weighted > 0\) needs slu.data.code_switch"),
-    ({**METHOD, "loss_weights": {"utterance": 1, "slot_value": 0, "word": 0}},
-     {"code_switch": {"ratio": 0.9, "languages": ["de"]}}, "keep_source: true"),
-    ({**METHOD, "loss_weights": {"sentence": 1}}, SWITCH, r"loss_weights: unknown \['sentence'\]"),
-    ({**METHOD, "loss_weights": {"word": -1}}, SWITCH, "loss_weights.word must be a number >= 0"),
-    ({**METHOD, "mcl": {"n_negatives": 2}}, SWITCH, r"slu.methods.lajmcl.mcl: unknown key\(s\) \['n_negatives'\]"),
-    ({**METHOD, "mcl": {"p_s": 0}}, SWITCH, "mcl.p_s must be an integer >= 1"),
-    ({**METHOD, "projector": "no"}, SWITCH, "projector must be true or false"),
-    ({**METHOD, "margins": {"word": -1}}, SWITCH, "margins.word"),
-    ({**METHOD, "slots": ["x"]}, SWITCH, r"unknown key\(s\) \['slots'\]"),
-])
+@pytest.mark.parametrize(
+    "method, data, match",
+    [
+        (METHOD, {}, r"MCL \(\['utterance', 'slot_value', 'word'\] weighted > 0\) needs slu.data.code_switch"),
+        (
+            {**METHOD, "loss_weights": {"utterance": 1, "slot_value": 0, "word": 0}},
+            {"code_switch": {"ratio": 0.9, "languages": ["de"]}},
+            "keep_source: true",
+        ),
+        ({**METHOD, "loss_weights": {"sentence": 1}}, SWITCH, r"loss_weights: unknown \['sentence'\]"),
+        ({**METHOD, "loss_weights": {"word": -1}}, SWITCH, "loss_weights.word must be a number >= 0"),
+        ({**METHOD, "mcl": {"n_negatives": 2}}, SWITCH, r"slu.methods.lajmcl.mcl: unknown key\(s\) \['n_negatives'\]"),
+        ({**METHOD, "mcl": {"p_s": 0}}, SWITCH, "mcl.p_s must be an integer >= 1"),
+        ({**METHOD, "projector": "no"}, SWITCH, "projector must be true or false"),
+        ({**METHOD, "margins": {"word": -1}}, SWITCH, "margins.word"),
+        ({**METHOD, "slots": ["x"]}, SWITCH, r"unknown key\(s\) \['slots'\]"),
+    ],
+)
 def test_bad_parameters_are_named(encoder, method, data, match):
     with pytest.raises(ValueError, match=match):
         prepare_lajmcl(_table(), encoder, method, data, TRAINING, EXTRACTION, DICTIONARIES)
@@ -117,25 +162,57 @@ def test_mcl_data_defaults_are_appendix_b():
 def test_the_slot_affinity_options_reach_the_model_and_survive_the_artifact(encoder):
     from language_agnostic.training.lajmcl import lajmcl_artifact, rebuild_lajmcl
 
-    run = prepare_lajmcl(_table(), encoder, {**METHOD, "slot_temperature": 0.25, "slot_affinity": "cosine"},
-                         {"batch_size": 6, **SWITCH}, TRAINING, EXTRACTION, DICTIONARIES)
+    run = prepare_lajmcl(
+        _table(),
+        encoder,
+        {**METHOD, "slot_temperature": 0.25, "slot_affinity": "cosine"},
+        {"batch_size": 6, **SWITCH},
+        TRAINING,
+        EXTRACTION,
+        DICTIONARIES,
+    )
     assert run.model.mcl.slot_temperature == 0.25 and run.info["slot_temperature"] == 0.25
     assert run.model.mcl.slot_affinity == run.info["slot_affinity"] == "cosine"
     rebuilt = rebuild_lajmcl(encoder, lajmcl_artifact(run.model, encoder)).mcl
     assert (rebuilt.slot_temperature, rebuilt.slot_affinity) == (0.25, "cosine")
     with pytest.raises(ValueError, match="slot_temperature must be a number > 0, got -1"):
-        prepare_lajmcl(_table(), encoder, {**METHOD, "slot_temperature": -1}, {"batch_size": 6, **SWITCH}, TRAINING,
-                       EXTRACTION, DICTIONARIES)
+        prepare_lajmcl(
+            _table(),
+            encoder,
+            {**METHOD, "slot_temperature": -1},
+            {"batch_size": 6, **SWITCH},
+            TRAINING,
+            EXTRACTION,
+            DICTIONARIES,
+        )
 
 
 def test_train_lajmcl_reports_what_train_slu_reports(encoder):
     from language_agnostic.training.slu import train_slu
 
     _, _, slu_info = train_slu(_table(), encoder, {}, {}, {**TRAINING, "max_epochs": 1}, EXTRACTION)
-    _, result, info = train_lajmcl(_table(), encoder, {**METHOD, "loss_weights": NO_MCL}, {}, {**TRAINING, "max_epochs": 1},
-                                   EXTRACTION, name="lajoint")
-    shared = {"dev_exact_match", "dev_intent_accuracy", "dev_slot_f1", "best_epoch", "best_step", "epochs_run",
-              "train_seconds", "train_seconds_per_epoch", "train_layers", "encoder_parameters", "n_truncated"}
+    _, result, info = train_lajmcl(
+        _table(),
+        encoder,
+        {**METHOD, "loss_weights": NO_MCL},
+        {},
+        {**TRAINING, "max_epochs": 1},
+        EXTRACTION,
+        name="lajoint",
+    )
+    shared = {
+        "dev_exact_match",
+        "dev_intent_accuracy",
+        "dev_slot_f1",
+        "best_epoch",
+        "best_step",
+        "epochs_run",
+        "train_seconds",
+        "train_seconds_per_epoch",
+        "train_layers",
+        "encoder_parameters",
+        "n_truncated",
+    }
     assert shared <= set(slu_info) and shared <= set(info)
     assert info["dev_exact_match"] == pytest.approx(result.history[result.best_epoch - 1]["dev_score"])
     assert info["mixed_precision"] == "no"  # test is predicted under it, as dev was scored
@@ -143,13 +220,21 @@ def test_train_lajmcl_reports_what_train_slu_reports(encoder):
 
 
 def test_train_layers_keeps_the_label_embeddings_trained_and_their_gradient_flowing_through_every_layer(encoder):
-    run = prepare_lajmcl(_table(), encoder, {**METHOD, "loss_weights": NO_MCL}, {"batch_size": 3},
-                         {**TRAINING, "train_layers": 1}, EXTRACTION)
+    run = prepare_lajmcl(
+        _table(),
+        encoder,
+        {**METHOD, "loss_weights": NO_MCL},
+        {"batch_size": 3},
+        {**TRAINING, "train_layers": 1},
+        EXTRACTION,
+    )
     layers = run.model.encoder.encoder.layer
     assert not any(p.requires_grad for p in [*run.model.encoder.embeddings.parameters(), *layers[0].parameters()])
     assert run.model.label_embeddings.requires_grad and all(p.requires_grad for p in layers[1].parameters())
     seen = []
-    layers[0].register_forward_hook(lambda m, i, o: seen.append(o[0].requires_grad if isinstance(o, tuple) else o.requires_grad))
+    layers[0].register_forward_hook(
+        lambda m, i, o: seen.append(o[0].requires_grad if isinstance(o, tuple) else o.requires_grad)
+    )
     batch = next(iter(run.train_data.batches(1, torch.Generator().manual_seed(0))))
     lajmcl_losses(run.model, batch, NO_MCL)["total"].backward()
     # the label embeddings enter at the input: the frozen layer is in the graph, its weights get no gradient
@@ -160,8 +245,15 @@ def test_train_layers_keeps_the_label_embeddings_trained_and_their_gradient_flow
 def test_lajmcl_intent_vectors_read_cls_with_the_label_prefix(encoder):
     from language_agnostic.training.lajmcl import lajmcl_intent_vectors
 
-    model, _, info = train_lajmcl(_table(), encoder, {**METHOD, "loss_weights": NO_MCL}, {}, {**TRAINING, "max_epochs": 1},
-                                  EXTRACTION, name="lajoint")
+    model, _, info = train_lajmcl(
+        _table(),
+        encoder,
+        {**METHOD, "loss_weights": NO_MCL},
+        {},
+        {**TRAINING, "max_epochs": 1},
+        EXTRACTION,
+        name="lajoint",
+    )
     rows = _table()
     vectors = lajmcl_intent_vectors(model, rows, encoder, 3, EXTRACTION, batch_size=4)
     assert vectors.shape == (len(rows), 16)
@@ -169,7 +261,9 @@ def test_lajmcl_intent_vectors_read_cls_with_the_label_prefix(encoder):
     with torch.no_grad():
         from_vectors = model.intent_head(torch.from_numpy(vectors)).argmax(-1).tolist()
     assert [info["intents"][i] for i in from_vectors] == intents
-    spaced = pd.DataFrame({"words": [["wake", "me", "up"], ["we", "ather"]], "spaced": [[True, True, True], [True, False]]})
+    spaced = pd.DataFrame(
+        {"words": [["wake", "me", "up"], ["we", "ather"]], "spaced": [[True, True, True], [True, False]]}
+    )
     assert lajmcl_intent_vectors(model, spaced, encoder, 3, EXTRACTION).shape == (2, 16)
 
 

@@ -32,8 +32,9 @@ def test_early_stopping_keeps_the_best_dev_epoch():
         model.weight.fill_(0.0)
     # Adam moves w by about lr per epoch towards 1.0 (train); the dev loss (w - 0.35)^2 is
     # lowest after some 35 epochs and rises after that
-    result = train(model, _pull, Fixed(1.0), Fixed(0.35),
-                   TrainSettings(lr=0.01, max_epochs=200, patience=5, progress=False))
+    result = train(
+        model, _pull, Fixed(1.0), Fixed(0.35), TrainSettings(lr=0.01, max_epochs=200, patience=5, progress=False)
+    )
     assert 30 <= result.best_epoch <= 40
     assert result.epochs_run == result.best_epoch + 5
     assert model.weight.item() == pytest.approx(0.35, abs=0.006)  # the best weights are restored
@@ -51,9 +52,14 @@ def test_a_dev_score_replaces_the_dev_loss_as_the_criterion():
     with torch.no_grad():
         model.weight.fill_(0.0)
     # the dev loss alone would pick w ~ 0.35 (test above); a score peaking at w = 0.2 picks ~20 epochs
-    result = train(model, _pull, Fixed(1.0), Fixed(0.35),
-                   TrainSettings(lr=0.01, max_epochs=200, patience=5, progress=False),
-                   dev_score=lambda m: -abs(m.weight.item() - 0.2))
+    result = train(
+        model,
+        _pull,
+        Fixed(1.0),
+        Fixed(0.35),
+        TrainSettings(lr=0.01, max_epochs=200, patience=5, progress=False),
+        dev_score=lambda m: -abs(m.weight.item() - 0.2),
+    )
     assert 15 <= result.best_epoch <= 25
     assert result.epochs_run == result.best_epoch + 5
     assert model.weight.item() == pytest.approx(0.2, abs=0.006)
@@ -67,15 +73,24 @@ def test_the_initial_weights_are_kept_when_training_only_worsens_dev(caplog: pyt
         model.weight.fill_(0.35)
     # training pulls w towards 1.0, away from dev's 0.35: every epoch is worse than the start
     with caplog.at_level("WARNING", logger="language_agnostic.training.loop"):
-        result = train(model, _pull, Fixed(1.0), Fixed(0.35), TrainSettings(lr=0.01, max_epochs=50, patience=3, progress=False))
+        result = train(
+            model, _pull, Fixed(1.0), Fixed(0.35), TrainSettings(lr=0.01, max_epochs=50, patience=3, progress=False)
+        )
     assert (result.best_epoch, result.epochs_run, result.best_step) == (0, 3, 0)
-    assert torch.equal(model.weight.data, torch.tensor([[0.35]])) and torch.equal(result.state_dict["weight"], torch.tensor([[0.35]]))
+    assert torch.equal(model.weight.data, torch.tensor([[0.35]])) and torch.equal(
+        result.state_dict["weight"], torch.tensor([[0.35]])
+    )
     assert [h["dev_total"] for h in result.history][0] == 0.0
     assert "no improvement on dev: no epoch of 3 beat the initial weights" in caplog.text
     # the loop before epoch 0 was scored: the first epoch always replaced the initial weights
     model.weight.data.fill_(0.35)
-    old = train(model, _pull, Fixed(1.0), Fixed(0.35),
-                TrainSettings(lr=0.01, max_epochs=50, patience=3, progress=False, keep_initial=False))
+    old = train(
+        model,
+        _pull,
+        Fixed(1.0),
+        Fixed(0.35),
+        TrainSettings(lr=0.01, max_epochs=50, patience=3, progress=False, keep_initial=False),
+    )
     assert old.best_epoch == 1 and model.weight.item() == pytest.approx(0.36, abs=1e-3)
 
 
@@ -88,8 +103,13 @@ def test_scoring_the_initial_weights_does_not_move_the_training_draws():
     for keep in (True, False):
         model = nn.Linear(1, 1, bias=False)
         torch.nn.init.constant_(model.weight, 0.0)
-        result = train(model, lambda m, b: {"total": noisy(m, b)["total"] + torch.rand(()) * 1e-3}, Fixed(1.0), Fixed(0.35),
-                       TrainSettings(lr=0.01, max_epochs=5, patience=5, progress=False, keep_initial=keep))
+        result = train(
+            model,
+            lambda m, b: {"total": noisy(m, b)["total"] + torch.rand(()) * 1e-3},
+            Fixed(1.0),
+            Fixed(0.35),
+            TrainSettings(lr=0.01, max_epochs=5, patience=5, progress=False, keep_initial=keep),
+        )
         weights[keep] = (model.weight.item(), [h["train_total"] for h in result.history if h["epoch"] > 0])
     assert weights[True] == weights[False]
 
@@ -106,8 +126,13 @@ def test_training_dream_is_deterministic_and_lowers_dev_loss():
         model = Dream(8, 2)
         data = QuadrupletBatches(source[:240], target[:240], ids[0][:240], ids[1][:240], batch_size=32)
         dev = QuadrupletBatches(source[240:], target[240:], ids[0][240:], ids[1][240:], batch_size=32, shuffle=False)
-        result = train(model, lambda m, b: dream_losses(m, b["s"], b["t"], b["s2"], b["t2"], b["s_lang"], b["t_lang"]),
-                       data, dev, TrainSettings(lr=1e-2, max_epochs=15, patience=3, seed=7, progress=False))
+        result = train(
+            model,
+            lambda m, b: dream_losses(m, b["s"], b["t"], b["s2"], b["t2"], b["s_lang"], b["t_lang"]),
+            data,
+            dev,
+            TrainSettings(lr=1e-2, max_epochs=15, patience=3, seed=7, progress=False),
+        )
         return result.history, result.state_dict
 
     first, weights = run()

@@ -27,7 +27,7 @@ from language_agnostic.methods.dream import Dream, dream_losses
 from language_agnostic.training.data import QuadrupletBatches
 from language_agnostic.training.emu import train_emu
 from language_agnostic.training.loop import TrainSettings, train
-from tests.training.test_emu_training import EN, DE, INTENTS, PARTITIONS, _utterances
+from tests.training.test_emu_training import DE, EN, _utterances
 
 
 @pytest.fixture
@@ -80,18 +80,37 @@ def test_a_head_on_two_processes_is_one_process_accumulating_two_batches():
 def test_encoder_fine_tuning_on_two_processes(no_dropout_model: Path):
     encoder = load_encoder(str(no_dropout_model))
     data = {"training_locale": "en-US", "per_intent": 2, "batch_size": 3, "seed": 0}  # 6 sentences: 2 batches
-    training = {"lr": 1e-3, "encoder_lr": 1e-3, "max_epochs": 3, "patience": 3, "seed": 0, "progress": False,
-                "keep_initial": False}
-    _, one, info_one = train_emu(_utterances(), encoder, {"loss": "softmax"}, data,
-                                 {**training, "gradient_accumulation_steps": 2}, {"prefix": ""})
-    _, two, info_two = train_emu(_utterances(), encoder, {"loss": "softmax"}, data, {**training, "processes": 2},
-                                 {"prefix": ""})
+    training = {
+        "lr": 1e-3,
+        "encoder_lr": 1e-3,
+        "max_epochs": 3,
+        "patience": 3,
+        "seed": 0,
+        "progress": False,
+        "keep_initial": False,
+    }
+    _, one, info_one = train_emu(
+        _utterances(),
+        encoder,
+        {"loss": "softmax"},
+        data,
+        {**training, "gradient_accumulation_steps": 2},
+        {"prefix": ""},
+    )
+    _, two, info_two = train_emu(
+        _utterances(), encoder, {"loss": "softmax"}, data, {**training, "processes": 2}, {"prefix": ""}
+    )
     # the dev score (nearest-neighbour accuracy, computed by the first process) and the kept epoch agree
     assert [r["dev_score"] for r in two.history] == [r["dev_score"] for r in one.history]
     assert info_two["best_epoch"] == info_one["best_epoch"]
     assert [r["dev_total"] for r in two.history] == pytest.approx([r["dev_total"] for r in one.history], rel=1e-5)
-    changed = [k for k in one.state_dict if not torch.equal(one.state_dict[k], encoder.model.state_dict().get(
-        k.removeprefix("encoder."), one.state_dict[k]))]
+    changed = [
+        k
+        for k in one.state_dict
+        if not torch.equal(
+            one.state_dict[k], encoder.model.state_dict().get(k.removeprefix("encoder."), one.state_dict[k])
+        )
+    ]
     assert changed, "the encoder was not trained"
     for key, value in one.state_dict.items():
         torch.testing.assert_close(two.state_dict[key], value, rtol=1e-4, atol=1e-5)
@@ -102,13 +121,17 @@ def test_extraction_on_two_processes_writes_what_one_process_writes(tiny_hub_mod
     lists = {"en": EN + ["wake"] * 3, "de": DE + EN[:4]}  # repeats and shared texts
     settings = ExtractionSettings(prefix="", batch_size=4, chunk_size=3, token_states=True, progress=False)
     one = extract_embedding_sets(encoder, lists, settings, EmbeddingStore(tmp_path / "one"))
-    two = extract_embedding_sets(encoder, lists, ExtractionSettings(**{**settings.__dict__, "processes": 2}),
-                                 EmbeddingStore(tmp_path / "two"))
+    two = extract_embedding_sets(
+        encoder, lists, ExtractionSettings(**{**settings.__dict__, "processes": 2}), EmbeddingStore(tmp_path / "two")
+    )
     for name in lists:
         for pooling in ("cls", "mean"):
             np.testing.assert_array_equal(two[name].vectors(pooling), one[name].vectors(pooling))
         np.testing.assert_array_equal(two[name].lengths, one[name].lengths)
-        tokens_two, tokens_one = two[name].token_states(range(len(lists[name]))), one[name].token_states(range(len(lists[name])))
+        tokens_two, tokens_one = (
+            two[name].token_states(range(len(lists[name]))),
+            one[name].token_states(range(len(lists[name]))),
+        )
         for a, b in zip(tokens_two, tokens_one, strict=True):
             np.testing.assert_array_equal(a, b)
     # each worker wrote shards of its own share: every distinct text once
@@ -119,7 +142,8 @@ def test_extraction_on_two_processes_writes_what_one_process_writes(tiny_hub_mod
 
 
 def test_the_emu_pipeline_on_two_processes_makes_one_mlflow_run_and_the_tables_of_one(
-        tiny_hub_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    tiny_hub_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
     from language_agnostic.pipelines.emu.pipeline import create_pipeline
     from tests.pipelines.test_emu_pipeline import FIGURE, _catalog
 
@@ -145,10 +169,13 @@ def test_the_emu_pipeline_on_two_processes_makes_one_mlflow_run_and_the_tables_o
     # per run: one parent (this test's) and one child per method, whatever the processes; no run of a worker
     assert sorted(r.info.run_name for r in parents) == ["processes=1", "processes=2"]
     assert len(runs) == 2 * (1 + len(methods))
-    one, two = (tables[p].sort_values(["method", "task", "source", "target", "metric"]).reset_index(drop=True)
-                for p in (1, 2))
+    one, two = (
+        tables[p].sort_values(["method", "task", "source", "target", "metric"]).reset_index(drop=True) for p in (1, 2)
+    )
     assert list(two.columns) == list(one.columns)
-    assert two[["method", "task", "source", "target", "metric"]].equals(one[["method", "task", "source", "target", "metric"]])
+    assert two[["method", "task", "source", "target", "metric"]].equals(
+        one[["method", "task", "source", "target", "metric"]]
+    )
     # the raw encoder's rows do not train: identical; the trained rows have the same shape and valid values
     raw = one["method"] == "raw"
     assert two[raw]["value"].tolist() == one[raw]["value"].tolist()

@@ -16,8 +16,17 @@ LABELS = {"O": 0, "B-time": 1, "I-time": 2, "B-genre": 3, "I-genre": 4, "B-date"
 IGN = -100
 WORDS = [["wake", "me", "up", "at", "nine", "am"], ["play", "some", "jazzy", "music"], ["weather", "today"]]
 TAGS = [["O", "O", "O", "O", "B-time", "I-time"], ["O", "O", "B-genre", "O"], ["O", "B-date"]]
-DICTIONARIES = {"de": {"wake": ["weck"], "play": ["spiel"], "music": ["musik"], "nine": ["neun"], "weather": ["wetter"],
-                       "today": ["heute"], "me": ["mich"]}}
+DICTIONARIES = {
+    "de": {
+        "wake": ["weck"],
+        "play": ["spiel"],
+        "music": ["musik"],
+        "nine": ["neun"],
+        "weather": ["wetter"],
+        "today": ["heute"],
+        "me": ["mich"],
+    }
+}
 
 
 @pytest.fixture
@@ -34,11 +43,30 @@ def test_labels_sit_on_first_sub_tokens_and_the_prefix_and_specials_get_none(enc
     batch = next(iter(data.batches(0, torch.Generator().manual_seed(0))))
     assert set(batch) == {"input_ids", "attention_mask", "intents", "slot_labels"}
     # "query:" is two sub-tokens of a leading word (unknown to this vocabulary); "jazzy" is jazz ##y
-    assert _tokens(encoder, batch["input_ids"][0]) == ["[CLS]", "[UNK]", "[UNK]", "play", "some", "jazz", "##y", "music", "[SEP]"]
+    assert _tokens(encoder, batch["input_ids"][0]) == [
+        "[CLS]",
+        "[UNK]",
+        "[UNK]",
+        "play",
+        "some",
+        "jazz",
+        "##y",
+        "music",
+        "[SEP]",
+    ]
     assert batch["slot_labels"][0].tolist() == [IGN, IGN, IGN, 0, 0, 3, IGN, 0, IGN]
     # the shorter utterance is padded: pad id, mask 0, label ignored
-    assert _tokens(encoder, batch["input_ids"][1]) == ["[CLS]", "[UNK]", "[UNK]", "weather", "today", "[SEP]",
-                                                       "[PAD]", "[PAD]", "[PAD]"]
+    assert _tokens(encoder, batch["input_ids"][1]) == [
+        "[CLS]",
+        "[UNK]",
+        "[UNK]",
+        "weather",
+        "today",
+        "[SEP]",
+        "[PAD]",
+        "[PAD]",
+        "[PAD]",
+    ]
     assert batch["attention_mask"][1].tolist() == [1] * 6 + [0] * 3
     assert batch["slot_labels"][1].tolist() == [IGN, IGN, IGN, 0, 5, IGN, IGN, IGN, IGN]
     assert batch["intents"].tolist() == [1, 2]
@@ -72,8 +100,9 @@ def test_truncation_is_counted_and_error_refuses(encoder):
 
 def test_every_epoch_switches_anew_and_the_same_seeds_switch_the_same(encoder):
     switcher = CodeSwitcher(DICTIONARIES, ratio=0.5, seed=0)
-    data = SluBatches(encoder, WORDS, TAGS, [0, 1, 2], LABELS, {"prefix": ""}, shuffle=False, switcher=switcher,
-                      switch_seed=7)
+    data = SluBatches(
+        encoder, WORDS, TAGS, [0, 1, 2], LABELS, {"prefix": ""}, shuffle=False, switcher=switcher, switch_seed=7
+    )
 
     def epoch(seed: int) -> tuple[list[list[str]], dict[str, torch.Tensor]]:
         words, _ = data.switched(torch.Generator().manual_seed(seed))
@@ -85,10 +114,12 @@ def test_every_epoch_switches_anew_and_the_same_seeds_switch_the_same(encoder):
     assert first == again and all(torch.equal(first_batch[k], again_batch[k]) for k in first_batch)
     assert first != other
     assert first != WORDS or other != WORDS  # something was switched
+
     # another switch seed, another switching from the same epoch generators
     def switched_with(switch_seed: int) -> list[list[list[str]]]:
-        other_seed = SluBatches(encoder, WORDS, TAGS, [0, 1, 2], LABELS, {"prefix": ""}, switcher=switcher,
-                                switch_seed=switch_seed)
+        other_seed = SluBatches(
+            encoder, WORDS, TAGS, [0, 1, 2], LABELS, {"prefix": ""}, switcher=switcher, switch_seed=switch_seed
+        )
         return [other_seed.switched(torch.Generator().manual_seed(s))[0] for s in range(1, 6)]
 
     assert switched_with(7) == [epoch(s)[0] for s in range(1, 6)] != switched_with(8)
@@ -96,10 +127,22 @@ def test_every_epoch_switches_anew_and_the_same_seeds_switch_the_same(encoder):
 
 def test_switched_words_carry_their_labels_into_the_batch(encoder):
     # ratio 1: every word with a translation is switched ("jazzy", "some", "up", ... have none)
-    data = SluBatches(encoder, WORDS, TAGS, [0, 1, 2], LABELS, {"prefix": ""}, shuffle=False,
-                      switcher=CodeSwitcher(DICTIONARIES, ratio=1.0))
+    data = SluBatches(
+        encoder,
+        WORDS,
+        TAGS,
+        [0, 1, 2],
+        LABELS,
+        {"prefix": ""},
+        shuffle=False,
+        switcher=CodeSwitcher(DICTIONARIES, ratio=1.0),
+    )
     words, labels = data.switched(torch.Generator().manual_seed(0))
-    assert words == [["weck", "mich", "up", "at", "neun", "am"], ["spiel", "some", "jazzy", "musik"], ["wetter", "heute"]]
+    assert words == [
+        ["weck", "mich", "up", "at", "neun", "am"],
+        ["spiel", "some", "jazzy", "musik"],
+        ["wetter", "heute"],
+    ]
     assert labels == TAGS
     batch = next(iter(data.batches(3, torch.Generator().manual_seed(0))))
     real = batch["attention_mask"][1].bool()
@@ -112,26 +155,60 @@ def test_switched_words_carry_their_labels_into_the_batch(encoder):
 
 def test_keep_source_puts_each_utterance_beside_its_switched_version(encoder):
     switcher = CodeSwitcher(DICTIONARIES, ratio=1.0)
-    both = SluBatches(encoder, WORDS, TAGS, [0, 1, 2], LABELS, {"prefix": ""}, batch_size=2, shuffle=False,
-                      switcher=switcher, keep_source=True)
-    only = SluBatches(encoder, WORDS, TAGS, [0, 1, 2], LABELS, {"prefix": ""}, batch_size=2, shuffle=False, switcher=switcher)
+    both = SluBatches(
+        encoder,
+        WORDS,
+        TAGS,
+        [0, 1, 2],
+        LABELS,
+        {"prefix": ""},
+        batch_size=2,
+        shuffle=False,
+        switcher=switcher,
+        keep_source=True,
+    )
+    only = SluBatches(
+        encoder, WORDS, TAGS, [0, 1, 2], LABELS, {"prefix": ""}, batch_size=2, shuffle=False, switcher=switcher
+    )
     first, second = list(both.batches(1, torch.Generator().manual_seed(0)))
     (switched, _) = list(only.batches(1, torch.Generator().manual_seed(0)))
     # utterances 0, 1 as they are, then their switched versions (the same switch as without keep_source)
     real = first["attention_mask"].bool()
-    assert _tokens(encoder, first["input_ids"][1][real[1]]) == ["[CLS]", "play", "some", "jazz", "##y", "music", "[SEP]"]
-    assert _tokens(encoder, first["input_ids"][3][real[3]]) == ["[CLS]", "spiel", "some", "jazz", "##y", "musik", "[SEP]"]
+    assert _tokens(encoder, first["input_ids"][1][real[1]]) == [
+        "[CLS]",
+        "play",
+        "some",
+        "jazz",
+        "##y",
+        "music",
+        "[SEP]",
+    ]
+    assert _tokens(encoder, first["input_ids"][3][real[3]]) == [
+        "[CLS]",
+        "spiel",
+        "some",
+        "jazz",
+        "##y",
+        "musik",
+        "[SEP]",
+    ]
     width = switched["input_ids"].shape[1]
     assert torch.equal(first["input_ids"][2:, :width], switched["input_ids"])
     assert first["intents"].tolist() == [0, 1, 0, 1] and second["intents"].tolist() == [2, 2]
-    assert first["slot_labels"][3][real[3]].tolist() == first["slot_labels"][1][real[1]].tolist() == [IGN, 0, 0, 3, IGN, 0, IGN]
+    assert (
+        first["slot_labels"][3][real[3]].tolist()
+        == first["slot_labels"][1][real[1]].tolist()
+        == [IGN, 0, 0, 3, IGN, 0, IGN]
+    )
     assert both.n_batches() == only.n_batches() == 2 and len(both) == 3
 
 
 def test_grouping_by_length_batches_similar_lengths_and_covers_every_utterance(encoder):
     words = [["play"] * n for n in (1, 9, 2, 8, 3, 7, 4, 6)]
     labels = [["O"] * len(w) for w in words]
-    data = SluBatches(encoder, words, labels, list(range(8)), LABELS, {"prefix": ""}, batch_size=2, group_by_length=True)
+    data = SluBatches(
+        encoder, words, labels, list(range(8)), LABELS, {"prefix": ""}, batch_size=2, group_by_length=True
+    )
     batches = list(data.batches(1, torch.Generator().manual_seed(0)))
     # every utterance once, and the same generator gives the same batches
     assert sorted(i for b in batches for i in b["intents"].tolist()) == list(range(8))
@@ -139,7 +216,9 @@ def test_grouping_by_length_batches_similar_lengths_and_covers_every_utterance(e
     assert all(torch.equal(a["input_ids"], b["input_ids"]) for a, b in zip(batches, again))
     # the first batch holds the longest utterance (🤗's get_length_grouped_indices)
     assert 1 in batches[0]["intents"].tolist()
-    wide = SluBatches(encoder, words * 8, labels * 8, list(range(8)) * 8, LABELS, {"prefix": ""}, batch_size=4, group_by_length=True)
+    wide = SluBatches(
+        encoder, words * 8, labels * 8, list(range(8)) * 8, LABELS, {"prefix": ""}, batch_size=4, group_by_length=True
+    )
     padded = sum(int(b["attention_mask"].numel()) for b in wide.batches(1, torch.Generator().manual_seed(0)))
     shuffled = SluBatches(encoder, words * 8, labels * 8, list(range(8)) * 8, LABELS, {"prefix": ""}, batch_size=4)
     assert padded < sum(int(b["attention_mask"].numel()) for b in shuffled.batches(1, torch.Generator().manual_seed(0)))
@@ -171,9 +250,12 @@ def _wordpiece(vocab: list[str]):
     ids = {t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", *vocab])}
     tok = Tokenizer(models.WordPiece(ids, unk_token="[UNK]"))
     tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    tok.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
-    return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
-                                   sep_token="[SEP]")
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)]
+    )
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]"
+    )
 
 
 def test_unspaced_words_are_tokenised_as_the_text_reads():
@@ -190,7 +272,9 @@ def test_unspaced_words_are_tokenised_as_the_text_reads():
     assert tokenizer.convert_ids_to_tokens(tokens.input_ids[0]) == ["[CLS]", "setup", "[SEP]"]
     assert tokens.word_ids[0] == [None, 0, None] and covering[0] == [1, 1]
     # the prefix belongs to no word
-    tokens, covering = tokenise_spaced_words(tokenizer, [["me"]], [[True]], WordTokenisation(prefix="set ", max_length=16))
+    tokens, covering = tokenise_spaced_words(
+        tokenizer, [["me"]], [[True]], WordTokenisation(prefix="set ", max_length=16)
+    )
     assert tokens.word_ids[0] == [None, None, 0, None] and covering[0] == [2]
     with pytest.raises(ValueError, match="2 words but 1 spacing flags"):
         tokenise_spaced_words(tokenizer, [["set", "up"]], [[True]], plain)
@@ -213,8 +297,9 @@ def test_a_word_without_its_own_sub_token_continues_the_covering_ones_label():
             return torch.zeros(len(ids), 2), slots
 
     tokenizer = _wordpiece(["set", "setup", "me"])
-    tokens, covering = tokenise_spaced_words(tokenizer, [["set", "up", "me"]], [[True, False, True]],
-                                             WordTokenisation(prefix="", max_length=16))
+    tokens, covering = tokenise_spaced_words(
+        tokenizer, [["set", "up", "me"]], [[True, False, True]], WordTokenisation(prefix="", max_length=16)
+    )
     _, labels = _predict_ids(Fixed(), tokens, 0, 8, fill=0, covering=covering, inside=[0, 2, 2])
     # "setup" is set's first sub-token (B-x); "up" has none of its own: I-x; "me" its own: B-x
     assert labels == [[1, 2, 1]]

@@ -14,7 +14,14 @@ from language_agnostic.methods.registry import load_trained
 from language_agnostic.methods.slu import JointSlu, SluConfig, slu_losses
 from language_agnostic.training.loop import TrainSettings, train
 from language_agnostic.training.slu import (
-    code_switch_settings, method_settings, predict_slu, prepare_slu, rebuild_slu, slu_artifact, train_slu, trained_state,
+    code_switch_settings,
+    method_settings,
+    predict_slu,
+    prepare_slu,
+    rebuild_slu,
+    slu_artifact,
+    train_slu,
+    trained_state,
 )
 from language_agnostic.training.slu_data import SluBatches
 
@@ -37,17 +44,30 @@ DE = [
     ("12", "test", "play_music", "spiel etwas musik", "O O O"),
     ("7", "dev", "alarm_set", "weck mich um sechs", "O O O B-time"),  # another locale's dev: never read
 ]
-TRAINING = {"lr": 1e-2, "encoder_lr": 1e-3, "max_epochs": 3, "patience": 3, "seed": 0, "progress": False,
-            "keep_initial": False,
-            "weight_decay": 0.01, "schedule": "linear", "warmup_ratio": 0.1}
+TRAINING = {
+    "lr": 1e-2,
+    "encoder_lr": 1e-3,
+    "max_epochs": 3,
+    "patience": 3,
+    "seed": 0,
+    "progress": False,
+    "keep_initial": False,
+    "weight_decay": 0.01,
+    "schedule": "linear",
+    "warmup_ratio": 0.1,
+}
 EXTRACTION = {"prefix": ""}
 DICTIONARIES = {"de": {"wake": ["weck"], "me": ["mich"], "play": ["spiel"], "music": ["musik"], "weather": ["wetter"]}}
 
 
 def _table() -> pd.DataFrame:
-    return pd.DataFrame([{"locale": loc, "id": i, "partition": p, "intent": intent, "words": words.split(),
-                          "labels": labels.split()}
-                         for loc, rows in (("en-US", EN), ("de-DE", DE)) for i, p, intent, words, labels in rows])
+    return pd.DataFrame(
+        [
+            {"locale": loc, "id": i, "partition": p, "intent": intent, "words": words.split(), "labels": labels.split()}
+            for loc, rows in (("en-US", EN), ("de-DE", DE))
+            for i, p, intent, words, labels in rows
+        ]
+    )
 
 
 @pytest.fixture
@@ -58,8 +78,16 @@ def encoder(tiny_hub_model: Path):
 def test_a_training_step_on_the_tiny_encoder_lowers_the_joint_loss(encoder):
     labels = {"O": 0, "B-time": 1, "I-time": 2, "B-genre": 3, "I-genre": 4, "B-date": 5, "I-date": 6}
     rows = [r for r in EN if r[1] == "train"]
-    data = SluBatches(encoder, [r[3].split() for r in rows], [r[4].split() for r in rows], [0, 0, 1, 1, 2, 2], labels,
-                      EXTRACTION, batch_size=6, shuffle=False)
+    data = SluBatches(
+        encoder,
+        [r[3].split() for r in rows],
+        [r[4].split() for r in rows],
+        [0, 0, 1, 1, 2, 2],
+        labels,
+        EXTRACTION,
+        batch_size=6,
+        shuffle=False,
+    )
     torch.manual_seed(0)
     model = JointSlu(encoder.model, encoder.hidden_size, SluConfig(n_intents=3, n_labels=7))
     batch = next(iter(data.batches(0, torch.Generator())))
@@ -70,8 +98,13 @@ def test_a_training_step_on_the_tiny_encoder_lowers_the_joint_loss(encoder):
             return {k: float(v) for k, v in slu_losses(model, batch).items()}
 
     before = loss()
-    train(model, lambda m, b: slu_losses(m, b), data, data,
-          TrainSettings(lr=1e-2, encoder_lr=1e-3, max_epochs=1, patience=1, progress=False))
+    train(
+        model,
+        lambda m, b: slu_losses(m, b),
+        data,
+        data,
+        TrainSettings(lr=1e-2, encoder_lr=1e-3, max_epochs=1, patience=1, progress=False),
+    )
     after = loss()
     assert after["total"] < before["total"] and after["total"] == pytest.approx(after["intent"] + after["slot"])
 
@@ -86,8 +119,10 @@ def test_train_slu_fine_tunes_a_copy_selected_on_dev_exact_match(encoder):
     # the shared encoder is untouched; the copy moved
     assert all(torch.equal(before[k], v) for k, v in encoder.model.state_dict().items())
     assert model.encoder is not encoder.model
-    assert not torch.equal(model.encoder.state_dict()["encoder.layer.0.attention.self.query.weight"],
-                           before["encoder.layer.0.attention.self.query.weight"])
+    assert not torch.equal(
+        model.encoder.state_dict()["encoder.layer.0.attention.self.query.weight"],
+        before["encoder.layer.0.attention.self.query.weight"],
+    )
     # selection: one dev exact match per evaluation, the kept epoch is the first best, and the kept
     # model scores it again (news_query is never right, so at most 3 of 4)
     scores = [r["dev_score"] for r in result.history]
@@ -102,11 +137,14 @@ def test_the_dev_score_is_exact_match_on_the_dev_locale_only(encoder, monkeypatc
     import language_agnostic.training.slu as slu
 
     seen = []
-    monkeypatch.setattr(slu, "exact_match", lambda gi, pi, gl, pl: seen.append((list(gi), [list(x) for x in gl])) or 0.5)
+    monkeypatch.setattr(
+        slu, "exact_match", lambda gi, pi, gl, pl: seen.append((list(gi), [list(x) for x in gl])) or 0.5
+    )
     run = prepare_slu(_table(), encoder, {}, {}, TRAINING, EXTRACTION)
     assert run.dev_score(run.model) == 0.5
-    assert seen == [(["alarm_set", "play_music", "weather_query", "news_query"],
-                     [r[4].split() for r in EN if r[1] == "dev"])]
+    assert seen == [
+        (["alarm_set", "play_music", "weather_query", "news_query"], [r[4].split() for r in EN if r[1] == "dev"])
+    ]
 
 
 def test_the_kept_checkpoint_is_the_best_dev_exact_match(encoder, monkeypatch: pytest.MonkeyPatch):
@@ -121,6 +159,7 @@ def test_the_kept_checkpoint_is_the_best_dev_exact_match(encoder, monkeypatch: p
         def score(m):
             states.append({k: v.detach().clone() for k, v in m.state_dict().items()})
             return dev_score(m)
+
         return real_train(model, loss_fn, train_data, dev_data, settings, score)
 
     monkeypatch.setattr(slu, "train", recording_train)
@@ -131,8 +170,9 @@ def test_the_kept_checkpoint_is_the_best_dev_exact_match(encoder, monkeypatch: p
 
 
 def test_predict_slu_gives_one_label_per_word_for_every_row(encoder):
-    model, _, info = train_slu(_table(), encoder, {"dropout": 0.0}, {"batch_size": 3}, {**TRAINING, "max_epochs": 1},
-                               EXTRACTION)
+    model, _, info = train_slu(
+        _table(), encoder, {"dropout": 0.0}, {"batch_size": 3}, {**TRAINING, "max_epochs": 1}, EXTRACTION
+    )
     test = _table().query("partition == 'test'").reset_index(drop=True)
     intents, labels = predict_slu(model, test, encoder, info["intents"], info["labels"], EXTRACTION, batch_size=2)
     assert len(intents) == len(labels) == 3 and set(intents) <= set(info["intents"])
@@ -163,7 +203,10 @@ def test_the_artifact_rebuilds_the_same_model(encoder):
     assert predict_slu(again, test, encoder, info["intents"], info["labels"], EXTRACTION) == expected
     # the registry rebuilds it too, from the encoder config it carries (no base encoder needed)
     method, loaded = load_trained(saved)
-    assert method.name == "slu" and predict_slu(loaded, test, encoder, info["intents"], info["labels"], EXTRACTION) == expected
+    assert (
+        method.name == "slu"
+        and predict_slu(loaded, test, encoder, info["intents"], info["labels"], EXTRACTION) == expected
+    )
     with pytest.raises(ValueError, match="does not fit the encoder"):
         rebuild_slu(encoder, {**saved, "state_dict": {**saved["state_dict"], "extra.weight": torch.zeros(1)}})
     with pytest.raises(ValueError, match="holds no weights"):
@@ -177,39 +220,74 @@ def test_cosda_switches_training_data_only(encoder):
     assert run.info["code_switch"]["languages"] == ["de"] and 0 < run.info["code_switch"]["coverage"]["de"] < 1
     dev = [list(run.dev_data.batches(0, torch.Generator().manual_seed(s))) for s in (1, 2)]
     assert all(torch.equal(a[k], b[k]) for a, b in zip(*dev) for k in a)
-    train_ids = [torch.cat([b["input_ids"].flatten() for b in run.train_data.batches(e, torch.Generator().manual_seed(e))])
-                 for e in (1, 2)]
+    train_ids = [
+        torch.cat([b["input_ids"].flatten() for b in run.train_data.batches(e, torch.Generator().manual_seed(e))])
+        for e in (1, 2)
+    ]
     assert not torch.equal(train_ids[0], train_ids[1]) or len(train_ids[0]) != len(train_ids[1])
-    model, result, info = train_slu(_table(), encoder, {}, data, {**TRAINING, "max_epochs": 2}, EXTRACTION, DICTIONARIES,
-                                    name="cosda")
+    model, result, info = train_slu(
+        _table(), encoder, {}, data, {**TRAINING, "max_epochs": 2}, EXTRACTION, DICTIONARIES, name="cosda"
+    )
     assert result.epochs_run == 2 and info["n_truncated"]["train_switched"] == 0
 
 
 def test_max_train_is_a_seeded_sample(encoder):
-    words = lambda seed: prepare_slu(_table(), encoder, {}, {"max_train": 4, "seed": seed}, TRAINING,  # noqa: E731
-                                     EXTRACTION).train_data.words
+    def words(seed: int) -> list:
+        return prepare_slu(_table(), encoder, {}, {"max_train": 4, "seed": seed}, TRAINING, EXTRACTION).train_data.words
+
     assert len(words(0)) == 4 and words(0) == words(0)
     assert len(prepare_slu(_table(), encoder, {}, {"max_train": 100}, TRAINING, EXTRACTION).train_data.words) == 6
 
 
-@pytest.mark.parametrize(("method", "data", "dictionaries", "message"), [
-    ({}, {"batchsize": 2}, None, r"slu.data: unknown key\(s\) \['batchsize'\]"),
-    ({}, {"max_train": 0}, None, "slu.data.max_train must be >= 1 or null, got 0"),
-    ({}, {"batch_size": 0}, None, "slu.data.batch_size must be >= 1, got 0"),
-    ({}, {"training_locale": "fr-FR"}, None, "slu.data.training_locale 'fr-FR': no train utterances"),
-    ({}, {"dev_locale": "fr-FR"}, None, "slu.data.dev_locale 'fr-FR': no dev utterances"),
-    ({}, {"code_switch": {"ratio": 0.5, "languages": ["de"]}}, None, r"slu.data.code_switch.languages: no dictionary for \['de'\]"),
-    ({}, {"code_switch": {"languages": ["de"]}}, DICTIONARIES, r"slu.data.code_switch: missing key\(s\) \['ratio'\]"),
-    ({}, {"code_switch": {"ratio": 2, "languages": ["de"]}}, DICTIONARIES, r"slu.data.code_switch.ratio must be a number in \[0, 1\]"),
-    ({}, {"code_switch": {"ratio": 0.5, "languages": "de"}}, DICTIONARIES, "slu.data.code_switch.languages must be a non-empty list"),
-    ({}, {"code_switch": {"ratio": 0.5, "languages": ["de"], "keep_source": "yes"}}, DICTIONARIES,
-     "slu.data.code_switch.keep_source must be true or false, got 'yes'"),
-    ({}, {"code_switch": {"ratio": 0.5, "languages": ["de"], "sed": 1}}, DICTIONARIES,
-     r"slu.data.code_switch: unknown key\(s\) \['sed'\]"),
-    ({"alfa": 1}, {}, None, r"slu.methods.x: unknown key\(s\) \['alfa'\]"),
-    ({"n_labels": 3}, {}, None, r"slu.methods.x: unknown key\(s\) \['n_labels'\]"),
-    ({"loss_weights": {"slots": 1}}, {}, None, r"slu.methods.x.loss_weights: unknown \['slots'\]"),
-])
+@pytest.mark.parametrize(
+    ("method", "data", "dictionaries", "message"),
+    [
+        ({}, {"batchsize": 2}, None, r"slu.data: unknown key\(s\) \['batchsize'\]"),
+        ({}, {"max_train": 0}, None, "slu.data.max_train must be >= 1 or null, got 0"),
+        ({}, {"batch_size": 0}, None, "slu.data.batch_size must be >= 1, got 0"),
+        ({}, {"training_locale": "fr-FR"}, None, "slu.data.training_locale 'fr-FR': no train utterances"),
+        ({}, {"dev_locale": "fr-FR"}, None, "slu.data.dev_locale 'fr-FR': no dev utterances"),
+        (
+            {},
+            {"code_switch": {"ratio": 0.5, "languages": ["de"]}},
+            None,
+            r"slu.data.code_switch.languages: no dictionary for \['de'\]",
+        ),
+        (
+            {},
+            {"code_switch": {"languages": ["de"]}},
+            DICTIONARIES,
+            r"slu.data.code_switch: missing key\(s\) \['ratio'\]",
+        ),
+        (
+            {},
+            {"code_switch": {"ratio": 2, "languages": ["de"]}},
+            DICTIONARIES,
+            r"slu.data.code_switch.ratio must be a number in \[0, 1\]",
+        ),
+        (
+            {},
+            {"code_switch": {"ratio": 0.5, "languages": "de"}},
+            DICTIONARIES,
+            "slu.data.code_switch.languages must be a non-empty list",
+        ),
+        (
+            {},
+            {"code_switch": {"ratio": 0.5, "languages": ["de"], "keep_source": "yes"}},
+            DICTIONARIES,
+            "slu.data.code_switch.keep_source must be true or false, got 'yes'",
+        ),
+        (
+            {},
+            {"code_switch": {"ratio": 0.5, "languages": ["de"], "sed": 1}},
+            DICTIONARIES,
+            r"slu.data.code_switch: unknown key\(s\) \['sed'\]",
+        ),
+        ({"alfa": 1}, {}, None, r"slu.methods.x: unknown key\(s\) \['alfa'\]"),
+        ({"n_labels": 3}, {}, None, r"slu.methods.x: unknown key\(s\) \['n_labels'\]"),
+        ({"loss_weights": {"slots": 1}}, {}, None, r"slu.methods.x.loss_weights: unknown \['slots'\]"),
+    ],
+)
 def test_bad_parameters_are_named(encoder, method, data, dictionaries, message):
     with pytest.raises(ValueError, match=message):
         prepare_slu(_table(), encoder, method, data, TRAINING, EXTRACTION, dictionaries, name="x")
@@ -224,10 +302,18 @@ def test_bad_training_settings_and_tables_are_named(encoder):
 
 def test_method_settings_read_a_methods_entry():
     assert method_settings("zsjoint", {"method": "slu"}) == ({}, {}, {})
-    spec = {"method": "slu", "loss_weights": {"slot": 2}, "options": {"dropout": 0.2}, "training": {"lr": 1e-3},
-            "data": {"code_switch": {"ratio": 0.9, "languages": ["de"]}}}
-    assert method_settings("cosda", spec) == ({"dropout": 0.2, "loss_weights": {"slot": 2}}, {"lr": 1e-3},
-                                              {"code_switch": {"ratio": 0.9, "languages": ["de"]}})
+    spec = {
+        "method": "slu",
+        "loss_weights": {"slot": 2},
+        "options": {"dropout": 0.2},
+        "training": {"lr": 1e-3},
+        "data": {"code_switch": {"ratio": 0.9, "languages": ["de"]}},
+    }
+    assert method_settings("cosda", spec) == (
+        {"dropout": 0.2, "loss_weights": {"slot": 2}},
+        {"lr": 1e-3},
+        {"code_switch": {"ratio": 0.9, "languages": ["de"]}},
+    )
     with pytest.raises(ValueError, match=r"slu.methods.a: unknown key\(s\) \['optons'\]"):
         method_settings("a", {"optons": {}})
     with pytest.raises(ValueError, match=r"slu.methods.a.method must be one of \['slu', 'lajoint'\], got 'emu'"):
@@ -243,10 +329,13 @@ def test_train_layers_freezes_the_embeddings_and_bottom_layers_and_nothing_below
     assert frozen and all(n.startswith(("encoder.embeddings.", "encoder.encoder.layer.0.")) for n in frozen)
     assert all(p.requires_grad for p in [*layers[1].parameters(), *run.model.intent_head.parameters()])
     assert run.info["train_layers"] == 1 and run.info["encoder_parameters"]["frozen"] == sum(
-        p.numel() for p in run.model.encoder.parameters() if not p.requires_grad)
+        p.numel() for p in run.model.encoder.parameters() if not p.requires_grad
+    )
     # autograd records nothing below the first trained layer: the frozen layer's output needs no gradient
     seen = []
-    layers[0].register_forward_hook(lambda m, i, o: seen.append(o[0].requires_grad if isinstance(o, tuple) else o.requires_grad))
+    layers[0].register_forward_hook(
+        lambda m, i, o: seen.append(o[0].requires_grad if isinstance(o, tuple) else o.requires_grad)
+    )
     batch = next(iter(run.train_data.batches(1, torch.Generator().manual_seed(0))))
     slu_losses(run.model, batch)["total"].backward()
     assert seen == [False]
@@ -257,12 +346,19 @@ def test_train_layers_freezes_the_embeddings_and_bottom_layers_and_nothing_below
     saved = slu_artifact(model, encoder, method="zsjoint", intents=info["intents"], labels=info["labels"])
     assert not any(k.startswith("encoder.") and "weight" in k for k in saved["state_dict"])
     test = _table().query("partition == 'test'")
-    assert predict_slu(rebuild_slu(encoder, saved), test, encoder, info["intents"], info["labels"], EXTRACTION) == \
-        predict_slu(model, test, encoder, info["intents"], info["labels"], EXTRACTION)
+    assert predict_slu(
+        rebuild_slu(encoder, saved), test, encoder, info["intents"], info["labels"], EXTRACTION
+    ) == predict_slu(model, test, encoder, info["intents"], info["labels"], EXTRACTION)
 
 
-@pytest.mark.parametrize("value, match", [(-1, "train_layers must be null .* or an integer >= 0"),
-                                          ("2", "train_layers must be null"), (3, r"train_layers must be null or in 0..2")])
+@pytest.mark.parametrize(
+    "value, match",
+    [
+        (-1, "train_layers must be null .* or an integer >= 0"),
+        ("2", "train_layers must be null"),
+        (3, r"train_layers must be null or in 0..2"),
+    ],
+)
 def test_a_bad_train_layers_is_named(encoder, value, match):
     with pytest.raises(ValueError, match=f"slu.training.{match}"):
         prepare_slu(_table(), encoder, {}, {}, {**TRAINING, "train_layers": value}, EXTRACTION)

@@ -40,7 +40,9 @@ def decode_text(data: bytes, source: str, encoding: str = "utf-8") -> str:
         return data.decode(codec)
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise CorpusFormatError(f"{source}:{line}: invalid {encoding} at byte offset {exc.start} ({exc.reason})") from None
+        raise CorpusFormatError(
+            f"{source}:{line}: invalid {encoding} at byte offset {exc.start} ({exc.reason})"
+        ) from None
 
 
 def missing_raw_data_message(path: str, what: str, url: str) -> str:

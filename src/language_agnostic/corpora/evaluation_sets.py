@@ -61,16 +61,26 @@ def ingest_qe_test(params: Mapping[str, Any], *archives: Members) -> tuple[pd.Da
         rows = read_qe_tsv(text, f"{getattr(archive, 'source', pair)}:{member}", pair, rejects)
         n_in = sum(1 for line in text.split("\n")[1:] if line.strip())
         counts[pair] = {"rows_in": n_in, "rows_out": len(rows), "rejected": len(rejects.rows) - before}
-        tables.append(pd.DataFrame({"dataset": "wmt20_qe_test", "pair": pair,
-                                    "lang1": [r["source_lang"] for r in rows], "lang2": [r["target_lang"] for r in rows],
-                                    "text1": [r["source"] for r in rows], "text2": [r["translation"] for r in rows],
-                                    "gold": [r["z_mean"] for r in rows]}))
+        tables.append(
+            pd.DataFrame(
+                {
+                    "dataset": "wmt20_qe_test",
+                    "pair": pair,
+                    "lang1": [r["source_lang"] for r in rows],
+                    "lang2": [r["target_lang"] for r in rows],
+                    "text1": [r["source"] for r in rows],
+                    "text2": [r["translation"] for r in rows],
+                    "gold": [r["z_mean"] for r in rows],
+                }
+            )
+        )
     logger.info("WMT20 QE test sets: %s", counts)
     return pd.concat(tables, ignore_index=True)[EVAL_COLUMNS], _rejects_frame(rejects), counts
 
 
-def ingest_sts_test(params: Mapping[str, Any], inputs: Members, gold: Members
-                    ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
+def ingest_sts_test(
+    params: Mapping[str, Any], inputs: Members, gold: Members
+) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
     """The SemEval-2017 STS tracks (gold 0-5) as one evaluation table.
 
     Args:
@@ -93,12 +103,25 @@ def ingest_sts_test(params: Mapping[str, Any], inputs: Members, gold: Members
         gold_text = read_member(gold, track.gold_member, f"STS17 gold of {name}")
         before = len(rejects.rows)
         rows = read_sts_track(input_text, gold_text, track, getattr(inputs, "source", "sts17"), rejects)
-        counts[name] = {"input_lines": len(input_text.rstrip("\n").split("\n")),
-                        "gold_lines": len(gold_text.rstrip("\n").split("\n")),
-                        "rows_out": len(rows), "rejected": len(rejects.rows) - before}
-        tables.append(pd.DataFrame({"dataset": "sts17", "pair": name, "lang1": track.first, "lang2": track.second,
-                                    "text1": [r["sentence1"] for r in rows], "text2": [r["sentence2"] for r in rows],
-                                    "gold": [r["score"] for r in rows]}))
+        counts[name] = {
+            "input_lines": len(input_text.rstrip("\n").split("\n")),
+            "gold_lines": len(gold_text.rstrip("\n").split("\n")),
+            "rows_out": len(rows),
+            "rejected": len(rejects.rows) - before,
+        }
+        tables.append(
+            pd.DataFrame(
+                {
+                    "dataset": "sts17",
+                    "pair": name,
+                    "lang1": track.first,
+                    "lang2": track.second,
+                    "text1": [r["sentence1"] for r in rows],
+                    "text2": [r["sentence2"] for r in rows],
+                    "gold": [r["score"] for r in rows],
+                }
+            )
+        )
     logger.info("STS17 tracks: %s", counts)
     return pd.concat(tables, ignore_index=True)[EVAL_COLUMNS], _rejects_frame(rejects), counts
 
@@ -119,8 +142,9 @@ def laser_tatoeba_sentences(files: Members, languages: str | Sequence[str]) -> l
     return sentences
 
 
-def clean_and_split(candidates: pd.DataFrame, qe_test: pd.DataFrame, sts_test: pd.DataFrame, laser: Members,
-                    params: Mapping[str, Any]) -> tuple[pd.DataFrame, pd.DataFrame]:
+def clean_and_split(
+    candidates: pd.DataFrame, qe_test: pd.DataFrame, sts_test: pd.DataFrame, laser: Members, params: Mapping[str, Any]
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Deduplicate each pair's candidates, drop test overlap, split 90/10 (seeded).
 
     A pair is dropped when its source or target appears (after NFKC, case folding and space
@@ -138,8 +162,13 @@ def clean_and_split(candidates: pd.DataFrame, qe_test: pd.DataFrame, sts_test: p
         ``(corpus, sizes)``: the kept pairs with a ``split`` column, and per pair the counts
         ``in, empty, duplicate, test_overlap, out, train, validation``.
     """
-    banned = [*qe_test["text1"], *qe_test["text2"], *sts_test["text1"], *sts_test["text2"],
-              *laser_tatoeba_sentences(laser, params.get("laser_tatoeba", "all"))]
+    banned = [
+        *qe_test["text1"],
+        *qe_test["text2"],
+        *sts_test["text1"],
+        *sts_test["text2"],
+        *laser_tatoeba_sentences(laser, params.get("laser_tatoeba", "all")),
+    ]
     fraction, seed = float(params.get("validation_fraction", 0.1)), int(params.get("seed", 0))
     parts, sizes = [], []
     for pair, rows in candidates.groupby("pair", sort=False):
@@ -148,8 +177,18 @@ def clean_and_split(candidates: pd.DataFrame, qe_test: pd.DataFrame, sts_test: p
         sizes.append({"pair": pair, **counts, "train": len(train_part), "validation": len(validation)})
         first = rows.iloc[0]
         for split, chosen in (("train", train_part), ("validation", validation)):
-            parts.append(pd.DataFrame({"pair": pair, "source_lang": first["source_lang"], "target_lang": first["target_lang"],
-                                       "source": [s for s, _ in chosen], "target": [t for _, t in chosen], "split": split}))
+            parts.append(
+                pd.DataFrame(
+                    {
+                        "pair": pair,
+                        "source_lang": first["source_lang"],
+                        "target_lang": first["target_lang"],
+                        "source": [s for s, _ in chosen],
+                        "target": [t for _, t in chosen],
+                        "split": split,
+                    }
+                )
+            )
     table = pd.DataFrame(sizes)
     logger.info("training corpus:\n%s", table.to_string(index=False))
     return pd.concat(parts, ignore_index=True), table

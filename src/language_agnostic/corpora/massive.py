@@ -18,9 +18,7 @@ from typing import Any
 
 from language_agnostic.corpora.errors import CorpusFormatError, RejectLog
 
-MASSIVE_URL = (
-    "https://amazon-massive-nlu-dataset.s3.amazonaws.com/amazon-massive-dataset-1.1.tar.gz"
-)
+MASSIVE_URL = "https://amazon-massive-nlu-dataset.s3.amazonaws.com/amazon-massive-dataset-1.1.tar.gz"
 PARTITIONS = ("train", "dev", "test")
 REQUIRED_FIELDS = ("id", "locale", "partition", "scenario", "intent", "utt", "annot_utt")
 LOCALE_PATTERN = re.compile(r"^[a-z]{2,3}-[A-Z]{2}$")
@@ -106,9 +104,7 @@ def parse_annot_utt(annot: str) -> Annotation:
             raise AnnotationError(f"nested '[' at character {nested + 1} in {annot!r}")
         body = annot[open_at + 1 : close_at]
         if ":" not in body:
-            raise AnnotationError(
-                f"slot without ' : ' separator at character {open_at + 1} in {annot!r}"
-            )
+            raise AnnotationError(f"slot without ' : ' separator at character {open_at + 1} in {annot!r}")
         slot, value = (part.strip() for part in body.split(":", 1))
         if not slot or any(c.isspace() for c in slot):
             raise AnnotationError(f"bad slot type {slot!r} at character {open_at + 1} in {annot!r}")
@@ -289,6 +285,4 @@ def check_locale_code(locale: str, where: str) -> None:
         where: The parameter path to name in the message.
     """
     if not isinstance(locale, str) or not LOCALE_PATTERN.match(locale):
-        raise CorpusFormatError(
-            f"{where}: {locale!r} is not a MASSIVE locale code (expected e.g. 'en-US', 'ja-JP')"
-        )
+        raise CorpusFormatError(f"{where}: {locale!r} is not a MASSIVE locale code (expected e.g. 'en-US', 'ja-JP')")

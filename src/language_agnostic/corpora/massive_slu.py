@@ -161,17 +161,13 @@ def slu_table(
     """
     missing = [c for c in INPUT_COLUMNS if c not in utterances.columns]
     if missing:
-        raise CorpusFormatError(
-            f"{source}: missing column(s) {missing} (has {list(utterances.columns)})"
-        )
+        raise CorpusFormatError(f"{source}: missing column(s) {missing} (has {list(utterances.columns)})")
     log = RejectLog(policy=on_bad_row, logger=logger)
     rows: list[dict[str, Any]] = []
     reject_locales: list[str] = []
     seen: set[tuple[str, str]] = set()
     counts: dict[str, dict[str, int]] = {}
-    for locale, key, partition, intent, annot in utterances[list(INPUT_COLUMNS)].itertuples(
-        index=False, name=None
-    ):
+    for locale, key, partition, intent, annot in utterances[list(INPUT_COLUMNS)].itertuples(index=False, name=None):
         locale, key = str(locale), str(key)
         tally = counts.setdefault(locale.replace("-", "_"), {"rows_in": 0, "rows_out": 0, "rejected": 0})
         tally["rows_in"] += 1
@@ -195,8 +191,15 @@ def slu_table(
         seen.add((locale, key))
         tally["rows_out"] += 1
         rows.append(
-            {"locale": locale, "id": key, "partition": partition, "intent": intent,
-             "words": words, "labels": labels, "spaced": spaced}
+            {
+                "locale": locale,
+                "id": key,
+                "partition": partition,
+                "intent": intent,
+                "words": words,
+                "labels": labels,
+                "spaced": spaced,
+            }
         )
     total: dict[str, int] = {}
     for tally in counts.values():
@@ -205,12 +208,13 @@ def slu_table(
     counts["all"] = {"rows_in": 0, "rows_out": 0, "rejected": 0, **total}
     logger.info(
         "SLU table from %s: %d rows in, %d out, %d rejected %s",
-        source, counts["all"]["rows_in"], counts["all"]["rows_out"], counts["all"]["rejected"],
+        source,
+        counts["all"]["rows_in"],
+        counts["all"]["rows_out"],
+        counts["all"]["rejected"],
         log.counts() or "",
     )
-    rejects = pd.DataFrame(
-        [{"locale": loc, **r} for loc, r in zip(reject_locales, log.rows)], columns=REJECT_COLUMNS
-    )
+    rejects = pd.DataFrame([{"locale": loc, **r} for loc, r in zip(reject_locales, log.rows)], columns=REJECT_COLUMNS)
     return pd.DataFrame(rows, columns=OUTPUT_COLUMNS), rejects, counts
 
 
@@ -319,9 +323,7 @@ def first_subtoken_predictions(
             sub-token and ``fill`` is ``None``.
     """
     if len(word_ids) != len(predicted_ids):
-        raise ValueError(
-            f"{len(word_ids)} word_ids but {len(predicted_ids)} predicted_ids; they must align"
-        )
+        raise ValueError(f"{len(word_ids)} word_ids but {len(predicted_ids)} predicted_ids; they must align")
     first: dict[int, int] = {}
     for word, predicted in zip(word_ids, predicted_ids):
         if word is not None and word not in first:

@@ -63,11 +63,15 @@ def mlqe_pe_pairs(src_text: str, pe_text: str, pair: str, where: str) -> list[Pa
         where: For messages.
     """
     src_lang, tgt_lang = pair.split("-")
-    return [(moses_detokenize(s, src_lang), moses_detokenize(t, tgt_lang))
-            for s, t in read_line_aligned(src_text, pe_text, where)]
+    return [
+        (moses_detokenize(s, src_lang), moses_detokenize(t, tgt_lang))
+        for s, t in read_line_aligned(src_text, pe_text, where)
+    ]
 
 
-def filter_by_labels(pairs: Sequence[Pair], labels_text: str, keep: Iterable[str], where: str) -> tuple[list[Pair], int]:
+def filter_by_labels(
+    pairs: Sequence[Pair], labels_text: str, keep: Iterable[str], where: str
+) -> tuple[list[Pair], int]:
     """Keep the pairs whose ``.labels`` line names a kept variant (e.g. ``cmn_Hans``).
 
     Returns:
@@ -121,7 +125,9 @@ def clean_pairs(pairs: Sequence[Pair], test_sentences: Iterable[str]) -> tuple[l
     return kept, counts
 
 
-def train_validation_split(pairs: Sequence[Pair], validation_fraction: float, seed: int) -> tuple[list[Pair], list[Pair]]:
+def train_validation_split(
+    pairs: Sequence[Pair], validation_fraction: float, seed: int
+) -> tuple[list[Pair], list[Pair]]:
     """A seeded random split; the validation part has ``round(fraction × n)`` pairs (at least 1)."""
     if not 0 < validation_fraction < 1:
         raise ValueError(f"validation_fraction must be between 0 and 1, got {validation_fraction}")
@@ -136,8 +142,18 @@ def train_validation_split(pairs: Sequence[Pair], validation_fraction: float, se
 
 
 # OPUS-MT Tatoeba test sets used as STS training data: language -> directory under testsets/
-OPUS_TATOEBA_DIRS = {"ara": "ara-eng", "deu": "deu-eng", "spa": "eng-spa", "fra": "eng-fra", "ita": "eng-ita",
-                     "nld": "eng-nld", "tur": "eng-tur", "ron": "eng-ron", "est": "eng-est", "zho": "eng-zho"}
+OPUS_TATOEBA_DIRS = {
+    "ara": "ara-eng",
+    "deu": "deu-eng",
+    "spa": "eng-spa",
+    "fra": "eng-fra",
+    "ita": "eng-ita",
+    "nld": "eng-nld",
+    "tur": "eng-tur",
+    "ron": "eng-ron",
+    "est": "eng-est",
+    "zho": "eng-zho",
+}
 # where a file mixes varieties, the .labels values kept (others are dropped and counted)
 OPUS_TATOEBA_LABELS = {"ara": ("ara",), "zho": ("cmn_Hans", "cmn_Hant")}
 OPUS_TATOEBA_VERSION = "tatoeba-test-v2021-08-07"

@@ -86,7 +86,9 @@ def check_column_languages(first: list[str], second: list[str], track: StsTrack,
         )
 
 
-def read_sts_track(input_text: str, gold_text: str, track: StsTrack, source: str, rejects: RejectLog) -> list[dict[str, Any]]:
+def read_sts_track(
+    input_text: str, gold_text: str, track: StsTrack, source: str, rejects: RejectLog
+) -> list[dict[str, Any]]:
     """Pair each input line with its gold score.
 
     Args:
@@ -114,8 +116,13 @@ def read_sts_track(input_text: str, gold_text: str, track: StsTrack, source: str
     for number, (line, gold) in enumerate(zip(inputs, golds), start=1):
         fields = line.rstrip("\r").split("\t")
         if len(fields) != 2 or not fields[0].strip() or not fields[1].strip():
-            rejects.reject(where_in, number, "bad_input_line", f"expected two non-empty tab-separated sentences, got {len(fields)} field(s)",
-                           content=line)
+            rejects.reject(
+                where_in,
+                number,
+                "bad_input_line",
+                f"expected two non-empty tab-separated sentences, got {len(fields)} field(s)",
+                content=line,
+            )
             continue
         try:
             score = float(gold)
@@ -125,7 +132,16 @@ def read_sts_track(input_text: str, gold_text: str, track: StsTrack, source: str
         if not 0.0 <= score <= 5.0:
             rejects.reject(where_gold, number, "bad_score", f"gold score {score} is outside 0-5", content=gold)
             continue
-        rows.append({"track": track.track, "pair": track.name, "lang1": track.first, "lang2": track.second,
-                     "sentence1": fields[0].strip(), "sentence2": fields[1].strip(), "score": score})
+        rows.append(
+            {
+                "track": track.track,
+                "pair": track.name,
+                "lang1": track.first,
+                "lang2": track.second,
+                "sentence1": fields[0].strip(),
+                "sentence2": fields[1].strip(),
+                "score": score,
+            }
+        )
     check_column_languages([r["sentence1"] for r in rows], [r["sentence2"] for r in rows], track, where_in)
     return rows

@@ -54,8 +54,9 @@ def _lines(text: str) -> list[str]:
     return [line.rstrip("\r") for line in lines]
 
 
-def read_tatoeba_pair(xxx_text: str, eng_text: str, language: str, sources: tuple[str, str],
-                      rejects: RejectLog) -> list[tuple[int, str, str]]:
+def read_tatoeba_pair(
+    xxx_text: str, eng_text: str, language: str, sources: tuple[str, str], rejects: RejectLog
+) -> list[tuple[int, str, str]]:
     """The aligned sentence pairs of one language.
 
     Args:
@@ -74,23 +75,35 @@ def read_tatoeba_pair(xxx_text: str, eng_text: str, language: str, sources: tupl
     """
     xxx, eng = _lines(xxx_text), _lines(eng_text)
     if len(xxx) != len(eng):
-        short, long_, n_short, n_long = ((sources[0], sources[1], len(xxx), len(eng)) if len(xxx) < len(eng)
-                                         else (sources[1], sources[0], len(eng), len(xxx)))
-        raise CorpusFormatError(f"{short}:{n_short + 1}: missing line: {short} has {n_short} lines but {long_} has "
-                                f"{n_long}; the two files of a Tatoeba pair must be line-aligned")
+        short, long_, n_short, n_long = (
+            (sources[0], sources[1], len(xxx), len(eng))
+            if len(xxx) < len(eng)
+            else (sources[1], sources[0], len(eng), len(xxx))
+        )
+        raise CorpusFormatError(
+            f"{short}:{n_short + 1}: missing line: {short} has {n_short} lines but {long_} has "
+            f"{n_long}; the two files of a Tatoeba pair must be line-aligned"
+        )
     pairs = []
     for number, (a, b) in enumerate(zip(xxx, eng), start=1):
         empty = [source for source, text in zip(sources, (a, b)) if not text.strip()]
         if empty:
-            rejects.reject(empty[0], number, "empty_sentence", "empty sentence (its translation is dropped with it)",
-                           key=f"{language}:{number}", content=a if empty[0] == sources[1] else b)
+            rejects.reject(
+                empty[0],
+                number,
+                "empty_sentence",
+                "empty sentence (its translation is dropped with it)",
+                key=f"{language}:{number}",
+                content=a if empty[0] == sources[1] else b,
+            )
             continue
         pairs.append((number, a.strip(), b.strip()))
     return pairs
 
 
-def ingest_tatoeba(files: Files, params: Mapping[str, Any], seen_by: Mapping[str, Sequence[str]] | None = None
-                   ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, dict[str, Any]]:
+def ingest_tatoeba(
+    files: Files, params: Mapping[str, Any], seen_by: Mapping[str, Sequence[str]] | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, dict[str, Any]]:
     """Read the configured Tatoeba pairs into one table, with the languages' codes, scripts and training status.
 
     Args:
@@ -112,7 +125,9 @@ def ingest_tatoeba(files: Files, params: Mapping[str, Any], seen_by: Mapping[str
     """
     unknown = sorted(set(params) - {"languages", "expected_pairs", "on_bad_row"})
     if unknown:
-        raise ValueError(f"tatoeba.ingest: unknown key(s) {unknown}; known: ['expected_pairs', 'languages', 'on_bad_row']")
+        raise ValueError(
+            f"tatoeba.ingest: unknown key(s) {unknown}; known: ['expected_pairs', 'languages', 'on_bad_row']"
+        )
     folder = getattr(files, "source", "tatoeba/v1")
     present = available_languages(list(files))
     wanted = params.get("languages", "all")
@@ -122,8 +137,10 @@ def ingest_tatoeba(files: Files, params: Mapping[str, Any], seen_by: Mapping[str
         if not languages:
             raise CorpusFormatError(f"{folder}: no tatoeba.<xxx>-eng.<xxx> file")
         if expected is not None and len(languages) != int(expected):
-            raise CorpusFormatError(f"{folder}: {len(languages)} language pairs found, tatoeba.ingest.expected_pairs "
-                                    f"says {int(expected)}; found: {languages}")
+            raise CorpusFormatError(
+                f"{folder}: {len(languages)} language pairs found, tatoeba.ingest.expected_pairs "
+                f"says {int(expected)}; found: {languages}"
+            )
     else:
         if isinstance(wanted, str) or not wanted:
             raise ValueError(f"tatoeba.ingest.languages must be 'all' or a list of ISO 639-3 codes, got {wanted!r}")
@@ -134,19 +151,32 @@ def ingest_tatoeba(files: Files, params: Mapping[str, Any], seen_by: Mapping[str
         names = tatoeba_files(language)
         for name in names:
             if name not in files:
-                raise CorpusFormatError(f"{folder}/{name}: file not found; the pair {language}-eng needs both "
-                                        f"{names[0]} and {names[1]}")
+                raise CorpusFormatError(
+                    f"{folder}/{name}: file not found; the pair {language}-eng needs both {names[0]} and {names[1]}"
+                )
         texts = [files[name]() for name in names]
         before = len(rejects.rows)
-        pairs = read_tatoeba_pair(texts[0], texts[1], language, (f"{folder}/{names[0]}", f"{folder}/{names[1]}"), rejects)
+        pairs = read_tatoeba_pair(
+            texts[0], texts[1], language, (f"{folder}/{names[0]}", f"{folder}/{names[1]}"), rejects
+        )
         n_lines = len(_lines(texts[0]))
-        counts[language] = {"xxx_lines": n_lines, "eng_lines": len(_lines(texts[1])), "pairs": len(pairs),
-                            "rejected": len(rejects.rows) - before}
+        counts[language] = {
+            "xxx_lines": n_lines,
+            "eng_lines": len(_lines(texts[1])),
+            "pairs": len(pairs),
+            "rejected": len(rejects.rows) - before,
+        }
         tables.append(pd.DataFrame(pairs, columns=["line", "text", "eng"]).assign(language=language))
     table = pd.concat(tables, ignore_index=True)[PAIR_COLUMNS]
     counts["total"] = {"languages": len(languages), "pairs": int(len(table)), "rejected": len(rejects.rows)}
-    logger.info("Tatoeba: %d pairs in %d languages from %s (%d rejected; fewest %s, most %s)", len(table), len(languages),
-                folder, len(rejects.rows), *_extremes(counts))
+    logger.info(
+        "Tatoeba: %d pairs in %d languages from %s (%d rejected; fewest %s, most %s)",
+        len(table),
+        len(languages),
+        folder,
+        len(rejects.rows),
+        *_extremes(counts),
+    )
     frame = pd.DataFrame(rejects.rows, columns=REJECT_COLUMNS).astype({"line": "Int64"})
     return table, frame, language_rows(languages, counts, seen_by or {}), counts
 
@@ -157,18 +187,30 @@ def _extremes(counts: Mapping[str, Mapping[str, int]]) -> tuple[str, str]:
     return f"{low} {sizes[low]}", f"{high} {sizes[high]}"
 
 
-def language_rows(languages: Sequence[str], counts: Mapping[str, Mapping[str, int]],
-                  seen_by: Mapping[str, Sequence[str]]) -> pd.DataFrame:
+def language_rows(
+    languages: Sequence[str], counts: Mapping[str, Mapping[str, int]], seen_by: Mapping[str, Sequence[str]]
+) -> pd.DataFrame:
     """One row per language: codes, script and name (``corpora/languages.py``), pairs kept, training status."""
     table = language_table()
     rows = []
     for language in languages:
         info = table.get(language)
         if info is None:
-            logger.warning("Tatoeba language %r is not in corpora/languages.py: no ISO 639-1 code, script or name", language)
+            logger.warning(
+                "Tatoeba language %r is not in corpora/languages.py: no ISO 639-1 code, script or name", language
+            )
         sources = sorted(source for source, codes in seen_by.items() if language in set(codes))
-        rows.append([language, info.iso639_1 if info else "", info.script if info else "", info.name if info else language,
-                     int(counts[language]["pairs"]), bool(sources), ",".join(sources)])
+        rows.append(
+            [
+                language,
+                info.iso639_1 if info else "",
+                info.script if info else "",
+                info.name if info else language,
+                int(counts[language]["pairs"]),
+                bool(sources),
+                ",".join(sources),
+            ]
+        )
     return pd.DataFrame(rows, columns=LANGUAGE_COLUMNS)
 
 

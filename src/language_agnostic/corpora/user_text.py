@@ -55,7 +55,9 @@ def read_utterances(spec: Mapping[str, Any], where: str) -> pd.DataFrame:
         rows = pd.DataFrame({"id": ids.to_numpy(), "text": table[column].to_numpy()})
     else:
         if column or id_column:
-            raise ValueError(f"{where}.column: {path} is not a .csv file (one utterance per line); leave column and id_column empty")
+            raise ValueError(
+                f"{where}.column: {path} is not a .csv file (one utterance per line); leave column and id_column empty"
+            )
         # "\n" only: str.splitlines would also split on characters some scripts' texts hold (U+2028, U+0085, ...)
         lines = [line.removesuffix("\r") for line in path.read_text(encoding="utf-8").split("\n")]
         rows = pd.DataFrame({"id": [str(i) for i in range(1, len(lines) + 1)], "text": lines})

@@ -49,8 +49,13 @@ def read_qe_tsv(text: str, source: str, pair: str, rejects: RejectLog) -> list[d
             continue
         fields = line.rstrip("\r").split("\t")
         if len(fields) != len(HEADER):
-            rejects.reject(source, number, "wrong_field_count", f"{len(fields)} tab-separated fields, expected {len(HEADER)}",
-                           content=line)
+            rejects.reject(
+                source,
+                number,
+                "wrong_field_count",
+                f"{len(fields)} tab-separated fields, expected {len(HEADER)}",
+                content=line,
+            )
             continue
         record = dict(zip(HEADER, fields))
         try:
@@ -64,6 +69,15 @@ def read_qe_tsv(text: str, source: str, pair: str, rejects: RejectLog) -> list[d
         if not record["original"].strip() or not record["translation"].strip():
             rejects.reject(source, number, "empty_text", "empty source or translation", content=line)
             continue
-        rows.append({"pair": pair, "source_lang": src_lang, "target_lang": tgt_lang, "index": record["index"],
-                     "source": record["original"], "translation": record["translation"], "z_mean": z})
+        rows.append(
+            {
+                "pair": pair,
+                "source_lang": src_lang,
+                "target_lang": tgt_lang,
+                "index": record["index"],
+                "source": record["original"],
+                "translation": record["translation"],
+                "z_mean": z,
+            }
+        )
     return rows

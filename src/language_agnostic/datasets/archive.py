@@ -87,9 +87,7 @@ class TarArchiveDataset(AbstractDataset[None, ArchiveMembers]):
         """The archive's path; a clear error (path, what, where to get it) if it is missing."""
         path = Path(self._filepath)
         if not path.is_file():
-            raise MissingRawDataError(
-                missing_raw_data_message(str(path), self._description, self._source_url)
-            )
+            raise MissingRawDataError(missing_raw_data_message(str(path), self._description, self._source_url))
         return path
 
     def load(self) -> ArchiveMembers:

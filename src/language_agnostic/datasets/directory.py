@@ -52,8 +52,15 @@ class TextDirectoryDataset(AbstractDataset[None, DirectoryFiles]):
           source_url: https://github.com/facebookresearch/LASER/tree/main/data/tatoeba/v1
     """
 
-    def __init__(self, path: str, pattern: str = "*", description: str = "directory", source_url: str = "",
-                 encoding: str = "utf-8", metadata: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        path: str,
+        pattern: str = "*",
+        description: str = "directory",
+        source_url: str = "",
+        encoding: str = "utf-8",
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
         self._path = str(path)
         self._pattern = pattern
         self._description = description

@@ -48,7 +48,9 @@ class EmbeddingManifestDataset(AbstractDataset[dict[str, Any], dict[str, Any]]):
         try:
             sets = {name: EmbeddingSet(path) for name, path in manifest["sets"].items()}
         except FileNotFoundError as exc:
-            raise DatasetError(f"{self._filepath} points to a missing embedding entry ({exc}); rerun the extraction") from exc
+            raise DatasetError(
+                f"{self._filepath} points to a missing embedding entry ({exc}); rerun the extraction"
+            ) from exc
         return {**manifest, "sets": sets}
 
     def save(self, data: dict[str, Any]) -> None:

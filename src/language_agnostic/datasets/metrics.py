@@ -8,8 +8,19 @@ from typing import Any
 import pandas as pd
 from kedro.io import AbstractDataset
 
-METRIC_COLUMNS = ["pipeline", "method", "embedding", "task", "dataset", "source", "target", "metric",
-                  "value", "encoder", "run_id"]
+METRIC_COLUMNS = [
+    "pipeline",
+    "method",
+    "embedding",
+    "task",
+    "dataset",
+    "source",
+    "target",
+    "metric",
+    "value",
+    "encoder",
+    "run_id",
+]
 KEY_COLUMNS = [c for c in METRIC_COLUMNS if c not in ("value", "run_id")]
 
 
@@ -31,7 +42,9 @@ class MetricsTableDataset(AbstractDataset[pd.DataFrame, pd.DataFrame]):
         metadata: Kedro's free-form metadata.
     """
 
-    def __init__(self, filepath: str, leaderboard: str | None = "leaderboard", metadata: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, filepath: str, leaderboard: str | None = "leaderboard", metadata: dict[str, Any] | None = None
+    ) -> None:
         self._filepath = Path(filepath)
         self._leaderboard = self._filepath.with_name(leaderboard) if leaderboard else None
         self.metadata = metadata
@@ -39,7 +52,9 @@ class MetricsTableDataset(AbstractDataset[pd.DataFrame, pd.DataFrame]):
     def load(self) -> pd.DataFrame:
         if not self._filepath.is_file():
             return pd.DataFrame(columns=METRIC_COLUMNS)
-        return pd.read_csv(self._filepath, dtype={c: str for c in METRIC_COLUMNS if c != "value"}, keep_default_na=False)
+        return pd.read_csv(
+            self._filepath, dtype={c: str for c in METRIC_COLUMNS if c != "value"}, keep_default_na=False
+        )
 
     def save(self, data: pd.DataFrame) -> None:
         rows = rows_to_save(data, METRIC_COLUMNS, "metric", {c: str for c in METRIC_COLUMNS if c != "value"})

@@ -41,8 +41,10 @@ class MuseDictionariesDataset(AbstractDataset[MuseDirectory, None]):
 
     def load(self) -> MuseDirectory:
         if not self._path.is_dir():
-            raise FileNotFoundError(f"MUSE dictionaries not found: {self._path} is not a directory "
-                                    "(raw_data_root, or LANGUAGE_AGNOSTIC_DATA_ROOT)")
+            raise FileNotFoundError(
+                f"MUSE dictionaries not found: {self._path} is not a directory "
+                "(raw_data_root, or LANGUAGE_AGNOSTIC_DATA_ROOT)"
+            )
         return MuseDirectory(self._path, self._source)
 
     def save(self, data: None) -> None:

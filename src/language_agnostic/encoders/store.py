@@ -133,10 +133,12 @@ class StoreUsage:
 
     def metrics(self) -> dict[str, float]:
         """``embedding_store.*`` figures; throughputs only where something was encoded."""
-        out = {"embedding_store.texts_requested": float(self.requested),
-               "embedding_store.texts_distinct": float(self.distinct),
-               "embedding_store.texts_encoded": float(self.encoded),
-               "embedding_store.texts_reused": float(self.reused)}
+        out = {
+            "embedding_store.texts_requested": float(self.requested),
+            "embedding_store.texts_distinct": float(self.distinct),
+            "embedding_store.texts_encoded": float(self.encoded),
+            "embedding_store.texts_reused": float(self.reused),
+        }
         if self.encoded and self.forward_seconds > 0:
             out["embedding_store.forward_texts_per_s"] = self.encoded / self.forward_seconds
             out["embedding_store.texts_per_s"] = self.encoded / self.seconds
@@ -174,7 +176,7 @@ class Namespace:
         self.name = directory.name
         self._shards: dict[str, Shard] = {}
         self._vectors: dict[bytes, tuple[str, int]] = {}  # any shard holding the text
-        self._tokens: dict[bytes, tuple[str, int]] = {}   # a shard holding its token states too
+        self._tokens: dict[bytes, tuple[str, int]] = {}  # a shard holding its token states too
 
     @property
     def shard_dir(self) -> Path:
@@ -235,8 +237,15 @@ class Namespace:
         work.mkdir(parents=True)
         for key, value in arrays.items():
             np.save(work / f"{key}.npy", value)
-        _write_json(work / "meta.json", {"n_texts": len(arrays["keys"]), "token_states": token_states,
-                                         "dim": int(arrays["cls"].shape[1]), "format": STORE_FORMAT})
+        _write_json(
+            work / "meta.json",
+            {
+                "n_texts": len(arrays["keys"]),
+                "token_states": token_states,
+                "dim": int(arrays["cls"].shape[1]),
+                "format": STORE_FORMAT,
+            },
+        )
         _publish(work, self.shard_dir / name)
         self.refresh()
         return name
@@ -295,7 +304,8 @@ class EmbeddingStore:
             except BlockingIOError:
                 raise StoreBusyError(
                     f"the embedding store {self.root} is in use by another run (a kedro run is extracting); "
-                    "prune it when no run is using it") from None
+                    "prune it when no run is using it"
+                ) from None
             try:
                 yield
             finally:
@@ -310,8 +320,13 @@ class EmbeddingStore:
         """Entries of the earlier per-list cache (format 1: ``<key>/meta.json`` or ``chunks/``, and ``derived/``)."""
         if not self.root.is_dir():
             return []
-        return sorted(p for p in self.root.iterdir() if p.is_dir() and not (p / "namespace.json").is_file()
-                      and ((p / "meta.json").is_file() or (p / "chunks").is_dir() or p.name == "derived"))
+        return sorted(
+            p
+            for p in self.root.iterdir()
+            if p.is_dir()
+            and not (p / "namespace.json").is_file()
+            and ((p / "meta.json").is_file() or (p / "chunks").is_dir() or p.name == "derived")
+        )
 
     def report(self) -> list[dict[str, Any]]:
         """One row per namespace: encoder, settings, distinct texts stored (and with token states), shards, lists, bytes."""
@@ -321,12 +336,20 @@ class EmbeddingStore:
             space = Namespace(directory, inputs)
             space.refresh()
             size = _size(directory)
-            rows.append({"namespace": directory.name, "encoder": inputs.get("encoder"), "prefix": inputs.get("prefix"),
-                         "dtype": inputs.get("dtype"), "device_type": inputs.get("device_type"),
-                         "texts_stored": len(space._vectors), "texts_with_token_states": len(space._tokens),  # noqa: SLF001
-                         "shards": len(space._shards),  # noqa: SLF001
-                         "lists": sum(1 for p in space.list_dir.glob("*") if not p.name.startswith(".")),
-                         "bytes": size})
+            rows.append(
+                {
+                    "namespace": directory.name,
+                    "encoder": inputs.get("encoder"),
+                    "prefix": inputs.get("prefix"),
+                    "dtype": inputs.get("dtype"),
+                    "device_type": inputs.get("device_type"),
+                    "texts_stored": len(space._vectors),
+                    "texts_with_token_states": len(space._tokens),  # noqa: SLF001
+                    "shards": len(space._shards),  # noqa: SLF001
+                    "lists": sum(1 for p in space.list_dir.glob("*") if not p.name.startswith(".")),
+                    "bytes": size,
+                }
+            )
         return rows
 
     def prune(self, encoder: str | None = None, everything: bool = False, wait: bool = False) -> dict[str, int]:
@@ -496,8 +519,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``python -m language_agnostic.encoders.store report|prune [ROOT] [--encoder NAME | --all] [--wait]``."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m language_agnostic.encoders.store",
-                                     description="Report on or prune the per-text embedding store.")
+    parser = argparse.ArgumentParser(
+        prog="python -m language_agnostic.encoders.store",
+        description="Report on or prune the per-text embedding store.",
+    )
     parser.add_argument("command", choices=("report", "prune"))
     parser.add_argument("root", nargs="?", default="data/04_feature/embeddings")
     parser.add_argument("--encoder", help="prune: remove every namespace of this encoder name")

@@ -98,5 +98,9 @@ def bitext_accuracies(x: np.ndarray, y: np.ndarray, k: int = 4) -> dict[tuple[st
         raise ValueError(f"{len(x)} x rows but {len(y)} y rows: a parallel set is aligned pairs")
     sims = cosine_matrix(x, y)
     margin = ratio_margin(sims, k)
-    return {("x>y", "cosine"): accuracy_at_1(sims), ("y>x", "cosine"): accuracy_at_1(sims.T),
-            ("x>y", "margin"): accuracy_at_1(margin), ("y>x", "margin"): accuracy_at_1(margin.T)}
+    return {
+        ("x>y", "cosine"): accuracy_at_1(sims),
+        ("y>x", "cosine"): accuracy_at_1(sims.T),
+        ("x>y", "margin"): accuracy_at_1(margin),
+        ("y>x", "margin"): accuracy_at_1(margin.T),
+    }

@@ -73,8 +73,15 @@ def _pearson_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return (x * y).sum(axis=1) / np.sqrt((x * x).sum(axis=1) * (y * y).sum(axis=1))
 
 
-def paired_correlation(method: np.ndarray, baseline: np.ndarray, gold: np.ndarray, groups: np.ndarray,
-                       resamples: int = 10_000, seed: int = 0, chunk: int = 500) -> Paired:
+def paired_correlation(
+    method: np.ndarray,
+    baseline: np.ndarray,
+    gold: np.ndarray,
+    groups: np.ndarray,
+    resamples: int = 10_000,
+    seed: int = 0,
+    chunk: int = 500,
+) -> Paired:
     """Two scorers' average Pearson with the gold scores over ``groups`` (e.g. language pairs), and
     the paired bootstrap p-value of their difference.
 
@@ -98,12 +105,16 @@ def paired_correlation(method: np.ndarray, baseline: np.ndarray, gold: np.ndarra
     method, baseline, gold = (np.asarray(a, dtype=np.float64) for a in (method, baseline, gold))
     groups = np.asarray(groups)
     if not (len(method) == len(baseline) == len(gold) == len(groups)):
-        raise ValueError(f"paired_correlation needs aligned arrays, got lengths {len(method)}, {len(baseline)}, "
-                         f"{len(gold)} and {len(groups)}")
+        raise ValueError(
+            f"paired_correlation needs aligned arrays, got lengths {len(method)}, {len(baseline)}, "
+            f"{len(gold)} and {len(groups)}"
+        )
     members = [np.flatnonzero(groups == g) for g in dict.fromkeys(groups.tolist())]
     if not members or min(len(m) for m in members) < 3:
         raise ValueError("paired_correlation needs at least 3 items in every group")
-    observed = [float(np.mean([_pearson_rows(s[m][None], gold[m][None])[0] for m in members])) for s in (method, baseline)]
+    observed = [
+        float(np.mean([_pearson_rows(s[m][None], gold[m][None])[0] for m in members])) for s in (method, baseline)
+    ]
     delta = observed[0] - observed[1]
     rng = np.random.default_rng(seed)
     other_side, done = 0, 0
@@ -121,7 +132,9 @@ def paired_correlation(method: np.ndarray, baseline: np.ndarray, gold: np.ndarra
     return Paired(observed[0], observed[1], pvalue, len(method))
 
 
-def verdict(deltas: Sequence[float], pvalues: Sequence[float | None], direction: str = ">", alpha: float = ALPHA) -> str:
+def verdict(
+    deltas: Sequence[float], pvalues: Sequence[float | None], direction: str = ">", alpha: float = ALPHA
+) -> str:
     """The verdict on a claim from each seed's difference (method − baseline) and its paired p-value.
 
     ``>``: holds when every seed's difference is positive with p ≤ ``alpha``, fails when every one is

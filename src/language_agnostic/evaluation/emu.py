@@ -43,10 +43,16 @@ def directions(training_locale: str, locales: Sequence[str], which: str = "train
     if which == "all":
         return [(q, c) for q in locales for c in locales]
     others = [loc for loc in locales if loc != training_locale]
-    return [(training_locale, training_locale)] + [(training_locale, o) for o in others] + [(o, training_locale) for o in others]
+    return (
+        [(training_locale, training_locale)]
+        + [(training_locale, o) for o in others]
+        + [(o, training_locale) for o in others]
+    )
 
 
-def intent_nn_correct(sets: Mapping[str, LocaleSet], training_locale: str, which: str = "training") -> dict[str, np.ndarray]:
+def intent_nn_correct(
+    sets: Mapping[str, LocaleSet], training_locale: str, which: str = "training"
+) -> dict[str, np.ndarray]:
     """Per direction ``"<query>><candidate>"`` (:func:`directions`), the per-query correctness of nearest-neighbour intent."""
     out = {}
     for q, c in directions(training_locale, list(sets), which):
@@ -61,35 +67,79 @@ def outcome_rows(correct: Mapping[str, np.ndarray], sets: Mapping[str, LocaleSet
     frames = []
     for direction, hits in correct.items():
         source, target = direction.split(">")
-        frames.append(pd.DataFrame({"pipeline": "emu", "method": method, "task": "intent_nn", "source": source,
-                                    "target": target, "query": [str(i) for i in sets[source].ids],
-                                    "correct": np.asarray(hits, dtype=bool)}))
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
-        columns=["pipeline", "method", "task", "source", "target", "query", "correct"])
+        frames.append(
+            pd.DataFrame(
+                {
+                    "pipeline": "emu",
+                    "method": method,
+                    "task": "intent_nn",
+                    "source": source,
+                    "target": target,
+                    "query": [str(i) for i in sets[source].ids],
+                    "correct": np.asarray(hits, dtype=bool),
+                }
+            )
+        )
+    return (
+        pd.concat(frames, ignore_index=True)
+        if frames
+        else pd.DataFrame(columns=["pipeline", "method", "task", "source", "target", "query", "correct"])
+    )
 
 
-def _row(method: str, embedding: str, task: str, source: str, target: str, metric: str, value: float, encoder: str) -> dict[str, Any]:
-    return {"pipeline": "emu", "method": method, "embedding": embedding, "task": task, "dataset": "massive_test",
-            "source": source, "target": target, "metric": metric, "value": round(float(value), 6), "encoder": encoder}
+def _row(
+    method: str, embedding: str, task: str, source: str, target: str, metric: str, value: float, encoder: str
+) -> dict[str, Any]:
+    return {
+        "pipeline": "emu",
+        "method": method,
+        "embedding": embedding,
+        "task": task,
+        "dataset": "massive_test",
+        "source": source,
+        "target": target,
+        "metric": metric,
+        "value": round(float(value), 6),
+        "encoder": encoder,
+    }
 
 
-def intent_nn_rows(correct: Mapping[str, np.ndarray], method: str, encoder: str, embedding: str = "mean",
-                   raw: Mapping[str, np.ndarray] | None = None) -> pd.DataFrame:
+def intent_nn_rows(
+    correct: Mapping[str, np.ndarray],
+    method: str,
+    encoder: str,
+    embedding: str = "mean",
+    raw: Mapping[str, np.ndarray] | None = None,
+) -> pd.DataFrame:
     """Metric rows of :func:`intent_nn_correct`: accuracy@1, its Wilson interval, McNemar against ``raw``."""
     rows = []
     for direction, hits in correct.items():
         source, target = direction.split(">")
         p = accuracy_with_interval(hits)
-        rows += [_row(method, embedding, "intent_nn", source, target, "accuracy@1", p.value, encoder),
-                 _row(method, embedding, "intent_nn", source, target, "accuracy@1_ci_low", p.low, encoder),
-                 _row(method, embedding, "intent_nn", source, target, "accuracy@1_ci_high", p.high, encoder)]
+        rows += [
+            _row(method, embedding, "intent_nn", source, target, "accuracy@1", p.value, encoder),
+            _row(method, embedding, "intent_nn", source, target, "accuracy@1_ci_low", p.low, encoder),
+            _row(method, embedding, "intent_nn", source, target, "accuracy@1_ci_high", p.high, encoder),
+        ]
         if raw is not None and direction in raw:
-            rows.append(_row(method, embedding, "intent_nn", source, target, "mcnemar_p_vs_raw",
-                             mcnemar(hits, raw[direction]).pvalue, encoder))
+            rows.append(
+                _row(
+                    method,
+                    embedding,
+                    "intent_nn",
+                    source,
+                    target,
+                    "mcnemar_p_vs_raw",
+                    mcnemar(hits, raw[direction]).pvalue,
+                    encoder,
+                )
+            )
     return pd.DataFrame(rows)
 
 
-def classifier_predictions(model: Any, vectors: Mapping[str, np.ndarray], intents: Sequence[str]) -> dict[str, np.ndarray]:
+def classifier_predictions(
+    model: Any, vectors: Mapping[str, np.ndarray], intents: Sequence[str]
+) -> dict[str, np.ndarray]:
     """The semantic classifier's intent for each sentence embedding ``u`` (EMU: over ``α u/‖u‖``; softmax: over ``u``)."""
     import torch
 
@@ -100,18 +150,32 @@ def classifier_predictions(model: Any, vectors: Mapping[str, np.ndarray], intent
     with torch.no_grad():
         for locale, u in vectors.items():
             u = torch.from_numpy(np.asarray(u, dtype=np.float32))
-            logits = (l2_constrained_logits(u, model.classifier, model.config.alpha) if model.config.loss == "emu"
-                      else model.classifier(u))
+            logits = (
+                l2_constrained_logits(u, model.classifier, model.config.alpha)
+                if model.config.loss == "emu"
+                else model.classifier(u)
+            )
             out[locale] = names[logits.argmax(1).numpy()]
     return out
 
 
-def classifier_rows(predicted: Mapping[str, np.ndarray], gold: Mapping[str, Sequence[str]], method: str, encoder: str
-                    ) -> pd.DataFrame:
+def classifier_rows(
+    predicted: Mapping[str, np.ndarray], gold: Mapping[str, Sequence[str]], method: str, encoder: str
+) -> pd.DataFrame:
     """The semantic classifier's own test accuracy per locale (EMU found it poor and left it out; reported here)."""
-    rows = [_row(method, "classifier", "intent_classification", locale, locale, "accuracy",
-                 float(np.mean(np.asarray(predicted[locale], dtype=object) == np.asarray(gold[locale], dtype=object))), encoder)
-            for locale in predicted]
+    rows = [
+        _row(
+            method,
+            "classifier",
+            "intent_classification",
+            locale,
+            locale,
+            "accuracy",
+            float(np.mean(np.asarray(predicted[locale], dtype=object) == np.asarray(gold[locale], dtype=object))),
+            encoder,
+        )
+        for locale in predicted
+    ]
     return pd.DataFrame(rows)
 
 
@@ -119,11 +183,34 @@ def selection_rows(artifact: Mapping[str, Any], locale: str, encoder: str, embed
     """How the fine-tuned model was chosen: the kept epoch (0: no epoch beat the raw encoder on dev, which is
     then what the method's rows measure), its dev accuracy@1 and the raw encoder's (epoch 0's) on ``locale`` dev."""
     method = str(artifact["method"])
-    rows = [_row(method, embedding, "model_selection", locale, locale, "kept_epoch", float(artifact["best_epoch"]), encoder),
-            _row(method, embedding, "model_selection", locale, locale, "dev_accuracy@1", float(artifact["dev_accuracy"]), encoder)]
+    rows = [
+        _row(
+            method, embedding, "model_selection", locale, locale, "kept_epoch", float(artifact["best_epoch"]), encoder
+        ),
+        _row(
+            method,
+            embedding,
+            "model_selection",
+            locale,
+            locale,
+            "dev_accuracy@1",
+            float(artifact["dev_accuracy"]),
+            encoder,
+        ),
+    ]
     if artifact.get("dev_accuracy_initial") is not None:
-        rows.append(_row(method, embedding, "model_selection", locale, locale, "dev_accuracy@1_initial",
-                         float(artifact["dev_accuracy_initial"]), encoder))
+        rows.append(
+            _row(
+                method,
+                embedding,
+                "model_selection",
+                locale,
+                locale,
+                "dev_accuracy@1_initial",
+                float(artifact["dev_accuracy_initial"]),
+                encoder,
+            )
+        )
     for row in rows:
         row["dataset"] = "massive_dev"
     return pd.DataFrame(rows)

@@ -27,6 +27,7 @@ from language_agnostic.training.fmda_data import encode_with_fmda
 
 logger = logging.getLogger(__name__)
 
+
 def evaluate_head(manifest: Mapping[str, Any], head: Mapping[str, Any], identity: Mapping[str, Any]) -> pd.DataFrame:
     """A head over pooled vectors (``fmda.methods``: DREAM, a control) on the pair's test sets, as ``<method>/meaning`` rows."""
     _, model = load_trained(head)
@@ -42,10 +43,29 @@ def evaluate_head(manifest: Mapping[str, Any], head: Mapping[str, Any], identity
     return rows
 
 
-def _row(embedding: str, method: str, task: str, dataset: str, source: str,
-         target: str, metric: str, value: float, encoder: str) -> dict[str, Any]:
-    return {"pipeline": "fmda", "method": method, "embedding": embedding, "task": task, "dataset": dataset,
-            "source": source, "target": target, "metric": metric, "value": round(float(value), 6), "encoder": encoder}
+def _row(
+    embedding: str,
+    method: str,
+    task: str,
+    dataset: str,
+    source: str,
+    target: str,
+    metric: str,
+    value: float,
+    encoder: str,
+) -> dict[str, Any]:
+    return {
+        "pipeline": "fmda",
+        "method": method,
+        "embedding": embedding,
+        "task": task,
+        "dataset": dataset,
+        "source": source,
+        "target": target,
+        "metric": metric,
+        "value": round(float(value), 6),
+        "encoder": encoder,
+    }
 
 
 Embedder = Callable[[EmbeddingSet, str], dict[tuple[str, str], np.ndarray]]
@@ -55,12 +75,18 @@ def centering_of(manifest: Mapping[str, Any]) -> Callable[[EmbeddingSet, str], n
     """Mean centring as the ``centering/mean`` baseline does it: mean vectors less their language's train mean."""
     sets = manifest["sets"]
     src, tgt = manifest["source_locale"], manifest["target_locale"]
-    train_mean = np.concatenate([np.asarray(sets["train.source.utt"].vectors("mean")), np.asarray(sets["train.target.utt"].vectors("mean"))])
-    means = fit_language_means(train_mean, [src] * len(sets["train.source.utt"]) + [tgt] * len(sets["train.target.utt"]))
+    train_mean = np.concatenate(
+        [np.asarray(sets["train.source.utt"].vectors("mean")), np.asarray(sets["train.target.utt"].vectors("mean"))]
+    )
+    means = fit_language_means(
+        train_mean, [src] * len(sets["train.source.utt"]) + [tgt] * len(sets["train.target.utt"])
+    )
     return lambda entry, locale: center(np.asarray(entry.vectors("mean")), [locale] * len(entry), means)
 
 
-def _score(manifest: Mapping[str, Any], embed: Embedder, encoder: str, against_centering: str | None = None) -> pd.DataFrame:
+def _score(
+    manifest: Mapping[str, Any], embed: Embedder, encoder: str, against_centering: str | None = None
+) -> pd.DataFrame:
     """Semantic retrieval (both directions) and template retrieval (accuracy@1, MAP) of every embedding ``embed`` gives.
 
     ``against_centering``: the embedding (``m``, ``meaning``) whose test retrieval is also compared
@@ -79,11 +105,33 @@ def _score(manifest: Mapping[str, Any], embed: Embedder, encoder: str, against_c
         b = test["target"][(method, emb)]
         for (query, key), (q, k) in (((src, tgt), (a, b)), ((tgt, src), (b, a))):
             hits = retrieval_hits(q, k)
-            rows.append(_row(emb, method, "cross_lingual_retrieval", "massive_test", query, key, "accuracy@1",
-                             int(hits.sum()) / len(hits), encoder))
+            rows.append(
+                _row(
+                    emb,
+                    method,
+                    "cross_lingual_retrieval",
+                    "massive_test",
+                    query,
+                    key,
+                    "accuracy@1",
+                    int(hits.sum()) / len(hits),
+                    encoder,
+                )
+            )
             if emb == against_centering:
-                rows.append(_row(emb, method, "cross_lingual_retrieval", "massive_test", query, key, "mcnemar_p_vs_centering",
-                                 mcnemar(hits, reference[(query, key)]).pvalue, encoder))
+                rows.append(
+                    _row(
+                        emb,
+                        method,
+                        "cross_lingual_retrieval",
+                        "massive_test",
+                        query,
+                        key,
+                        "mcnemar_p_vs_centering",
+                        mcnemar(hits, reference[(query, key)]).pvalue,
+                        encoder,
+                    )
+                )
     # the trained pair is part of the row: EN is evaluated once per training pair
     pair = f"{src}>{tgt}"
     for side, locale in (("source", src), ("target", tgt)):
@@ -94,10 +142,32 @@ def _score(manifest: Mapping[str, Any], embed: Embedder, encoder: str, against_c
         k = len(sets[f"template.multi.{side}.target"]) // len(sets[f"template.multi.{side}.source"])
         for method, emb in single[0]:
             key = (method, emb)
-            rows.append(_row(emb, method, "template_retrieval", f"massive_template_single:{pair}", locale, locale,
-                             "accuracy@1", template_accuracy_at_1(single[0][key], single[1][key]), encoder))
-            rows.append(_row(emb, method, "template_retrieval", f"massive_template_multi:{pair}", locale, locale,
-                             "MAP", mean_average_precision(multi[0][key], multi[1][key], k), encoder))
+            rows.append(
+                _row(
+                    emb,
+                    method,
+                    "template_retrieval",
+                    f"massive_template_single:{pair}",
+                    locale,
+                    locale,
+                    "accuracy@1",
+                    template_accuracy_at_1(single[0][key], single[1][key]),
+                    encoder,
+                )
+            )
+            rows.append(
+                _row(
+                    emb,
+                    method,
+                    "template_retrieval",
+                    f"massive_template_multi:{pair}",
+                    locale,
+                    locale,
+                    "MAP",
+                    mean_average_precision(multi[0][key], multi[1][key], k),
+                    encoder,
+                )
+            )
     table = pd.DataFrame(rows)
     logger.info("%s-%s evaluated: %d metric rows", src, tgt, len(table))
     return table
@@ -113,8 +183,11 @@ def evaluate_baselines(manifest: Mapping[str, Any], identity: Mapping[str, Any])
     centred = centering_of(manifest)
 
     def embed(entry: EmbeddingSet, locale: str) -> dict[tuple[str, str], np.ndarray]:
-        return {("raw", "cls"): np.asarray(entry.vectors("cls")), ("raw", "mean"): np.asarray(entry.vectors("mean")),
-                ("centering", "mean"): centred(entry, locale)}
+        return {
+            ("raw", "cls"): np.asarray(entry.vectors("cls")),
+            ("raw", "mean"): np.asarray(entry.vectors("mean")),
+            ("centering", "mean"): centred(entry, locale),
+        }
 
     return _score(manifest, embed, str(identity.get("name")))
 

@@ -17,9 +17,15 @@ from scipy.stats import binomtest
 from language_agnostic.evaluation.retrieval import normalise_rows
 
 
-def nearest_neighbour_correct(queries: np.ndarray, query_ids: Sequence[str], query_labels: Sequence[str],
-                              candidates: np.ndarray, candidate_ids: Sequence[str], candidate_labels: Sequence[str],
-                              block: int = 2048) -> np.ndarray:
+def nearest_neighbour_correct(
+    queries: np.ndarray,
+    query_ids: Sequence[str],
+    query_labels: Sequence[str],
+    candidates: np.ndarray,
+    candidate_ids: Sequence[str],
+    candidate_labels: Sequence[str],
+    block: int = 2048,
+) -> np.ndarray:
     """Per query, whether its nearest candidate (cosine, leave-one-out by ``id``) has its intent.
 
     Args:
@@ -41,7 +47,9 @@ def nearest_neighbour_correct(queries: np.ndarray, query_ids: Sequence[str], que
     if len(queries) != len(query_ids) or len(queries) != len(query_labels):
         raise ValueError(f"{len(queries)} queries, {len(query_ids)} ids and {len(query_labels)} labels must align")
     if len(candidates) != len(candidate_ids) or len(candidates) != len(candidate_labels):
-        raise ValueError(f"{len(candidates)} candidates, {len(candidate_ids)} ids and {len(candidate_labels)} labels must align")
+        raise ValueError(
+            f"{len(candidates)} candidates, {len(candidate_ids)} ids and {len(candidate_labels)} labels must align"
+        )
     q_ids, c_ids = np.asarray(query_ids, dtype=object), np.asarray(candidate_ids, dtype=object)
     q_labels, c_labels = np.asarray(query_labels, dtype=object), np.asarray(candidate_labels, dtype=object)
     correct = np.zeros(len(queries), dtype=bool)

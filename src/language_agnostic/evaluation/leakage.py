@@ -15,9 +15,12 @@ from sklearn.preprocessing import StandardScaler
 
 
 def language_probe_accuracy(
-    train_vectors: np.ndarray, train_languages: Sequence[str],
-    test_vectors: np.ndarray, test_languages: Sequence[str],
-    seed: int = 0, max_iter: int = 2000,
+    train_vectors: np.ndarray,
+    train_languages: Sequence[str],
+    test_vectors: np.ndarray,
+    test_languages: Sequence[str],
+    seed: int = 0,
+    max_iter: int = 2000,
 ) -> float:
     """Accuracy of a logistic-regression language classifier (features standardised on train).
 

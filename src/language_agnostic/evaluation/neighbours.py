@@ -95,8 +95,9 @@ def exact_top_k(queries: np.ndarray, corpus: np.ndarray, k: int, block: int = 40
     return indices, scores
 
 
-def faiss_top_k(queries: np.ndarray, corpus: np.ndarray, k: int, hnsw_m: int = 32,
-                ef_search: int = 128) -> tuple[np.ndarray, np.ndarray]:
+def faiss_top_k(
+    queries: np.ndarray, corpus: np.ndarray, k: int, hnsw_m: int = 32, ef_search: int = 128
+) -> tuple[np.ndarray, np.ndarray]:
     """Approximate top-``k`` by inner product of unit vectors in a faiss HNSW index (``pip install faiss-cpu``).
 
     Raises:
@@ -105,7 +106,9 @@ def faiss_top_k(queries: np.ndarray, corpus: np.ndarray, k: int, hnsw_m: int = 3
     try:
         import faiss
     except ImportError:
-        raise ImportError("search: faiss needs the faiss-cpu package (pip install faiss-cpu), or use search: exact") from None
+        raise ImportError(
+            "search: faiss needs the faiss-cpu package (pip install faiss-cpu), or use search: exact"
+        ) from None
     q, c = normalise_rows(queries), normalise_rows(corpus)
     k = min(int(k), len(c))
     index = faiss.IndexHNSWFlat(c.shape[1], int(hnsw_m), faiss.METRIC_INNER_PRODUCT)
@@ -123,20 +126,32 @@ def recall_at_k(approximate: np.ndarray, exact: np.ndarray) -> float:
     return float(np.sum(hits) / exact.size) if exact.size else 1.0
 
 
-def neighbours_table(queries: pd.DataFrame, corpus: pd.DataFrame, indices: np.ndarray, scores: np.ndarray,
-                     decimals: int = 6) -> pd.DataFrame:
+def neighbours_table(
+    queries: pd.DataFrame, corpus: pd.DataFrame, indices: np.ndarray, scores: np.ndarray, decimals: int = 6
+) -> pd.DataFrame:
     """One row per query and rank (1 = best): columns :data:`NEIGHBOUR_COLUMNS`, scores rounded to ``decimals``."""
     n, k = indices.shape
     picked = corpus.iloc[indices.reshape(-1)]
-    return pd.DataFrame({
-        "query_id": np.repeat(queries["id"].to_numpy(), k), "query": np.repeat(queries["text"].to_numpy(), k),
-        "rank": np.tile(np.arange(1, k + 1), n), "corpus_id": picked["id"].to_numpy(), "text": picked["text"].to_numpy(),
-        "score": np.round(scores.reshape(-1).astype(np.float64), decimals),
-    })[NEIGHBOUR_COLUMNS]
+    return pd.DataFrame(
+        {
+            "query_id": np.repeat(queries["id"].to_numpy(), k),
+            "query": np.repeat(queries["text"].to_numpy(), k),
+            "rank": np.tile(np.arange(1, k + 1), n),
+            "corpus_id": picked["id"].to_numpy(),
+            "text": picked["text"].to_numpy(),
+            "score": np.round(scores.reshape(-1).astype(np.float64), decimals),
+        }
+    )[NEIGHBOUR_COLUMNS]
 
 
-def search(queries: np.ndarray, corpus: np.ndarray, k: int, how: str = "exact", options: Mapping[str, Any] | None = None,
-           where: str = "search") -> tuple[np.ndarray, np.ndarray]:
+def search(
+    queries: np.ndarray,
+    corpus: np.ndarray,
+    k: int,
+    how: str = "exact",
+    options: Mapping[str, Any] | None = None,
+    where: str = "search",
+) -> tuple[np.ndarray, np.ndarray]:
     """:func:`exact_top_k` or :func:`faiss_top_k` by name (``options``: the latter's keyword arguments)."""
     if how not in SEARCHES:
         raise ValueError(f"{where} must be one of {list(SEARCHES)}, got {how!r}")

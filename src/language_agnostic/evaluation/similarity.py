@@ -26,8 +26,12 @@ def head_name(head: Mapping[str, Any]) -> str:
     return str(head.get("name", head["method"]))
 
 
-def encode_all(vectors: Mapping[str, np.ndarray], languages: Sequence[str], centering: Mapping[str, Any],
-               heads: Sequence[Mapping[str, Any]]) -> Encoded:
+def encode_all(
+    vectors: Mapping[str, np.ndarray],
+    languages: Sequence[str],
+    centering: Mapping[str, Any],
+    heads: Sequence[Mapping[str, Any]],
+) -> Encoded:
     """Raw, centred and every head's meaning and language embeddings of one set of sentences.
 
     Args:
@@ -43,21 +47,48 @@ def encode_all(vectors: Mapping[str, np.ndarray], languages: Sequence[str], cent
     for head in heads:
         method, model = load_trained(head)
         with torch.no_grad():
-            encoded = method.encode(model, torch.from_numpy(np.array(vectors[head["pooling"]], dtype=np.float32)))  # a copy: store arrays are read-only
+            encoded = method.encode(
+                model, torch.from_numpy(np.array(vectors[head["pooling"]], dtype=np.float32))
+            )  # a copy: store arrays are read-only
         name = head_name(head)
         out[(name, "meaning")], out[(name, "language")] = encoded["meaning"].numpy(), encoded["language"].numpy()
     return out
 
 
-def _row(pipeline: str, method: str, embedding: str, task: str, dataset: str, source: str, target: str,
-         metric: str, value: float, encoder: str) -> dict[str, Any]:
-    return {"pipeline": pipeline, "method": method, "embedding": embedding, "task": task, "dataset": dataset,
-            "source": source, "target": target, "metric": metric, "value": round(float(value), 6), "encoder": encoder}
+def _row(
+    pipeline: str,
+    method: str,
+    embedding: str,
+    task: str,
+    dataset: str,
+    source: str,
+    target: str,
+    metric: str,
+    value: float,
+    encoder: str,
+) -> dict[str, Any]:
+    return {
+        "pipeline": pipeline,
+        "method": method,
+        "embedding": embedding,
+        "task": task,
+        "dataset": dataset,
+        "source": source,
+        "target": target,
+        "metric": metric,
+        "value": round(float(value), 6),
+        "encoder": encoder,
+    }
 
 
-def evaluate_similarity(manifest: Mapping[str, Any], test: pd.DataFrame, identity: Mapping[str, Any],
-                        report: Mapping[str, Any], centering: Mapping[str, Any], *heads: Mapping[str, Any]
-                        ) -> tuple[pd.DataFrame, pd.DataFrame]:
+def evaluate_similarity(
+    manifest: Mapping[str, Any],
+    test: pd.DataFrame,
+    identity: Mapping[str, Any],
+    report: Mapping[str, Any],
+    centering: Mapping[str, Any],
+    *heads: Mapping[str, Any],
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Pearson of the cosine of every embedding with the gold scores, per evaluation pair.
 
     Returns:
@@ -78,47 +109,99 @@ def evaluate_similarity(manifest: Mapping[str, Any], test: pd.DataFrame, identit
         if embedding == "language":
             continue
         cosine = paired_cosine(first, sides[1][(method, embedding)])
-        scores.append(pd.DataFrame({"method": method, "embedding": embedding, "pair": test["pair"].to_numpy(),
-                                    "item": np.arange(len(test)), "cosine": cosine, "gold": gold}))
+        scores.append(
+            pd.DataFrame(
+                {
+                    "method": method,
+                    "embedding": embedding,
+                    "pair": test["pair"].to_numpy(),
+                    "item": np.arange(len(test)),
+                    "cosine": cosine,
+                    "gold": gold,
+                }
+            )
+        )
         for pair, part in test.groupby("pair", sort=False):
             index = part.index.to_numpy()
-            rows.append(_row(pipeline, method, embedding, task, f"{part['dataset'].iloc[0]}:{pair}", part["lang1"].iloc[0],
-                             part["lang2"].iloc[0], "pearson", pearson(cosine[index], gold[index]), encoder))
+            rows.append(
+                _row(
+                    pipeline,
+                    method,
+                    embedding,
+                    task,
+                    f"{part['dataset'].iloc[0]}:{pair}",
+                    part["lang1"].iloc[0],
+                    part["lang2"].iloc[0],
+                    "pearson",
+                    pearson(cosine[index], gold[index]),
+                    encoder,
+                )
+            )
     table = pd.DataFrame(rows)
     for head in heads:
         log_child_metrics(head.get("mlflow_run_id"), table[table["method"] == head_name(head)])
     return table, pd.concat(scores, ignore_index=True)[SCORE_COLUMNS]
 
 
-def _probe_sample(manifest: Mapping[str, Any], corpus: pd.DataFrame, split: str, per_language: int, seed: int
-                  ) -> tuple[dict[str, np.ndarray], list[str]]:
+def _probe_sample(
+    manifest: Mapping[str, Any], corpus: pd.DataFrame, split: str, per_language: int, seed: int
+) -> tuple[dict[str, np.ndarray], list[str]]:
     """Up to ``per_language`` sentences per language from both sides of a corpus split (seeded)."""
     rows = corpus[corpus["split"] == split].reset_index(drop=True)
     langs = np.concatenate([rows["source_lang"].to_numpy(), rows["target_lang"].to_numpy()])
     rng = np.random.default_rng(seed)
-    chosen = np.sort(np.concatenate([rng.permutation(np.flatnonzero(langs == lang))[:per_language] for lang in np.unique(langs)]))
-    vectors = {p: np.concatenate([vectors_of(manifest, f"{split}.source", p), vectors_of(manifest, f"{split}.target", p)])[chosen]
-               for p in ("cls", "mean")}
+    chosen = np.sort(
+        np.concatenate([rng.permutation(np.flatnonzero(langs == lang))[:per_language] for lang in np.unique(langs)])
+    )
+    vectors = {
+        p: np.concatenate([vectors_of(manifest, f"{split}.source", p), vectors_of(manifest, f"{split}.target", p)])[
+            chosen
+        ]
+        for p in ("cls", "mean")
+    }
     return vectors, langs[chosen].tolist()
 
 
-def language_leakage(manifest: Mapping[str, Any], corpus: pd.DataFrame, identity: Mapping[str, Any],
-                     report: Mapping[str, Any], leakage: Mapping[str, Any], centering: Mapping[str, Any],
-                     *heads: Mapping[str, Any]) -> pd.DataFrame:
+def language_leakage(
+    manifest: Mapping[str, Any],
+    corpus: pd.DataFrame,
+    identity: Mapping[str, Any],
+    report: Mapping[str, Any],
+    leakage: Mapping[str, Any],
+    centering: Mapping[str, Any],
+    *heads: Mapping[str, Any],
+) -> pd.DataFrame:
     """Language-ID accuracy of a logistic-regression probe on each embedding (trained on train, scored on validation).
 
     Low on meaning embeddings = little language left in them; high on language embeddings =
     the language went where it belongs. The raw and centred vectors give the reference points.
     """
     seed = int(leakage.get("seed", 0))
-    train_vectors, train_langs = _probe_sample(manifest, corpus, "train", int(leakage.get("train_per_language", 1000)), seed)
-    test_vectors, test_langs = _probe_sample(manifest, corpus, "validation", int(leakage.get("test_per_language", 500)), seed)
+    train_vectors, train_langs = _probe_sample(
+        manifest, corpus, "train", int(leakage.get("train_per_language", 1000)), seed
+    )
+    test_vectors, test_langs = _probe_sample(
+        manifest, corpus, "validation", int(leakage.get("test_per_language", 500)), seed
+    )
     fitted = encode_all(train_vectors, train_langs, centering, heads)
     scored = encode_all(test_vectors, test_langs, centering, heads)
     rows, encoder = [], str(identity.get("name"))
     for key in tqdm(list(fitted), desc="language probes"):
-        accuracy = language_probe_accuracy(fitted[key], train_langs, scored[key], test_langs, seed=seed,
-                                           max_iter=int(leakage.get("max_iter", 2000)))
-        rows.append(_row(str(report["pipeline"]), key[0], key[1], "language_leakage", f"{report['pipeline']}_corpus:validation",
-                         "all", "all", "probe_accuracy", accuracy, encoder))
+        accuracy = language_probe_accuracy(
+            fitted[key], train_langs, scored[key], test_langs, seed=seed, max_iter=int(leakage.get("max_iter", 2000))
+        )
+        rows.append(
+            _row(
+                str(report["pipeline"]),
+                key[0],
+                key[1],
+                "language_leakage",
+                f"{report['pipeline']}_corpus:validation",
+                "all",
+                "all",
+                "probe_accuracy",
+                accuracy,
+                encoder,
+            )
+        )
     return pd.DataFrame(rows)

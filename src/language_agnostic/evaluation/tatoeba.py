@@ -38,17 +38,26 @@ PIVOT = "eng"
 def check_entry(entry: Any, texts: Sequence[str], name: str) -> None:
     """Stop when a store entry does not hold exactly ``texts`` (a manifest left by a run on other data)."""
     if entry.meta.get("texts_sha256") != texts_sha256(texts):
-        raise ValueError(f"the {name} embeddings ({entry.directory}) are of other texts than the Tatoeba pairs; "
-                         "rerun the embedding node (kedro run --pipeline=tatoeba)")
+        raise ValueError(
+            f"the {name} embeddings ({entry.directory}) are of other texts than the Tatoeba pairs; "
+            "rerun the embedding node (kedro run --pipeline=tatoeba)"
+        )
 
 
 def _centering_means(model: LoadedModel) -> dict[str, np.ndarray]:
     return {code: mean for key, mean in model.module.items() if (code := to_iso639_3(key))}
 
 
-def language_embeddings(finetuned: Mapping[str, Any], models: Sequence[LoadedModel], poolings: Sequence[str],
-                        language: str, xxx: np.ndarray, eng: np.ndarray, vectors: Mapping[str, np.ndarray],
-                        meanings: Mapping[str, np.ndarray]) -> dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]:
+def language_embeddings(
+    finetuned: Mapping[str, Any],
+    models: Sequence[LoadedModel],
+    poolings: Sequence[str],
+    language: str,
+    xxx: np.ndarray,
+    eng: np.ndarray,
+    vectors: Mapping[str, np.ndarray],
+    meanings: Mapping[str, np.ndarray],
+) -> dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]:
     """Every method's ``(xxx side, English side)`` embeddings of one language.
 
     Args:
@@ -73,20 +82,32 @@ def language_embeddings(finetuned: Mapping[str, Any], models: Sequence[LoadedMod
             table = meanings[model.spec.name]
             out[key] = (np.asarray(table[xxx], dtype=np.float32), np.asarray(table[eng], dtype=np.float32))
         elif model.spec.kind == "head":
-            out[key] = (head_meaning(model, vectors[model.pooling][xxx]), head_meaning(model, vectors[model.pooling][eng]))
+            out[key] = (
+                head_meaning(model, vectors[model.pooling][xxx]),
+                head_meaning(model, vectors[model.pooling][eng]),
+            )
         elif model.spec.kind == "centering":
             means = _centering_means(model)
             if language in means and PIVOT in means:
-                out[key] = (np.asarray(vectors[model.pooling][xxx]) - means[language],
-                            np.asarray(vectors[model.pooling][eng]) - means[PIVOT])
+                out[key] = (
+                    np.asarray(vectors[model.pooling][xxx]) - means[language],
+                    np.asarray(vectors[model.pooling][eng]) - means[PIVOT],
+                )
         elif model.spec.kind == "encoder":
             own = finetuned[model.spec.name].vectors(model.pooling)
             out[key] = (np.asarray(own[xxx]), np.asarray(own[eng]))
     return out
 
 
-def evaluate_tatoeba(pairs: pd.DataFrame, raw: Any, finetuned: Mapping[str, Any], models: Sequence[LoadedModel],
-                     poolings: Sequence[str], k: int = 4, progress: bool = True) -> pd.DataFrame:
+def evaluate_tatoeba(
+    pairs: pd.DataFrame,
+    raw: Any,
+    finetuned: Mapping[str, Any],
+    models: Sequence[LoadedModel],
+    poolings: Sequence[str],
+    k: int = 4,
+    progress: bool = True,
+) -> pd.DataFrame:
     """Accuracy@1 of every method on every language, both directions, cosine and ratio margin.
 
     Args:
@@ -110,20 +131,38 @@ def evaluate_tatoeba(pairs: pd.DataFrame, raw: Any, finetuned: Mapping[str, Any]
     vectors = {pooling: raw.vectors(pooling) for pooling in sorted(needed)}
     fmda = [m for m in models if m.spec.kind == "fmda"]
     # each FMDA over every distinct sentence once (cached): per language, English sentences would repeat
-    meanings = {m.spec.name: fmda_meaning_table(m, raw) for m in tqdm(fmda, desc="FMDA meaning", unit="model",
-                                                                      disable=not progress or not fmda)}
+    meanings = {
+        m.spec.name: fmda_meaning_table(m, raw)
+        for m in tqdm(fmda, desc="FMDA meaning", unit="model", disable=not progress or not fmda)
+    }
     rows = []
     languages = list(dict.fromkeys(pairs["language"]))
     for language in tqdm(languages, desc="tatoeba languages", unit="language", disable=not progress):
         mask = (pairs["language"] == language).to_numpy()
         xxx, eng = xxx_index[mask], eng_index[mask]
-        for (method, embedding), (x, e) in language_embeddings(finetuned, models, poolings, language, xxx, eng,
-                                                               vectors, meanings).items():
+        for (method, embedding), (x, e) in language_embeddings(
+            finetuned, models, poolings, language, xxx, eng, vectors, meanings
+        ).items():
             for (direction, scoring), accuracy in bitext_accuracies(x, e, k).items():
                 source, target = (language, PIVOT) if direction == "x>y" else (PIVOT, language)
-                rows.append([method, embedding, language, source, target, scoring, len(xxx),
-                             int(round(accuracy * len(xxx))), accuracy])
+                rows.append(
+                    [
+                        method,
+                        embedding,
+                        language,
+                        source,
+                        target,
+                        scoring,
+                        len(xxx),
+                        int(round(accuracy * len(xxx))),
+                        accuracy,
+                    ]
+                )
     table = pd.DataFrame(rows, columns=SCORE_COLUMNS)
-    logger.info("tatoeba: %d scores for %d methods on %d languages", len(table),
-                table[["method", "embedding"]].drop_duplicates().shape[0], len(languages))
+    logger.info(
+        "tatoeba: %d scores for %d methods on %d languages",
+        len(table),
+        table[["method", "embedding"]].drop_duplicates().shape[0],
+        len(languages),
+    )
     return table

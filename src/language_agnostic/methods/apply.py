@@ -95,8 +95,14 @@ def _emu_languages(params: Mapping[str, Any], name: str) -> list[str]:
     emu = dict(params.get("emu") or {})
     spec = dict((emu.get("methods") or {}).get(name) or {})
     data = {**dict(emu.get("data") or {}), **dict(spec.get("data") or {})}
-    adversarial = list(data.get("adversarial_locales") or []) or list((params.get("massive") or {}).get("locales") or [])
-    return [str(data.get("training_locale", "en-US")), *map(str, data.get("labelled_locales") or []), *map(str, adversarial)]
+    adversarial = list(data.get("adversarial_locales") or []) or list(
+        (params.get("massive") or {}).get("locales") or []
+    )
+    return [
+        str(data.get("training_locale", "en-US")),
+        *map(str, data.get("labelled_locales") or []),
+        *map(str, adversarial),
+    ]
 
 
 def training_languages(params: Mapping[str, Any], sources: Sequence[str] = SOURCES) -> dict[str, list[str]]:
@@ -123,7 +129,11 @@ def training_languages(params: Mapping[str, Any], sources: Sequence[str] = SOURC
         pairs = dict((params.get("massive") or {}).get("pairs") or {})
         for namespace, pair in pairs.items():
             out[str(namespace)] = _codes([pair["source"], pair["target"]])
-        unified = [str(p) for p in ((params.get("fmda_paper") or {}).get("unified") or {}).get("pairs") or [] if str(p) in pairs]
+        unified = [
+            str(p)
+            for p in ((params.get("fmda_paper") or {}).get("unified") or {}).get("pairs") or []
+            if str(p) in pairs
+        ]
         if unified:
             out["unified"] = sorted({lang for ns in unified for lang in out[ns]})
     if "emu" in sources:
@@ -142,40 +152,84 @@ def expected_models(params: Mapping[str, Any], sources: Sequence[str] = SOURCES)
         if pipeline not in sources:
             continue
         command = f"kedro run --pipeline={pipeline}"
-        specs.append(ModelSpec(f"centering@{pipeline}", "centering", pipeline, f"{pipeline}/centering.safetensors", command, "mean"))
+        specs.append(
+            ModelSpec(
+                f"centering@{pipeline}", "centering", pipeline, f"{pipeline}/centering.safetensors", command, "mean"
+            )
+        )
         ablations = check_ablations((params.get(pipeline) or {}).get("ablations"), pipeline)
         for name in (*TRAINED_METHODS, *ablations):
             specs.append(ModelSpec(f"{name}@{pipeline}", "head", pipeline, f"{pipeline}/{name}.safetensors", command))
     if "fmda" in sources:
         namespaces = [str(ns) for ns in dict((params.get("massive") or {}).get("pairs") or {})]
         fmda, paper = dict(params.get("fmda") or {}), dict(params.get("fmda_paper") or {})
-        variants = [(name, spec, "kedro run --pipeline=fmda") for name, spec in dict(fmda.get("variants") or {}).items()]
-        variants += [(name, spec, "kedro run --pipeline=fmda --env=paper") for name, spec in dict(paper.get("variants") or {}).items()]
+        variants = [
+            (name, spec, "kedro run --pipeline=fmda") for name, spec in dict(fmda.get("variants") or {}).items()
+        ]
+        variants += [
+            (name, spec, "kedro run --pipeline=fmda --env=paper")
+            for name, spec in dict(paper.get("variants") or {}).items()
+        ]
         for namespace in namespaces:
             for name, spec, command in variants:
                 if namespace in _fmda_pairs(spec, namespaces):
-                    specs.append(ModelSpec(f"{method_name(str(name))}@{namespace}", "fmda", namespace,
-                                           f"{namespace}/fmda_{name}.safetensors", command, "m"))
+                    specs.append(
+                        ModelSpec(
+                            f"{method_name(str(name))}@{namespace}",
+                            "fmda",
+                            namespace,
+                            f"{namespace}/fmda_{name}.safetensors",
+                            command,
+                            "m",
+                        )
+                    )
             for name, spec in dict(fmda.get("methods") or {}).items():
                 if namespace in _fmda_pairs(spec, namespaces):
                     method = str(dict(spec or {}).get("method") or name)
-                    specs.append(ModelSpec(f"{method}@{namespace}", "head", namespace, f"{namespace}/{name}.safetensors",
-                                           "kedro run --pipeline=fmda"))
+                    specs.append(
+                        ModelSpec(
+                            f"{method}@{namespace}",
+                            "head",
+                            namespace,
+                            f"{namespace}/{name}.safetensors",
+                            "kedro run --pipeline=fmda",
+                        )
+                    )
         if [p for p in (paper.get("unified") or {}).get("pairs") or [] if str(p) in namespaces]:
-            specs.append(ModelSpec("fmda-unified@unified", "fmda", "unified", "fmda_unified.safetensors",
-                                   "kedro run --pipeline=fmda --env=paper", "m"))
+            specs.append(
+                ModelSpec(
+                    "fmda-unified@unified",
+                    "fmda",
+                    "unified",
+                    "fmda_unified.safetensors",
+                    "kedro run --pipeline=fmda --env=paper",
+                    "m",
+                )
+            )
     if "emu" in sources:
         emu = dict(params.get("emu") or {})
         for name in [str(n) for n in emu.get("save_encoders") or []]:
             options = dict((dict((emu.get("methods") or {}).get(name) or {})).get("options") or {})
-            specs.append(ModelSpec(f"{name}@massive", "encoder", "massive", f"emu/encoders/{name.replace('-', '_')}",
-                                   f"kedro run --pipeline=emu (with {name!r} in emu.save_encoders)",
-                                   str(options.get("pooling", "mean"))))
+            specs.append(
+                ModelSpec(
+                    f"{name}@massive",
+                    "encoder",
+                    "massive",
+                    f"emu/encoders/{name.replace('-', '_')}",
+                    f"kedro run --pipeline=emu (with {name!r} in emu.save_encoders)",
+                    str(options.get("pooling", "mean")),
+                )
+            )
     return specs
 
 
-def load_models(shelf: Any, specs: Sequence[ModelSpec], languages: Mapping[str, Sequence[str]],
-                identity: Mapping[str, Any], check: Any = None) -> tuple[list[LoadedModel], list[dict[str, str]]]:
+def load_models(
+    shelf: Any,
+    specs: Sequence[ModelSpec],
+    languages: Mapping[str, Sequence[str]],
+    identity: Mapping[str, Any],
+    check: Any = None,
+) -> tuple[list[LoadedModel], list[dict[str, str]]]:
     """The expected models that are present and usable; the others with the reason, each logged as a warning.
 
     A model is skipped, never fatal, when its file is missing (the warning names the file and
@@ -209,10 +263,17 @@ def load_models(shelf: Any, specs: Sequence[ModelSpec], languages: Mapping[str, 
                 skip(spec, f"{where} not found (no config.json); `{spec.command}` makes it")
                 continue
             base = _base_encoder(shelf.provenance(spec.path))
-            if base.get("weights_sha256") and identity.get("weights_sha256") and base["weights_sha256"] != identity["weights_sha256"]:
-                skip(spec, f"{where} was fine-tuned from encoder {base.get('name')!r} (weights {str(base['weights_sha256'])[:12]}), "
-                           f"but embeddings.encoder.name configures {identity.get('name')!r} "
-                           f"(weights {str(identity['weights_sha256'])[:12]}); its rows would be compared with another encoder's")
+            if (
+                base.get("weights_sha256")
+                and identity.get("weights_sha256")
+                and base["weights_sha256"] != identity["weights_sha256"]
+            ):
+                skip(
+                    spec,
+                    f"{where} was fine-tuned from encoder {base.get('name')!r} (weights {str(base['weights_sha256'])[:12]}), "
+                    f"but embeddings.encoder.name configures {identity.get('name')!r} "
+                    f"(weights {str(identity['weights_sha256'])[:12]}); its rows would be compared with another encoder's",
+                )
                 continue
             loaded.append(LoadedModel(spec, list(languages.get(spec.source, [])), pooling=spec.embedding))
             continue
@@ -237,8 +298,9 @@ def load_models(shelf: Any, specs: Sequence[ModelSpec], languages: Mapping[str, 
         if (method.name == "fmda") != (spec.kind == "fmda"):
             skip(spec, f"{where} holds a {method.name!r} model, not the expected {spec.kind}")
             continue
-        loaded.append(LoadedModel(spec, list(languages.get(spec.source, [])), saved,
-                                  str(saved.get("pooling", "mean")), module))
+        loaded.append(
+            LoadedModel(spec, list(languages.get(spec.source, [])), saved, str(saved.get("pooling", "mean")), module)
+        )
     logger.info("tatoeba: %d of %d expected models loaded, %d skipped", len(loaded), len(specs), len(skipped))
     return loaded, skipped
 
@@ -272,7 +334,9 @@ def head_meaning(model: LoadedModel, vectors: np.ndarray) -> np.ndarray:
         return method.encode(model.module, torch.from_numpy(np.asarray(vectors, dtype=np.float32)))["meaning"].numpy()
 
 
-def fmda_meanings(models: Sequence[LoadedModel], entry: Any, index: np.ndarray, batch_size: int = 512) -> list[np.ndarray]:
+def fmda_meanings(
+    models: Sequence[LoadedModel], entry: Any, index: np.ndarray, batch_size: int = 512
+) -> list[np.ndarray]:
     """FMDA's meaning embedding ``m`` of the texts at ``index`` of a store entry, for several models at once.
 
     The token states of a batch are gathered (and converted from fp16) once and given to every
@@ -285,7 +349,7 @@ def fmda_meanings(models: Sequence[LoadedModel], entry: Any, index: np.ndarray, 
     out: list[list[np.ndarray]] = [[] for _ in models]
     with torch.no_grad():
         for start in range(0, len(index), batch_size):
-            states, mask = entry.token_states(index[order[start: start + batch_size]])
+            states, mask = entry.token_states(index[order[start : start + batch_size]])
             states_t, mask_t = torch.from_numpy(np.asarray(states, dtype=np.float32)), torch.from_numpy(mask)
             for i, model in enumerate(models):
                 out[i].append(model.module(states_t, mask_t)["m"].numpy())
@@ -319,8 +383,13 @@ def fmda_meaning_table(model: LoadedModel, entry: Any, batch_size: int = 512) ->
     Returns:
         ``(len(entry), dim)`` float16, memory-mapped.
     """
-    key_inputs = {"format": MEANING_CACHE_FORMAT, "entry": Path(entry.directory).name,
-                  "texts_sha256": entry.meta.get("texts_sha256"), "model": weights_sha256(model.saved), "embedding": "m"}
+    key_inputs = {
+        "format": MEANING_CACHE_FORMAT,
+        "entry": Path(entry.directory).name,
+        "texts_sha256": entry.meta.get("texts_sha256"),
+        "model": weights_sha256(model.saved),
+        "embedding": "m",
+    }
     key = hashlib.sha256(json.dumps(key_inputs, sort_keys=True).encode()).hexdigest()[:24]
     directory = Path(entry.namespace_dir) / "derived" / key
     if not (directory / "meta.json").is_file():
@@ -329,7 +398,9 @@ def fmda_meaning_table(model: LoadedModel, entry: Any, batch_size: int = 512) ->
         work.mkdir(parents=True)
         (table,) = fmda_meanings([model], entry, np.arange(len(entry)), batch_size)
         np.save(work / "m.npy", table.astype(np.float16))
-        (work / "meta.json").write_text(json.dumps({**key_inputs, "method": model.spec.name, "n_texts": len(table)}, indent=2))
+        (work / "meta.json").write_text(
+            json.dumps({**key_inputs, "method": model.spec.name, "n_texts": len(table)}, indent=2)
+        )
         shutil.rmtree(directory, ignore_errors=True)
         os.replace(work, directory)
         logger.info("%s: meaning embeddings of %d texts cached in %s", model.spec.name, len(table), directory)

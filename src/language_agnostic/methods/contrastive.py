@@ -60,12 +60,21 @@ def negative_term(cos: torch.Tensor, negative: str = "hinge", margin: float = 0.
     raise ValueError(f"negative must be one of {list(NEGATIVE_TERMS)}, got {negative!r}")
 
 
-def pairwise_contrastive(x1: torch.Tensor, x2: torch.Tensor, neg1: torch.Tensor, neg2: torch.Tensor,
-                         negative: str = "hinge", margin: float = 0.0) -> torch.Tensor:
+def pairwise_contrastive(
+    x1: torch.Tensor,
+    x2: torch.Tensor,
+    neg1: torch.Tensor,
+    neg2: torch.Tensor,
+    negative: str = "hinge",
+    margin: float = 0.0,
+) -> torch.Tensor:
     """FMDA eq. 3-4: ``−cos(x¹, x²) + n(cos(x¹, neg¹)) + n(cos(x², neg²))``, batch mean, ``n`` = :func:`negative_term`."""
     cos = F.cosine_similarity
-    return (-cos(x1, x2, dim=-1) + negative_term(cos(x1, neg1, dim=-1), negative, margin)
-            + negative_term(cos(x2, neg2, dim=-1), negative, margin)).mean()
+    return (
+        -cos(x1, x2, dim=-1)
+        + negative_term(cos(x1, neg1, dim=-1), negative, margin)
+        + negative_term(cos(x2, neg2, dim=-1), negative, margin)
+    ).mean()
 
 
 def info_nce(x1: torch.Tensor, x2: torch.Tensor, temperature: float = 0.05) -> torch.Tensor:

@@ -65,7 +65,9 @@ def meaning_loss(s_m: torch.Tensor, t_m: torch.Tensor, s2_m: torch.Tensor, t2_m:
     return (parallel + random).mean()
 
 
-def language_similarity_loss(s_l: torch.Tensor, t_l: torch.Tensor, s2_l: torch.Tensor, t2_l: torch.Tensor) -> torch.Tensor:
+def language_similarity_loss(
+    s_l: torch.Tensor, t_l: torch.Tensor, s2_l: torch.Tensor, t2_l: torch.Tensor
+) -> torch.Tensor:
     """Eq. 9 (L_L^m): language embeddings of the same language come together."""
     return (2 - F.cosine_similarity(s_l, s2_l, dim=-1) - F.cosine_similarity(t_l, t2_l, dim=-1)).mean()
 
@@ -77,8 +79,12 @@ def language_push_loss(s_l: torch.Tensor, t_l: torch.Tensor) -> torch.Tensor:
 
 def dream_losses(
     model: Dream,
-    s: torch.Tensor, t: torch.Tensor, s2: torch.Tensor, t2: torch.Tensor,
-    s_lang: torch.Tensor, t_lang: torch.Tensor,
+    s: torch.Tensor,
+    t: torch.Tensor,
+    s2: torch.Tensor,
+    t2: torch.Tensor,
+    s_lang: torch.Tensor,
+    t_lang: torch.Tensor,
     weights: Mapping[str, float] | None = None,
     meaning: str = "pairwise",
     temperature: float = 0.05,
@@ -105,14 +111,20 @@ def dream_losses(
     if meaning not in ("pairwise", "infonce"):
         raise ValueError(f"meaning must be 'pairwise' or 'infonce', got {meaning!r}")
     (s_m, s_l), (t_m, t_l), (s2_m, s2_l), (t2_m, t2_l) = (model(x) for x in (s, t, s2, t2))
-    reconstruction = sum(reconstruction_loss(e, m, l) for e, m, l in
-                         ((s, s_m, s_l), (t, t_m, t_l), (s2, s2_m, s2_l), (t2, t2_m, t2_l))) / 4
+    reconstruction = (
+        sum(
+            reconstruction_loss(e, m, l)
+            for e, m, l in ((s, s_m, s_l), (t, t_m, t_l), (s2, s2_m, s2_l), (t2, t2_m, t2_l))
+        )
+        / 4
+    )
     losses = {
         "reconstruction": reconstruction,
         "meaning": meaning_loss(s_m, t_m, s2_m, t2_m) if meaning == "pairwise" else info_nce(s_m, t_m, temperature),
         "language_similarity": language_similarity_loss(s_l, t_l, s2_l, t2_l),
         # eq. 10-11 on both sides of the pair
-        "language_id": (F.cross_entropy(model.identify(s_l), s_lang) + F.cross_entropy(model.identify(t_l), t_lang)) / 2,
+        "language_id": (F.cross_entropy(model.identify(s_l), s_lang) + F.cross_entropy(model.identify(t_l), t_lang))
+        / 2,
         "language_push": language_push_loss(s_l, t_l),
     }
     losses["total"] = (

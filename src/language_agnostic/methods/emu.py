@@ -97,8 +97,10 @@ class EmuConfig:
         if self.centers not in CENTERS:
             raise ValueError(f"centers must be one of {list(CENTERS)}, got {self.centers!r}")
         if self.scale <= 0 or self.margin <= 0 or not 0 < self.center_rate <= 1:
-            raise ValueError(f"scale and margin must be > 0 and center_rate in (0, 1], got {self.scale}, {self.margin}, "
-                             f"{self.center_rate}")
+            raise ValueError(
+                f"scale and margin must be > 0 and center_rate in (0, 1], got {self.scale}, {self.margin}, "
+                f"{self.center_rate}"
+            )
 
 
 def l2_constrained_logits(u: torch.Tensor, classifier: nn.Linear, alpha: float) -> torch.Tensor:
@@ -137,7 +139,9 @@ def siamese_contrastive_loss(a: torch.Tensor, b: torch.Tensor, same: torch.Tenso
     return (same * d**2 + (1 - same) * F.relu(margin - d) ** 2).mean()
 
 
-def npair_cosine_loss(anchor: torch.Tensor, positive: torch.Tensor, labels: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
+def npair_cosine_loss(
+    anchor: torch.Tensor, positive: torch.Tensor, labels: torch.Tensor, scale: float = 1.0
+) -> torch.Tensor:
     """N-pair cosine loss (Yang et al. 2019): each anchor's positive against the batch's other positives.
 
     Softmax cross-entropy over ``scale ·`` the cosines of anchor ``i`` with every positive ``j``; a
@@ -157,8 +161,15 @@ class LanguageCritic(nn.Module):
 
     def __init__(self, dim: int, hidden: int = 900, dropout: float = 0.2) -> None:
         super().__init__()
-        self.net = nn.Sequential(nn.Linear(dim, hidden), nn.ReLU(), nn.Dropout(dropout),
-                                 nn.Linear(hidden, hidden), nn.ReLU(), nn.Dropout(dropout), nn.Linear(hidden, 1))
+        self.net = nn.Sequential(
+            nn.Linear(dim, hidden),
+            nn.ReLU(),
+            nn.Dropout(dropout),
+            nn.Linear(hidden, hidden),
+            nn.ReLU(),
+            nn.Dropout(dropout),
+            nn.Linear(hidden, 1),
+        )
 
     def forward(self, u: torch.Tensor) -> torch.Tensor:
         return self.net(u).squeeze(-1)
@@ -177,7 +188,9 @@ def pool(states: torch.Tensor, mask: torch.Tensor, pooling: str) -> torch.Tensor
     return (states * m).sum(1) / m.sum(1).clamp(min=1)
 
 
-def encode_pooled(encoder: nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor, pooling: str) -> torch.Tensor:
+def encode_pooled(
+    encoder: nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor, pooling: str
+) -> torch.Tensor:
     """``u``: the encoder's last hidden states pooled (:func:`pool`), the one way EMU reads a sentence."""
     states = encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
     return pool(states, attention_mask, pooling)
@@ -206,8 +219,12 @@ class Emu(nn.Module):
             self.centers = nn.Parameter(torch.zeros(config.n_intents, dim))
         else:  # class centroids: moved by update_centroids, not by the optimiser (set by set_centroids before training)
             self.register_buffer("centers", torch.zeros(config.n_intents, dim))
-        self.critics = nn.ModuleDict({lang: LanguageCritic(dim, config.critic_hidden, config.critic_dropout)
-                                      for lang in config.training_languages})
+        self.critics = nn.ModuleDict(
+            {
+                lang: LanguageCritic(dim, config.critic_hidden, config.critic_dropout)
+                for lang in config.training_languages
+            }
+        )
 
     @property
     def adversarial(self) -> bool:
@@ -248,7 +265,9 @@ def _critic(model: Emu, batch: Mapping[str, torch.Tensor]) -> LanguageCritic:
     return model.critics[model.config.training_languages[index]]
 
 
-def _critic_terms(model: Emu, batch: Mapping[str, torch.Tensor], u_t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def _critic_terms(
+    model: Emu, batch: Mapping[str, torch.Tensor], u_t: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``L_{D_t}`` on the batch's encoded training sentences ``u_t`` and its adversarial ones (``adv_*``):
     with gradients to the encoder (eq. 4), and on detached embeddings (the critic's own step)."""
     v_l = model(batch["adv_input_ids"], batch["adv_attention_mask"])
@@ -256,8 +275,12 @@ def _critic_terms(model: Emu, batch: Mapping[str, torch.Tensor], u_t: torch.Tens
     return critic_loss(critic, u_t, v_l), critic_loss(critic, u_t.detach(), v_l.detach())
 
 
-def emu_losses(model: Emu, batch: Mapping[str, torch.Tensor], weights: Mapping[str, float] | None = None,
-               options: Mapping[str, Any] | None = None) -> dict[str, torch.Tensor]:
+def emu_losses(
+    model: Emu,
+    batch: Mapping[str, torch.Tensor],
+    weights: Mapping[str, float] | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> dict[str, torch.Tensor]:
     """Losses of one batch, by ``model.config.loss``.
 
     A batch has ``input_ids``, ``attention_mask`` and ``labels`` of labelled training sentences;
@@ -277,7 +300,12 @@ def emu_losses(model: Emu, batch: Mapping[str, torch.Tensor], weights: Mapping[s
     unknown = sorted(set(weights or {}) - set(WEIGHTS))
     if unknown:
         raise ValueError(f"unknown EMU loss weight(s) {unknown}; known: {list(WEIGHTS)}")
-    w = {"l2_softmax": 1.0, "center": config.center_weight, "adversarial": config.adversarial_weight, **dict(weights or {})}
+    w = {
+        "l2_softmax": 1.0,
+        "center": config.center_weight,
+        "adversarial": config.adversarial_weight,
+        **dict(weights or {}),
+    }
     if "labels" not in batch:  # a critic step (Algorithm 1, lines 2-8)
         with torch.no_grad():
             u_t = model(batch["input_ids"], batch["attention_mask"])
@@ -296,8 +324,10 @@ def emu_losses(model: Emu, batch: Mapping[str, torch.Tensor], weights: Mapping[s
         positive = model(batch["pos_input_ids"], batch["pos_attention_mask"])
         loss = npair_cosine_loss(u, positive, labels, config.scale)
         return {"npair": loss, "total": loss}
-    losses = {"l2_softmax": F.cross_entropy(l2_constrained_logits(u, model.classifier, config.alpha), labels),
-              "center": center_loss(u, labels, model.centers)}
+    losses = {
+        "l2_softmax": F.cross_entropy(l2_constrained_logits(u, model.classifier, config.alpha), labels),
+        "center": center_loss(u, labels, model.centers),
+    }
     if config.centers == "centroid" and model.training:  # after the loss: c is the centroid before this batch
         update_centroids(model.centers, u, labels, config.center_rate)
     total = w["l2_softmax"] * losses["l2_softmax"] + w["center"] * losses["center"]
@@ -313,9 +343,25 @@ def emu_losses(model: Emu, batch: Mapping[str, torch.Tensor], weights: Mapping[s
     return losses
 
 
-EMU_OPTIONS = ("encoder_config", "n_intents", "loss", "alpha", "center_weight", "adversarial_weight", "critic_steps",
-               "clip", "critic_lr", "critic_hidden", "critic_dropout", "training_languages", "margin", "pooling",
-               "scale", "centers", "center_rate")
+EMU_OPTIONS = (
+    "encoder_config",
+    "n_intents",
+    "loss",
+    "alpha",
+    "center_weight",
+    "adversarial_weight",
+    "critic_steps",
+    "clip",
+    "critic_lr",
+    "critic_hidden",
+    "critic_dropout",
+    "training_languages",
+    "margin",
+    "pooling",
+    "scale",
+    "centers",
+    "center_rate",
+)
 
 
 def build_emu(dim: int, n_languages: int, options: Mapping[str, Any]) -> Emu:
@@ -335,15 +381,24 @@ def build_emu(dim: int, n_languages: int, options: Mapping[str, Any]) -> Emu:
     if encoder_config:
         config = AutoConfig.for_model(**dict(encoder_config))
     else:
-        config = BertConfig(vocab_size=64, hidden_size=dim, num_hidden_layers=1, num_attention_heads=2,
-                            intermediate_size=2 * dim, max_position_embeddings=32)
+        config = BertConfig(
+            vocab_size=64,
+            hidden_size=dim,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=2 * dim,
+            max_position_embeddings=32,
+        )
     if "training_languages" in options:
         options["training_languages"] = tuple(options["training_languages"])
-    encoder = AutoModel.from_config(config, add_pooling_layer=False) if config.model_type == "bert" else AutoModel.from_config(config)
+    encoder = (
+        AutoModel.from_config(config, add_pooling_layer=False)
+        if config.model_type == "bert"
+        else AutoModel.from_config(config)
+    )
     return Emu(encoder, int(config.hidden_size), EmuConfig(**{"n_intents": 2, **options}))
 
 
 def encode_emu(model: Emu, inputs: tuple[torch.Tensor, torch.Tensor]) -> dict[str, torch.Tensor]:
     """``{"meaning": u}``: the fine-tuned encoder's sentence embedding of ``(input_ids, attention_mask)``."""
     return {"meaning": model(*inputs)}
-

@@ -46,8 +46,14 @@ from torch import nn
 from language_agnostic.methods.contrastive import ContrastiveSettings, info_nce, pairwise_contrastive
 
 LOSS_WEIGHTS = {
-    "lang": 1.0, "utt_rec": 1.0, "tp_rec": 1.0, "tp_rec_cl": 1.0, "rs_rec": 1.0, "rs_rec_cl": 1.0,
-    "tp_con": 1.0, "m_con": 1.0,
+    "lang": 1.0,
+    "utt_rec": 1.0,
+    "tp_rec": 1.0,
+    "tp_rec_cl": 1.0,
+    "rs_rec": 1.0,
+    "rs_rec_cl": 1.0,
+    "tp_con": 1.0,
+    "m_con": 1.0,
 }
 # Table 4's ablations as weight overrides
 ABLATIONS: dict[str, dict[str, float]] = {
@@ -70,6 +76,8 @@ def two_stage_weights(stage: int) -> dict[str, float]:
     if stage not in (1, 2):
         raise ValueError(f"stage must be 1 or 2, got {stage}")
     return {name: float((name in TEMPLATE_LOSSES) == (stage == 1)) for name in LOSS_WEIGHTS}
+
+
 ACTIVATIONS = {"none": nn.Identity, "relu": nn.ReLU, "gelu": nn.GELU, "tanh": nn.Tanh}
 
 
@@ -148,7 +156,15 @@ class Fmda(nn.Module):
     def _identity_init(self) -> None:
         """Every ``D × D`` layer of the FFNs and MLPs to the identity, biases to zero (``init: identity``)."""
         with torch.no_grad():
-            for module in (self.lang, self.query_tp, self.key_tp, self.value_tp, self.value_rs, self.meaning, self.reconstruct):
+            for module in (
+                self.lang,
+                self.query_tp,
+                self.key_tp,
+                self.value_tp,
+                self.value_rs,
+                self.meaning,
+                self.reconstruct,
+            ):
                 for layer in module:
                     if isinstance(layer, nn.Linear):
                         layer.weight.copy_(torch.eye(self.config.dim))
@@ -188,7 +204,14 @@ class Fmda(nn.Module):
         else:
             tp = torch.einsum("bl,bld->bd", attn_tp, self.value_tp(states))
             rs = torch.einsum("bl,bld->bd", attn_rs, self.value_rs(states))
-        return {"lang": self.lang(cls), "tp": tp, "rs": rs, "m": self.meaning(tp + rs), "attn_tp": attn_tp, "attn_rs": attn_rs}
+        return {
+            "lang": self.lang(cls),
+            "tp": tp,
+            "rs": rs,
+            "m": self.meaning(tp + rs),
+            "attn_tp": attn_tp,
+            "attn_rs": attn_rs,
+        }
 
     def tokenwise(self, states: torch.Tensor, mask: torch.Tensor) -> dict[str, torch.Tensor]:
         """:meth:`forward` as the paper writes it: every FFN on every token, full ``L × L`` attention.
@@ -203,8 +226,14 @@ class Fmda(nn.Module):
         residual = torch.softmax((1 - attn).masked_fill(~mask[:, None, :], float("-inf")), dim=-1)
         tp = torch.einsum("bij,bjd->bid", attn, self.value_tp(states))[:, 0]
         rs = torch.einsum("bij,bjd->bid", residual, self.value_rs(states))[:, 0]
-        return {"lang": self.lang(states[:, 0]), "tp": tp, "rs": rs, "m": self.meaning(tp + rs),
-                "attn_tp": attn[:, 0], "attn_rs": residual[:, 0]}
+        return {
+            "lang": self.lang(states[:, 0]),
+            "tp": tp,
+            "rs": rs,
+            "m": self.meaning(tp + rs),
+            "attn_tp": attn[:, 0],
+            "attn_rs": residual[:, 0],
+        }
 
 
 def freeze_template_encoder(model: Fmda) -> None:
@@ -214,8 +243,13 @@ def freeze_template_encoder(model: Fmda) -> None:
             parameter.requires_grad_(False)
 
 
-def contrastive_loss(x1: torch.Tensor, x2: torch.Tensor, neg1: torch.Tensor | None, neg2: torch.Tensor | None,
-                     settings: ContrastiveSettings | None = None) -> torch.Tensor:
+def contrastive_loss(
+    x1: torch.Tensor,
+    x2: torch.Tensor,
+    neg1: torch.Tensor | None,
+    neg2: torch.Tensor | None,
+    settings: ContrastiveSettings | None = None,
+) -> torch.Tensor:
     """Eq. 3-4 (``tp_con``, ``m_con``) as ``settings`` reads it: pairwise with pool negatives, or in-batch InfoNCE.
 
     ``ContrastiveSettings(negative="linear")`` is the equation as printed:
@@ -237,8 +271,9 @@ def utterance_target(states: torch.Tensor, mask: torch.Tensor, kind: str) -> tor
     return (states * m).sum(1) / m.sum(1).clamp(min=1)
 
 
-def utterance_reconstruction_loss(model: Fmda, out: Mapping[str, torch.Tensor], states: torch.Tensor,
-                                  mask: torch.Tensor) -> torch.Tensor:
+def utterance_reconstruction_loss(
+    model: Fmda, out: Mapping[str, torch.Tensor], states: torch.Tensor, mask: torch.Tensor
+) -> torch.Tensor:
     """``MSE(MLP_rec(emb_lang + emb_tp + emb_rs), emb_utt)`` with ``emb_utt`` per the config."""
     recon = model.reconstruct(out["lang"] + out["tp"] + out["rs"])
     if model.config.utterance_target == "tokens":
@@ -248,8 +283,12 @@ def utterance_reconstruction_loss(model: Fmda, out: Mapping[str, torch.Tensor], 
     return F.mse_loss(recon, utterance_target(states, mask, model.config.utterance_target))
 
 
-def fmda_losses(model: Fmda, batch: Mapping[str, torch.Tensor], weights: Mapping[str, float] | None = None,
-                contrastive: ContrastiveSettings | None = None) -> dict[str, torch.Tensor]:
+def fmda_losses(
+    model: Fmda,
+    batch: Mapping[str, torch.Tensor],
+    weights: Mapping[str, float] | None = None,
+    contrastive: ContrastiveSettings | None = None,
+) -> dict[str, torch.Tensor]:
     """Every FMDA loss for one batch of quadruplets, and the weighted total (eq. 5).
 
     Args:
@@ -281,10 +320,14 @@ def fmda_losses(model: Fmda, batch: Mapping[str, torch.Tensor], weights: Mapping
         + F.cross_entropy(model.identify(t["lang"]), batch["t_lang"]),
         "utt_rec": utterance_reconstruction_loss(model, s, batch["s_states"], batch["s_mask"])
         + utterance_reconstruction_loss(model, t, batch["t_states"], batch["t_mask"]),
-        "tp_rec": F.mse_loss(s["tp"] + s["lang"], batch["s_tp_target"]) + F.mse_loss(t["tp"] + t["lang"], batch["t_tp_target"]),
-        "tp_rec_cl": F.mse_loss(s["tp"] + t["lang"], batch["t_tp_target"]) + F.mse_loss(t["tp"] + s["lang"], batch["s_tp_target"]),
-        "rs_rec": F.mse_loss(s["rs"] + s["lang"], batch["s_rs_target"]) + F.mse_loss(t["rs"] + t["lang"], batch["t_rs_target"]),
-        "rs_rec_cl": F.mse_loss(s["rs"] + t["lang"], batch["t_rs_target"]) + F.mse_loss(t["rs"] + s["lang"], batch["s_rs_target"]),
+        "tp_rec": F.mse_loss(s["tp"] + s["lang"], batch["s_tp_target"])
+        + F.mse_loss(t["tp"] + t["lang"], batch["t_tp_target"]),
+        "tp_rec_cl": F.mse_loss(s["tp"] + t["lang"], batch["t_tp_target"])
+        + F.mse_loss(t["tp"] + s["lang"], batch["s_tp_target"]),
+        "rs_rec": F.mse_loss(s["rs"] + s["lang"], batch["s_rs_target"])
+        + F.mse_loss(t["rs"] + t["lang"], batch["t_rs_target"]),
+        "rs_rec_cl": F.mse_loss(s["rs"] + t["lang"], batch["t_rs_target"])
+        + F.mse_loss(t["rs"] + s["lang"], batch["s_rs_target"]),
         "tp_con": contrastive_loss(s["tp"], t["tp"], s2["tp"], t2["tp"], contrastive),
         "m_con": contrastive_loss(s["m"], t["m"], s2["m"], t2["m"], contrastive),
     }

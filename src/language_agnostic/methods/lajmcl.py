@@ -117,8 +117,9 @@ def slot_affinity(z: torch.Tensor, slots: torch.Tensor, temperature: float = 1.0
     return (z.unsqueeze(-2) * slots).sum(-1).float() / temperature
 
 
-def slot_guided_similarity(z: torch.Tensor, z_other: torch.Tensor, slots: torch.Tensor, temperature: float = 1.0,
-                           kind: str = "dot") -> torch.Tensor:
+def slot_guided_similarity(
+    z: torch.Tensor, z_other: torch.Tensor, slots: torch.Tensor, temperature: float = 1.0, kind: str = "dot"
+) -> torch.Tensor:
     """Slot-guided value similarity (eq. 10): ``KL(softmax(aff(z)) ‖ softmax(aff(z')))`` over the slot set.
 
     Args:
@@ -136,8 +137,16 @@ def slot_guided_similarity(z: torch.Tensor, z_other: torch.Tensor, slots: torch.
     return (log_p.exp() * (log_p - log_q)).sum(-1)
 
 
-def slot_loss(z: torch.Tensor, z_pos: torch.Tensor, z_neg: torch.Tensor, slots: torch.Tensor, margin: float,
-              valid: torch.Tensor | None = None, temperature: float = 1.0, kind: str = "dot") -> torch.Tensor:
+def slot_loss(
+    z: torch.Tensor,
+    z_pos: torch.Tensor,
+    z_neg: torch.Tensor,
+    slots: torch.Tensor,
+    margin: float,
+    valid: torch.Tensor | None = None,
+    temperature: float = 1.0,
+    kind: str = "dot",
+) -> torch.Tensor:
     """Slot-level CL (eq. 11): ``mean max(0, f_s(z, ẑ) − f_s(z, z̄) + r_s)``, ``f_s`` the KL of eq. 10.
 
     Args:
@@ -186,8 +195,9 @@ def word_negative_probabilities(labels: torch.Tensor | np.ndarray, t: int) -> np
     return q / total if total > 0 else q
 
 
-def sample_word_negatives(slot_labels: torch.Tensor, n_negatives: int, rng: np.random.Generator, outside_id: int,
-                          ignore_index: int = -100) -> torch.Tensor:
+def sample_word_negatives(
+    slot_labels: torch.Tensor, n_negatives: int, rng: np.random.Generator, outside_id: int, ignore_index: int = -100
+) -> torch.Tensor:
     """Word-level CL's negatives (§3.2, eq. 12) for every slot word of every row.
 
     A row's words are its labelled positions (first sub-tokens), in order; distances ``|r − t|``
@@ -255,7 +265,8 @@ def pool_values(states: torch.Tensor, value_ids: torch.Tensor, n_values: int) ->
     keep = flat_ids >= 0
     sums = states.new_zeros(n_values, d).index_add(0, flat_ids[keep], states.reshape(-1, d)[keep])
     counts = torch.zeros(n_values, device=states.device, dtype=states.dtype).index_add(
-        0, flat_ids[keep], torch.ones(int(keep.sum()), device=states.device, dtype=states.dtype))
+        0, flat_ids[keep], torch.ones(int(keep.sum()), device=states.device, dtype=states.dtype)
+    )
     return sums / counts.clamp_min(1).unsqueeze(-1), counts
 
 
@@ -307,8 +318,14 @@ class LajMcl(LAJoint):
     training only.
     """
 
-    def __init__(self, encoder: nn.Module, dim: int, config: LajointConfig, mcl: MclConfig | None = None,
-                 label_init: torch.Tensor | None = None) -> None:
+    def __init__(
+        self,
+        encoder: nn.Module,
+        dim: int,
+        config: LajointConfig,
+        mcl: MclConfig | None = None,
+        label_init: torch.Tensor | None = None,
+    ) -> None:
         super().__init__(encoder, dim, config, label_init)
         self.mcl = mcl or MclConfig()
         h = self.mcl.head_dim
@@ -327,8 +344,12 @@ def _weights(weights: Mapping[str, float] | None) -> dict[str, float]:
     return w
 
 
-def lajmcl_losses(model: LajMcl, batch: Mapping[str, torch.Tensor], weights: Mapping[str, float] | None = None,
-                  options: Mapping[str, Any] | None = None) -> dict[str, torch.Tensor]:
+def lajmcl_losses(
+    model: LajMcl,
+    batch: Mapping[str, torch.Tensor],
+    weights: Mapping[str, float] | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> dict[str, torch.Tensor]:
     """``L = L_J + λ1 L_u + λ2 L_s + λ3 L_w`` (eq. 14) on one batch of ``LajBatches``.
 
     ``L_J`` (eq. 6) is on every row, source and switched. A level whose weight is 0 is not
@@ -371,17 +392,29 @@ def lajmcl_losses(model: LajMcl, batch: Mapping[str, torch.Tensor], weights: Map
         pairs = batch["word_pairs"]
         label_ids = batch["slot_labels"][pairs[:, 0], pairs[:, 1]]
         h_k = out.labels[pairs[:, 0], label_ids]  # H_k of the anchor's label, from its own utterance
-        parts["word"] = word_loss(model.g_w(h_k), model.g_w(out.words[pairs[:, 0], pairs[:, 1]]),
-                                  model.g_w(out.words[pairs[:, 0], pairs[:, 2]]), model.mcl.margins["word"])
-    parts["total"] = (w["intent"] * parts["intent"] + w["slot"] * parts["slot"] + w["utterance"] * parts["utterance"]
-                      + w["slot_value"] * parts["slot_value"] + w["word"] * parts["word"])
+        parts["word"] = word_loss(
+            model.g_w(h_k),
+            model.g_w(out.words[pairs[:, 0], pairs[:, 1]]),
+            model.g_w(out.words[pairs[:, 0], pairs[:, 2]]),
+            model.mcl.margins["word"],
+        )
+    parts["total"] = (
+        w["intent"] * parts["intent"]
+        + w["slot"] * parts["slot"]
+        + w["utterance"] * parts["utterance"]
+        + w["slot_value"] * parts["slot_value"]
+        + w["word"] * parts["word"]
+    )
     return parts
 
 
 def _slot_level(model: LajMcl, states: torch.Tensor, batch: Mapping[str, torch.Tensor], n: int) -> torch.Tensor:
     """Eq. 9–11 on a batch: values pooled from the source, switched and negative utterances."""
-    missing = [k for k in ("value_ids", "value_slots", "value_rows", "neg_input_ids", "neg_attention_mask",
-                           "neg_value_ids") if k not in batch]
+    missing = [
+        k
+        for k in ("value_ids", "value_slots", "value_rows", "neg_input_ids", "neg_attention_mask", "neg_value_ids")
+        if k not in batch
+    ]
     if missing:
         raise ValueError(f"loss_weights.slot_value > 0 needs {missing} in the batch (LajBatches with slot_negatives)")
     g = int(batch["value_slots"].shape[0])
@@ -390,11 +423,23 @@ def _slot_level(model: LajMcl, states: torch.Tensor, batch: Mapping[str, torch.T
     k = model.config.n_slots
     pooled, counts = pool_values(states[:n], batch["value_ids"][:n], g)
     pooled_pos, counts_pos = pool_values(states[n:], batch["value_ids"][n:], g)
-    neg_states = model.dropout(model.encode(batch["neg_input_ids"], batch["neg_attention_mask"]))  # E only: no heads needed
+    neg_states = model.dropout(
+        model.encode(batch["neg_input_ids"], batch["neg_attention_mask"])
+    )  # E only: no heads needed
     n_s = neg_states.shape[0] // n
-    neg = [pool_values(neg_states[m * n:(m + 1) * n], batch["neg_value_ids"][m * n:(m + 1) * n], g) for m in range(n_s)]
+    neg = [
+        pool_values(neg_states[m * n : (m + 1) * n], batch["neg_value_ids"][m * n : (m + 1) * n], g) for m in range(n_s)
+    ]
     pooled_neg = torch.stack([p for p, _ in neg])  # (N_s, G, D)
     valid = torch.stack([c > 0 for _, c in neg]) & (counts > 0) & (counts_pos > 0)
-    slots = model.g_s(states[batch["value_rows"], 4:4 + k])  # Z_K^s = g_s(E^K) of each value's source utterance
-    return slot_loss(model.g_s(pooled), model.g_s(pooled_pos), model.g_s(pooled_neg), slots,
-                     model.mcl.margins["slot_value"], valid, model.mcl.slot_temperature, model.mcl.slot_affinity)
+    slots = model.g_s(states[batch["value_rows"], 4 : 4 + k])  # Z_K^s = g_s(E^K) of each value's source utterance
+    return slot_loss(
+        model.g_s(pooled),
+        model.g_s(pooled_pos),
+        model.g_s(pooled_neg),
+        slots,
+        model.mcl.margins["slot_value"],
+        valid,
+        model.mcl.slot_temperature,
+        model.mcl.slot_affinity,
+    )

@@ -122,7 +122,9 @@ class LajointConfig:
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
         if 0 <= self.ignore_index < self.n_labels:
-            raise ValueError(f"ignore_index {self.ignore_index} is a label id (0..{self.n_labels - 1}); use a negative one")
+            raise ValueError(
+                f"ignore_index {self.ignore_index} is a label id (0..{self.n_labels - 1}); use a negative one"
+            )
 
     @property
     def n_slots(self) -> int:
@@ -169,7 +171,9 @@ class LAJoint(nn.Module):
             ``None``: small random ones (tests, or a model whose weights are loaded next).
     """
 
-    def __init__(self, encoder: nn.Module, dim: int, config: LajointConfig, label_init: torch.Tensor | None = None) -> None:
+    def __init__(
+        self, encoder: nn.Module, dim: int, config: LajointConfig, label_init: torch.Tensor | None = None
+    ) -> None:
         super().__init__()
         self.config = config
         self.encoder = encoder
@@ -177,13 +181,17 @@ class LAJoint(nn.Module):
         if label_init is None:
             label_init = torch.randn(n, dim) * 0.02
         if tuple(label_init.shape) != (n, dim):
-            raise ValueError(f"label_init must be ({n}, {dim}) for {config.n_slots} slots, got {tuple(label_init.shape)}")
+            raise ValueError(
+                f"label_init must be ({n}, {dim}) for {config.n_slots} slots, got {tuple(label_init.shape)}"
+            )
         self.label_embeddings = nn.Parameter(label_init.detach().clone().float())
         self.dropout = nn.Dropout(config.dropout)
         # eq. 2-3: W_cb, W_ci in R^{2d x d} with their biases
         self.compress_b = nn.Linear(2 * dim, dim) if config.compressor else None
         self.compress_i = nn.Linear(2 * dim, dim) if config.compressor else None
-        self.project = nn.Linear(dim, dim) if config.projector else nn.Identity()  # eq. 4-5: one W_p for words and labels
+        self.project = (
+            nn.Linear(dim, dim) if config.projector else nn.Identity()
+        )  # eq. 4-5: one W_p for words and labels
         self.intent_head = nn.Linear(dim, config.n_intents)
 
     def encode(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
@@ -198,14 +206,14 @@ class LAJoint(nn.Module):
             raise ValueError(f"input_ids of length {input_ids.shape[1]} cannot hold [CLS], {n} labels and [SEP]")
         words = self.encoder.get_input_embeddings()(input_ids)
         labels = self.label_embeddings.to(words.dtype).unsqueeze(0).expand(words.shape[0], -1, -1)
-        embeds = torch.cat([words[:, :1], labels, words[:, 1 + n:]], dim=1)
+        embeds = torch.cat([words[:, :1], labels, words[:, 1 + n :]], dim=1)
         return self.encoder(inputs_embeds=embeds, attention_mask=attention_mask).last_hidden_state
 
     def label_states(self, states: torch.Tensor) -> torch.Tensor:
         """``[E_O, E_1^B, E_1^I, ..., E_K^B, E_K^I]`` ``(B, 2K + 1, D)`` from the label positions (eq. 2–3)."""
         k = self.config.n_slots
         e_o, e_b, e_i = states[:, 1:2], states[:, 2:3], states[:, 3:4]
-        e_k = states[:, 4:4 + k]
+        e_k = states[:, 4 : 4 + k]
         if self.compress_b is not None and self.compress_i is not None:
             b = self.compress_b(torch.cat([e_b.expand_as(e_k), e_k], dim=-1))  # eq. 2: (E_B || E_k) W_cb + b_cb
             i = self.compress_i(torch.cat([e_i.expand_as(e_k), e_k], dim=-1))  # eq. 3
@@ -237,8 +245,9 @@ class LAJoint(nn.Module):
         yield self.label_embeddings
 
 
-def joint_losses(outputs: LajointOutputs, intents: torch.Tensor, slot_labels: torch.Tensor, ignore_index: int
-                 ) -> dict[str, torch.Tensor]:
+def joint_losses(
+    outputs: LajointOutputs, intents: torch.Tensor, slot_labels: torch.Tensor, ignore_index: int
+) -> dict[str, torch.Tensor]:
     """``L_I`` and ``L_S`` of eq. 6 (unweighted; the caller sums them).
 
     ``L_I`` is the mean cross-entropy of the intents; ``L_S`` the mean cross-entropy over the
@@ -247,14 +256,20 @@ def joint_losses(outputs: LajointOutputs, intents: torch.Tensor, slot_labels: to
     """
     intent = F.cross_entropy(outputs.intent_logits.float(), intents)
     if bool((slot_labels != ignore_index).any()):
-        slot = F.cross_entropy(outputs.slot_logits.float().flatten(0, 1), slot_labels.flatten(), ignore_index=ignore_index)
+        slot = F.cross_entropy(
+            outputs.slot_logits.float().flatten(0, 1), slot_labels.flatten(), ignore_index=ignore_index
+        )
     else:  # no labelled position: a mean over nothing would be 0/0
         slot = outputs.slot_logits.float().sum() * 0.0
     return {"intent": intent, "slot": slot}
 
 
-def lajoint_losses(model: LAJoint, batch: Mapping[str, torch.Tensor], weights: Mapping[str, float] | None = None,
-                   options: Mapping[str, Any] | None = None) -> dict[str, torch.Tensor]:
+def lajoint_losses(
+    model: LAJoint,
+    batch: Mapping[str, torch.Tensor],
+    weights: Mapping[str, float] | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> dict[str, torch.Tensor]:
     """``L_J = w_I L_I + w_S L_S`` (eq. 6; weights 1 by default) on a batch with the label prefix.
 
     Raises:
@@ -265,14 +280,19 @@ def lajoint_losses(model: LAJoint, batch: Mapping[str, torch.Tensor], weights: M
     if unknown:
         raise ValueError(f"unknown LAJoint loss weight(s) {unknown}; known: {list(WEIGHTS)}")
     w = {"intent": 1.0, "slot": 1.0, **{k: float(v) for k, v in dict(weights or {}).items()}}
-    parts = joint_losses(model.outputs(batch["input_ids"], batch["attention_mask"]), batch["intents"],
-                         batch["slot_labels"], model.config.ignore_index)
+    parts = joint_losses(
+        model.outputs(batch["input_ids"], batch["attention_mask"]),
+        batch["intents"],
+        batch["slot_labels"],
+        model.config.ignore_index,
+    )
     return {**parts, "total": w["intent"] * parts["intent"] + w["slot"] * parts["slot"]}
 
 
 @torch.no_grad()
-def initial_label_embeddings(encoder: nn.Module, tokenizer: Any, texts: Sequence[str], layers: int = INIT_LAYERS
-                             ) -> torch.Tensor:
+def initial_label_embeddings(
+    encoder: nn.Module, tokenizer: Any, texts: Sequence[str], layers: int = INIT_LAYERS
+) -> torch.Tensor:
     """Label embeddings from the labels' texts (§3.1, "Embeddings for Slot Labels").
 
     Each text is encoded as it is (with the tokenizer's special tokens, no e5 prefix); a token's
@@ -307,7 +327,7 @@ def initial_label_embeddings(encoder: nn.Module, tokenizer: Any, texts: Sequence
             if not bool(own.any()):
                 raise ValueError(f"label text {text!r} has no tokens")
             hidden = encoder(**{k: v.to(device) for k, v in enc.items()}, output_hidden_states=True).hidden_states
-            token = torch.stack(hidden[1:layers + 1]).mean(0)[0]  # (L, D): mean over the bottom layers
+            token = torch.stack(hidden[1 : layers + 1]).mean(0)[0]  # (L, D): mean over the bottom layers
             out.append(F.normalize(token[own.to(device)].float().mean(0), dim=0).cpu())
     finally:
         encoder.train(was_training)

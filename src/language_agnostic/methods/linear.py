@@ -29,7 +29,9 @@ class LinearHead(nn.Module):
         return self.meaning(e)
 
 
-def linear_infonce_losses(model: LinearHead, s: torch.Tensor, t: torch.Tensor, temperature: float = 0.05) -> dict[str, torch.Tensor]:
+def linear_infonce_losses(
+    model: LinearHead, s: torch.Tensor, t: torch.Tensor, temperature: float = 0.05
+) -> dict[str, torch.Tensor]:
     """``{"infonce", "total"}``: symmetric in-batch InfoNCE of the mapped pair ``(s, t)``."""
     loss = info_nce(model(s), model(t), temperature)
     return {"infonce": loss, "total": loss}

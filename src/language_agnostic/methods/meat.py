@@ -50,8 +50,14 @@ def uniform_cross_entropy(logits: torch.Tensor) -> torch.Tensor:
     return -F.log_softmax(logits, dim=-1).mean(dim=-1).mean()
 
 
-def meat_losses(model: Meat, s: torch.Tensor, t: torch.Tensor, s_lang: torch.Tensor, t_lang: torch.Tensor,
-                weights: Mapping[str, float] | None = None) -> dict[str, torch.Tensor]:
+def meat_losses(
+    model: Meat,
+    s: torch.Tensor,
+    t: torch.Tensor,
+    s_lang: torch.Tensor,
+    t_lang: torch.Tensor,
+    weights: Mapping[str, float] | None = None,
+) -> dict[str, torch.Tensor]:
     """MEAT's losses for a batch of parallel pairs.
 
     Returns:
@@ -71,6 +77,7 @@ def meat_losses(model: Meat, s: torch.Tensor, t: torch.Tensor, s_lang: torch.Ten
         "uniform": uniform_cross_entropy(model.discriminator(s_m)) + uniform_cross_entropy(model.discriminator(t_m)),
     }
     losses["total"] = sum(w[k] * v for k, v in losses.items())
-    losses["adversary"] = (F.cross_entropy(model.discriminator(s_m.detach()), s_lang)
-                           + F.cross_entropy(model.discriminator(t_m.detach()), t_lang))
+    losses["adversary"] = F.cross_entropy(model.discriminator(s_m.detach()), s_lang) + F.cross_entropy(
+        model.discriminator(t_m.detach()), t_lang
+    )
     return losses

@@ -58,7 +58,9 @@ class Method:
         options = dict(options or {})
         unknown = sorted(set(options) - set(self.options))
         if unknown:
-            raise ValueError(f"{where}: unknown option(s) {unknown} for method {self.name!r}; known: {list(self.options)}")
+            raise ValueError(
+                f"{where}: unknown option(s) {unknown} for method {self.name!r}; known: {list(self.options)}"
+            )
         return options
 
 
@@ -86,56 +88,87 @@ def _temperature(options: Options) -> float:
 
 METHODS: dict[str, Method] = {
     "dream": Method(
-        "dream", "vectors",
+        "dream",
+        "vectors",
         build=_dream,
         losses=lambda m, b, w, o: dream_losses(m, b["s"], b["t"], b["s2"], b["t2"], b["s_lang"], b["t_lang"], w),
-        encode=_meaning_language, options=("activation",),
-        description="Tiyajamorn et al. 2021: meaning/language MLPs, reconstruction, pairwise meaning loss"),
+        encode=_meaning_language,
+        options=("activation",),
+        description="Tiyajamorn et al. 2021: meaning/language MLPs, reconstruction, pairwise meaning loss",
+    ),
     "dream-infonce": Method(
-        "dream-infonce", "vectors",
+        "dream-infonce",
+        "vectors",
         build=_dream,
-        losses=lambda m, b, w, o: dream_losses(m, b["s"], b["t"], b["s2"], b["t2"], b["s_lang"], b["t_lang"], w,
-                                               meaning="infonce", temperature=_temperature(o)),
-        encode=_meaning_language, options=("activation", "temperature"),
-        description="DREAM with its meaning loss replaced by in-batch InfoNCE (control for fmda-infonce)"),
+        losses=lambda m, b, w, o: dream_losses(
+            m,
+            b["s"],
+            b["t"],
+            b["s2"],
+            b["t2"],
+            b["s_lang"],
+            b["t_lang"],
+            w,
+            meaning="infonce",
+            temperature=_temperature(o),
+        ),
+        encode=_meaning_language,
+        options=("activation", "temperature"),
+        description="DREAM with its meaning loss replaced by in-batch InfoNCE (control for fmda-infonce)",
+    ),
     "meat": Method(
-        "meat", "vectors",
+        "meat",
+        "vectors",
         build=lambda dim, n, o: Meat(dim, n),
         losses=lambda m, b, w, o: meat_losses(m, b["s"], b["t"], b["s_lang"], b["t_lang"], w),
         encode=_meaning_language,
-        description="MEAT: meaning/language heads against an adversarial language discriminator"),
+        description="MEAT: meaning/language heads against an adversarial language discriminator",
+    ),
     "seed": Method(
-        "seed", "vectors",
+        "seed",
+        "vectors",
         build=lambda dim, n, o: Seed(dim),
         losses=lambda m, b, w, o: seed_losses(m, b["s"], b["t"], b["s2"], b["t2"], w),
         encode=_meaning_language,
-        description="SEED: one meaning map, language = e - meaning"),
+        description="SEED: one meaning map, language = e - meaning",
+    ),
     "linear-infonce": Method(
-        "linear-infonce", "vectors",
+        "linear-infonce",
+        "vectors",
         build=lambda dim, n, o: LinearHead(dim),
         losses=lambda m, b, w, o: linear_infonce_losses(m, b["s"], b["t"], _temperature(o)),
-        encode=lambda m, e: {"meaning": m(e)}, options=("temperature",),
-        description="one identity-initialised linear map trained with InfoNCE (control for fmda-infonce)"),
+        encode=lambda m, e: {"meaning": m(e)},
+        options=("temperature",),
+        description="one identity-initialised linear map trained with InfoNCE (control for fmda-infonce)",
+    ),
     "fmda": Method(
-        "fmda", "tokens",
+        "fmda",
+        "tokens",
         build=lambda dim, n, o: Fmda(_fmda_config(dim, n, o)),
         losses=lambda m, b, w, o: fmda_losses(m, b, w, ContrastiveSettings(**dict(o.get("loss") or {}))),
         encode=_fmda_encode,
         options=("ffn_layers", "mlp_layers", "activation", "attention_scale", "utterance_target", "init", "loss"),
-        description="Wu et al. 2022: template / residual / language embeddings over token states"),
+        description="Wu et al. 2022: template / residual / language embeddings over token states",
+    ),
     "emu": Method(
-        "emu", "ids",
+        "emu",
+        "ids",
         build=build_emu,
         losses=emu_losses,
-        encode=encode_emu, options=EMU_OPTIONS,
-        description="Hirota et al. 2020: the encoder fine-tuned with an L2-constrained softmax, center loss and a WGAN language critic"),
+        encode=encode_emu,
+        options=EMU_OPTIONS,
+        description="Hirota et al. 2020: the encoder fine-tuned with an L2-constrained softmax, center loss and a WGAN language critic",
+    ),
     "slu": Method(
-        "slu", "ids",
+        "slu",
+        "ids",
         build=build_slu,
         losses=slu_losses,
-        encode=encode_slu, options=SLU_OPTIONS,
+        encode=encode_slu,
+        options=SLU_OPTIONS,
         description="joint intent (first token) and BIO slot (first sub-token) heads over the fine-tuned encoder, "
-                    "L_I + L_S (zsjoint; cosda with code-switched training data)"),
+        "L_I + L_S (zsjoint; cosda with code-switched training data)",
+    ),
 }
 
 
@@ -157,11 +190,15 @@ def build_spec(method: str, dim: int, n_languages: int, options: Options | None 
     return {"method": method, "dim": int(dim), "n_languages": int(n_languages), "options": dict(options or {})}
 
 
-def artifact(method: str, model: nn.Module, dim: int, n_languages: int, options: Options | None = None,
-             **extra: Any) -> dict[str, Any]:
+def artifact(
+    method: str, model: nn.Module, dim: int, n_languages: int, options: Options | None = None, **extra: Any
+) -> dict[str, Any]:
     """A trained model as saved: how to rebuild it, its weights on the CPU, and ``extra`` metadata."""
-    return {"build": build_spec(method, dim, n_languages, options),
-            "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()}, **extra}
+    return {
+        "build": build_spec(method, dim, n_languages, options),
+        "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
+        **extra,
+    }
 
 
 def load_trained(saved: Mapping[str, Any]) -> tuple[Method, nn.Module]:
@@ -172,8 +209,10 @@ def load_trained(saved: Mapping[str, Any]) -> tuple[Method, nn.Module]:
             pipeline that trained it).
     """
     if "build" not in saved:
-        raise ValueError("this trained model has no 'build' entry (saved before the method registry); "
-                         "rerun the pipeline that trained it")
+        raise ValueError(
+            "this trained model has no 'build' entry (saved before the method registry); "
+            "rerun the pipeline that trained it"
+        )
     spec = saved["build"]
     method = get_method(str(spec["method"]), "build.method")
     model = method.build(int(spec["dim"]), int(spec["n_languages"]), dict(spec.get("options") or {}))

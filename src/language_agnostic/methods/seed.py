@@ -40,8 +40,14 @@ def _cos(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return F.cosine_similarity(a, b, dim=-1)
 
 
-def seed_losses(model: Seed, s: torch.Tensor, t: torch.Tensor, s2: torch.Tensor, t2: torch.Tensor,
-                weights: Mapping[str, float] | None = None) -> dict[str, torch.Tensor]:
+def seed_losses(
+    model: Seed,
+    s: torch.Tensor,
+    t: torch.Tensor,
+    s2: torch.Tensor,
+    t2: torch.Tensor,
+    weights: Mapping[str, float] | None = None,
+) -> dict[str, torch.Tensor]:
     """SEED's three losses (eq. 4-6) and their weighted sum (eq. 3), batch means.
 
     Args:
@@ -58,9 +64,14 @@ def seed_losses(model: Seed, s: torch.Tensor, t: torch.Tensor, s2: torch.Tensor,
     meaning = 2 * (1 - _cos(s_m, t_m)) + _cos(s_m, s2_m).clamp(min=0) + _cos(t_m, t2_m).clamp(min=0)
     language = (1 - _cos(s_l, s2_l)) + (1 - _cos(t_l, t2_l))
     cross = (
-        _cos(s_m, s_l).clamp(min=0) + _cos(t_m, t_l).clamp(min=0)
-        + 2 - _cos(s, s_m + s2_l) - _cos(t, t_m + t2_l)
-        + 2 - _cos(s, t_m + s_l) - _cos(t, s_m + t_l)
+        _cos(s_m, s_l).clamp(min=0)
+        + _cos(t_m, t_l).clamp(min=0)
+        + 2
+        - _cos(s, s_m + s2_l)
+        - _cos(t, t_m + t2_l)
+        + 2
+        - _cos(s, t_m + s_l)
+        - _cos(t, s_m + t_l)
     )
     losses = {"meaning": meaning.mean(), "language": language.mean(), "cross": cross.mean()}
     losses["total"] = sum(w[k] * v for k, v in losses.items())

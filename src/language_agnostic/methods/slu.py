@@ -56,7 +56,9 @@ class SluConfig:
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
         if 0 <= self.ignore_index < self.n_labels:
-            raise ValueError(f"ignore_index {self.ignore_index} is a label id (0..{self.n_labels - 1}); use a negative one")
+            raise ValueError(
+                f"ignore_index {self.ignore_index} is a label id (0..{self.n_labels - 1}); use a negative one"
+            )
 
 
 class JointSlu(nn.Module):
@@ -85,8 +87,12 @@ class JointSlu(nn.Module):
         return self.encoder.parameters()
 
 
-def slu_losses(model: JointSlu, batch: Mapping[str, torch.Tensor], weights: Mapping[str, float] | None = None,
-               options: Mapping[str, Any] | None = None) -> dict[str, torch.Tensor]:
+def slu_losses(
+    model: JointSlu,
+    batch: Mapping[str, torch.Tensor],
+    weights: Mapping[str, float] | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> dict[str, torch.Tensor]:
     """``L = w_I L_I + w_S L_S`` on one batch (weights 1 by default).
 
     ``L_I`` is the mean cross-entropy of the intents; ``L_S`` the mean cross-entropy over the
@@ -104,7 +110,9 @@ def slu_losses(model: JointSlu, batch: Mapping[str, torch.Tensor], weights: Mapp
     intent = F.cross_entropy(intent_logits.float(), batch["intents"])
     labels = batch["slot_labels"]
     if bool((labels != model.config.ignore_index).any()):
-        slot = F.cross_entropy(slot_logits.float().flatten(0, 1), labels.flatten(), ignore_index=model.config.ignore_index)
+        slot = F.cross_entropy(
+            slot_logits.float().flatten(0, 1), labels.flatten(), ignore_index=model.config.ignore_index
+        )
     else:  # no labelled sub-token: cross-entropy's mean would be 0/0
         slot = slot_logits.float().sum() * 0.0
     return {"intent": intent, "slot": slot, "total": w["intent"] * intent + w["slot"] * slot}
@@ -127,10 +135,19 @@ def build_slu(dim: int, n_languages: int, options: Mapping[str, Any]) -> JointSl
     if encoder_config:
         config = AutoConfig.for_model(**dict(encoder_config))
     else:
-        config = BertConfig(vocab_size=64, hidden_size=dim, num_hidden_layers=1, num_attention_heads=2,
-                            intermediate_size=2 * dim, max_position_embeddings=32)
-    encoder = (AutoModel.from_config(config, add_pooling_layer=False) if config.model_type == "bert"
-               else AutoModel.from_config(config))
+        config = BertConfig(
+            vocab_size=64,
+            hidden_size=dim,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=2 * dim,
+            max_position_embeddings=32,
+        )
+    encoder = (
+        AutoModel.from_config(config, add_pooling_layer=False)
+        if config.model_type == "bert"
+        else AutoModel.from_config(config)
+    )
     return JointSlu(encoder, int(config.hidden_size), SluConfig(**{"n_intents": 2, "n_labels": 3, **options}))
 
 

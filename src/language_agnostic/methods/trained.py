@@ -33,7 +33,9 @@ def write_artifact(data: Mapping[str, Any], path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     info = {k: v for k, v in data.items() if k != "state_dict"}
-    save_file({k: v.contiguous() for k, v in data["state_dict"].items()}, str(path), metadata={"info": json.dumps(info)})
+    save_file(
+        {k: v.contiguous() for k, v in data["state_dict"].items()}, str(path), metadata={"info": json.dumps(info)}
+    )
     return path
 
 
@@ -63,8 +65,10 @@ def load_from_run(run_id: str, artifact: str, where: str, tracking_uri: str | No
     client = _client(tracking_uri)
     found = _safetensors(client, run.info.run_id)
     if artifact not in found:
-        raise ValueError(f"{where}.artifact: MLflow run {run_id} has no artifact {artifact!r}; "
-                         f"its .safetensors artifacts: {sorted(found)}")
+        raise ValueError(
+            f"{where}.artifact: MLflow run {run_id} has no artifact {artifact!r}; "
+            f"its .safetensors artifacts: {sorted(found)}"
+        )
     with tempfile.TemporaryDirectory() as tmp:
         local = client.download_artifacts(run.info.run_id, artifact, tmp)
         return read_artifact(local)
@@ -106,8 +110,9 @@ def trained_encoder(saved: Mapping[str, Any], tracking_uri: str | None = None) -
     return None
 
 
-def check_encoder(saved: Mapping[str, Any], identity: Mapping[str, Any], source: str, where: str,
-                  tracking_uri: str | None = None) -> None:
+def check_encoder(
+    saved: Mapping[str, Any], identity: Mapping[str, Any], source: str, where: str, tracking_uri: str | None = None
+) -> None:
     """Stop when ``saved`` was trained on another encoder than ``identity`` (the configured one).
 
     Compares the state size always, and the weights hash (else the name) when the model's
@@ -125,17 +130,30 @@ def check_encoder(saved: Mapping[str, Any], identity: Mapping[str, Any], source:
     dim = int((saved.get("build") or {}).get("dim", 0))
     hidden = int(identity.get("hidden_size", 0))
     if dim and hidden and dim != hidden:
-        raise ValueError(f"{where}: {source} was trained on {dim}-dimensional encoder states, but the configured encoder "
-                         f"{identity.get('name')!r} (embeddings.encoder.name) gives {hidden}; configure the encoder it was trained with")
+        raise ValueError(
+            f"{where}: {source} was trained on {dim}-dimensional encoder states, but the configured encoder "
+            f"{identity.get('name')!r} (embeddings.encoder.name) gives {hidden}; configure the encoder it was trained with"
+        )
     trained = trained_encoder(saved, tracking_uri)
     if trained is None:
-        logger.warning("%s: %s does not record its encoder and its MLflow run is not in this tracking store; "
-                       "only the state size (%d) was checked against %s", where, source, dim, identity.get("name"))
+        logger.warning(
+            "%s: %s does not record its encoder and its MLflow run is not in this tracking store; "
+            "only the state size (%d) was checked against %s",
+            where,
+            source,
+            dim,
+            identity.get("name"),
+        )
         return
-    same = (trained.get("weights_sha256") == identity.get("weights_sha256")
-            if trained.get("weights_sha256") and identity.get("weights_sha256") else trained.get("name") == identity.get("name"))
+    same = (
+        trained.get("weights_sha256") == identity.get("weights_sha256")
+        if trained.get("weights_sha256") and identity.get("weights_sha256")
+        else trained.get("name") == identity.get("name")
+    )
     if not same:
-        raise ValueError(f"{where}: {source} was trained with encoder {trained.get('name')!r} (weights "
-                         f"{str(trained.get('weights_sha256'))[:12]}), but embeddings.encoder.name configures "
-                         f"{identity.get('name')!r} (weights {str(identity.get('weights_sha256'))[:12]}); "
-                         "configure the encoder it was trained with")
+        raise ValueError(
+            f"{where}: {source} was trained with encoder {trained.get('name')!r} (weights "
+            f"{str(trained.get('weights_sha256'))[:12]}), but embeddings.encoder.name configures "
+            f"{identity.get('name')!r} (weights {str(identity.get('weights_sha256'))[:12]}); "
+            "configure the encoder it was trained with"
+        )

@@ -14,16 +14,15 @@ from __future__ import annotations
 
 import logging
 import os
-from pathlib import Path
 from collections.abc import Callable
 from functools import partial, update_wrapper
+from pathlib import Path
 from typing import Any
 
 from kedro.config import AbstractConfigLoader
 from kedro.framework.context import KedroContext
 from kedro.framework.hooks import hook_impl
 from kedro.framework.project import settings
-
 from kedro.pipeline import Pipeline, node
 from kedro.utils import find_kedro_project
 
@@ -128,6 +127,14 @@ def configuration_error_pipeline(name: str, error: Exception) -> Pipeline:
     """
     message = f"the {name!r} pipeline cannot be built from this configuration: {error}"
     logger.warning(message)
-    return Pipeline([node(bind(_raise_configuration_error, message=message), inputs=None,
-                          outputs=f"{name}_configuration_error", name=f"{name}_configuration_error_node")],
-                    tags=name)
+    return Pipeline(
+        [
+            node(
+                bind(_raise_configuration_error, message=message),
+                inputs=None,
+                outputs=f"{name}_configuration_error",
+                name=f"{name}_configuration_error_node",
+            )
+        ],
+        tags=name,
+    )

@@ -32,8 +32,13 @@ from language_agnostic.reporting.tracking import metric_key
 from language_agnostic.training.heads import TRAINED_METHODS, check_ablations, fit_centering, train_ablation, train_head
 
 
-def embed_similarity_inputs(corpus: pd.DataFrame, test: pd.DataFrame, encoder: LoadedEncoder, store: EmbeddingStore,
-                            extraction: Mapping[str, Any]) -> dict[str, Any]:
+def embed_similarity_inputs(
+    corpus: pd.DataFrame,
+    test: pd.DataFrame,
+    encoder: LoadedEncoder,
+    store: EmbeddingStore,
+    extraction: Mapping[str, Any],
+) -> dict[str, Any]:
     """Sentence vectors (both poolings) of the corpus splits and both test columns, via the cache.
 
     Returns:
@@ -41,8 +46,11 @@ def embed_similarity_inputs(corpus: pd.DataFrame, test: pd.DataFrame, encoder: L
         ``validation.target``, ``test.text1``, ``test.text2`` (rows in table order).
     """
     settings = extraction_settings(extraction)
-    jobs = [(f"{split}.{side}", corpus.loc[corpus["split"] == split, side].tolist())
-            for split in ("train", "validation") for side in ("source", "target")]
+    jobs = [
+        (f"{split}.{side}", corpus.loc[corpus["split"] == split, side].tolist())
+        for split in ("train", "validation")
+        for side in ("source", "target")
+    ]
     jobs += [(f"test.{column}", test[column].tolist()) for column in ("text1", "text2")]
     # one pass over every list: a sentence in several lists (or already in the store) is encoded once
     sets = extract_embedding_sets(encoder, dict(jobs), settings, store)
@@ -52,9 +60,14 @@ def embed_similarity_inputs(corpus: pd.DataFrame, test: pd.DataFrame, encoder: L
 # ---------------------------------------------------------------- reports
 
 
-def report_similarity(report: Mapping[str, Any], ablations: Mapping[str, Any] | None, sizes: pd.DataFrame,
-                      ingest: Mapping[str, Any], scores: pd.DataFrame | None, *tables: pd.DataFrame
-                      ) -> tuple[pd.DataFrame, dict[str, Any], str]:
+def report_similarity(
+    report: Mapping[str, Any],
+    ablations: Mapping[str, Any] | None,
+    sizes: pd.DataFrame,
+    ingest: Mapping[str, Any],
+    scores: pd.DataFrame | None,
+    *tables: pd.DataFrame,
+) -> tuple[pd.DataFrame, dict[str, Any], str]:
     """The metrics-table rows, MLflow metrics and the markdown report in the papers' layouts.
 
     Args:
@@ -90,16 +103,27 @@ def configured(pipeline: str, key: str, default: Sequence[str]) -> list[str]:
 def evaluation_sets_pipeline(qe_pairs: Sequence[str] | None = None) -> Pipeline:
     """Ingest every evaluation set (QE and STS): both pipelines need both, for overlap removal."""
     qe_pairs = configured("qe", "pairs", QE_PAIRS) if qe_pairs is None else list(qe_pairs)
-    return Pipeline([
-        node(ingest_qe_test, inputs=["params:qe.test", *[f"wmt20_qe_test_{p}" for p in qe_pairs]],
-             outputs=["qe_test_pairs", "qe_test_rejects", "qe_test_counts"], name="ingest_qe_test_node"),
-        node(ingest_sts_test, inputs=["params:sts.test", "sts17_input_archive", "sts17_gold_archive"],
-             outputs=["sts_test_pairs", "sts_test_rejects", "sts_test_counts"], name="ingest_sts_test_node"),
-    ])
+    return Pipeline(
+        [
+            node(
+                ingest_qe_test,
+                inputs=["params:qe.test", *[f"wmt20_qe_test_{p}" for p in qe_pairs]],
+                outputs=["qe_test_pairs", "qe_test_rejects", "qe_test_counts"],
+                name="ingest_qe_test_node",
+            ),
+            node(
+                ingest_sts_test,
+                inputs=["params:sts.test", "sts17_input_archive", "sts17_gold_archive"],
+                outputs=["sts_test_pairs", "sts_test_rejects", "sts_test_counts"],
+                name="ingest_sts_test_node",
+            ),
+        ]
+    )
 
 
-def create_similarity_pipeline(name: str, candidates: node, qe_pairs: Sequence[str] | None = None,
-                               ablations: Mapping[str, Any] | None = None) -> Pipeline:
+def create_similarity_pipeline(
+    name: str, candidates: node, qe_pairs: Sequence[str] | None = None, ablations: Mapping[str, Any] | None = None
+) -> Pipeline:
     """The shared body of ``qe`` and ``sts``: corpus → embed → train → evaluate → report.
 
     Args:
@@ -116,36 +140,109 @@ def create_similarity_pipeline(name: str, candidates: node, qe_pairs: Sequence[s
     models = [f"{name}_{m}_model" for m in (*TRAINED_METHODS, *ablations)]
     nodes_ = [
         candidates,
-        node(clean_and_split, inputs=[f"{name}_corpus_candidates", "qe_test_pairs", "sts_test_pairs", "laser_tatoeba",
-                                      f"params:{name}.corpus"],
-             outputs=[f"{name}_corpus", f"{name}_corpus_sizes"], name=f"clean_and_split_{name}_node"),
-        node(embed_similarity_inputs, inputs=[f"{name}_corpus", test, "encoder", "embedding_store", "params:embeddings.extraction"],
-             outputs=f"{name}_embeddings", name=f"embed_{name}_inputs_node"),
-        node(fit_centering, inputs=[f"{name}_embeddings", f"{name}_corpus", f"params:{name}.pooling"],
-             outputs=f"{name}_centering_model", name=f"fit_{name}_centering_node"),
+        node(
+            clean_and_split,
+            inputs=[
+                f"{name}_corpus_candidates",
+                "qe_test_pairs",
+                "sts_test_pairs",
+                "laser_tatoeba",
+                f"params:{name}.corpus",
+            ],
+            outputs=[f"{name}_corpus", f"{name}_corpus_sizes"],
+            name=f"clean_and_split_{name}_node",
+        ),
+        node(
+            embed_similarity_inputs,
+            inputs=[f"{name}_corpus", test, "encoder", "embedding_store", "params:embeddings.extraction"],
+            outputs=f"{name}_embeddings",
+            name=f"embed_{name}_inputs_node",
+        ),
+        node(
+            fit_centering,
+            inputs=[f"{name}_embeddings", f"{name}_corpus", f"params:{name}.pooling"],
+            outputs=f"{name}_centering_model",
+            name=f"fit_{name}_centering_node",
+        ),
     ]
     for method in TRAINED_METHODS:
-        nodes_.append(node(bind(train_head, method=method, pipeline=name),
-                           inputs=[f"{name}_embeddings", f"{name}_corpus", f"params:{name}.methods.{method}",
-                                   f"params:{name}.training", f"params:{name}.pooling"],
-                           outputs=[f"{name}_{method}_model", f"{name}_{method}_history"], name=f"train_{name}_{method}_node"))
+        nodes_.append(
+            node(
+                bind(train_head, method=method, pipeline=name),
+                inputs=[
+                    f"{name}_embeddings",
+                    f"{name}_corpus",
+                    f"params:{name}.methods.{method}",
+                    f"params:{name}.training",
+                    f"params:{name}.pooling",
+                ],
+                outputs=[f"{name}_{method}_model", f"{name}_{method}_history"],
+                name=f"train_{name}_{method}_node",
+            )
+        )
     for ablation, spec in ablations.items():
-        nodes_.append(node(bind(train_ablation, name=ablation, pipeline=name),
-                           inputs=[f"{name}_embeddings", f"{name}_corpus", f"params:{name}.methods.{spec['method']}",
-                                   f"params:{name}.ablations.{ablation}", f"params:{name}.training", f"params:{name}.pooling"],
-                           outputs=[f"{name}_{ablation}_model", f"{name}_{ablation}_history"],
-                           name=f"train_{name}_{ablation}_node"))
+        nodes_.append(
+            node(
+                bind(train_ablation, name=ablation, pipeline=name),
+                inputs=[
+                    f"{name}_embeddings",
+                    f"{name}_corpus",
+                    f"params:{name}.methods.{spec['method']}",
+                    f"params:{name}.ablations.{ablation}",
+                    f"params:{name}.training",
+                    f"params:{name}.pooling",
+                ],
+                outputs=[f"{name}_{ablation}_model", f"{name}_{ablation}_history"],
+                name=f"train_{name}_{ablation}_node",
+            )
+        )
     nodes_ += [
-        node(evaluate_similarity, inputs=[f"{name}_embeddings", test, "encoder_identity", f"params:{name}.report",
-                                          f"{name}_centering_model", *models],
-             outputs=[f"{name}_pearson_rows", f"{name}_similarity_scores"], name=f"evaluate_{name}_node"),
-        node(language_leakage, inputs=[f"{name}_embeddings", f"{name}_corpus", "encoder_identity", f"params:{name}.report",
-                                       f"params:{name}.leakage", f"{name}_centering_model", *models],
-             outputs=f"{name}_leakage_rows", name=f"{name}_language_leakage_node"),
-        node(report_similarity, inputs=[f"params:{name}.report", f"params:{name}.ablations", f"{name}_corpus_sizes", f"{name}_test_counts",
-                                        f"{name}_similarity_scores", f"{name}_pearson_rows", f"{name}_leakage_rows"],
-             outputs=[f"{name}_metrics_table", f"{name}_metrics", f"{name}_report_markdown"], name=f"report_{name}_node"),
-        node(plot_meaning_language, inputs=[f"{name}_embeddings", test, f"{name}_seed_model", f"params:{name}.figure"],
-             outputs=f"{name}_figure", name=f"plot_{name}_embeddings_node"),
+        node(
+            evaluate_similarity,
+            inputs=[
+                f"{name}_embeddings",
+                test,
+                "encoder_identity",
+                f"params:{name}.report",
+                f"{name}_centering_model",
+                *models,
+            ],
+            outputs=[f"{name}_pearson_rows", f"{name}_similarity_scores"],
+            name=f"evaluate_{name}_node",
+        ),
+        node(
+            language_leakage,
+            inputs=[
+                f"{name}_embeddings",
+                f"{name}_corpus",
+                "encoder_identity",
+                f"params:{name}.report",
+                f"params:{name}.leakage",
+                f"{name}_centering_model",
+                *models,
+            ],
+            outputs=f"{name}_leakage_rows",
+            name=f"{name}_language_leakage_node",
+        ),
+        node(
+            report_similarity,
+            inputs=[
+                f"params:{name}.report",
+                f"params:{name}.ablations",
+                f"{name}_corpus_sizes",
+                f"{name}_test_counts",
+                f"{name}_similarity_scores",
+                f"{name}_pearson_rows",
+                f"{name}_leakage_rows",
+            ],
+            outputs=[f"{name}_metrics_table", f"{name}_metrics", f"{name}_report_markdown"],
+            name=f"report_{name}_node",
+        ),
+        node(
+            plot_meaning_language,
+            inputs=[f"{name}_embeddings", test, f"{name}_seed_model", f"params:{name}.figure"],
+            outputs=f"{name}_figure",
+            name=f"plot_{name}_embeddings_node",
+        ),
     ]
     return Pipeline([load_encoder_pipeline(), evaluation_sets_pipeline(qe_pairs), *nodes_], tags=name)

@@ -41,7 +41,9 @@ class TrainingExperimentHook:
             return
         try:
             if mark_training_experiment(run.info.experiment_id):
-                logger.info("MLflow experiment %s tagged as training runs (the UI opens on its runs)", run.info.experiment_id)
+                logger.info(
+                    "MLflow experiment %s tagged as training runs (the UI opens on its runs)", run.info.experiment_id
+                )
         except Exception as exc:  # noqa: BLE001 - a view preference must never stop a run
             logger.warning("could not tag the MLflow experiment's kind: %s", exc)
 
@@ -84,7 +86,13 @@ class EmbeddingStoreHook:
     def after_pipeline_run(self) -> None:
         if USAGE.requested:
             figures = USAGE.metrics()
-            logger.info("embedding store: %d texts requested (%d distinct), %d encoded, %d reused; %s",
-                        USAGE.requested, USAGE.distinct, USAGE.encoded, USAGE.reused,
-                        f"{figures['embedding_store.forward_texts_per_s']:.0f} texts/s in forward passes"
-                        if "embedding_store.forward_texts_per_s" in figures else "nothing encoded")
+            logger.info(
+                "embedding store: %d texts requested (%d distinct), %d encoded, %d reused; %s",
+                USAGE.requested,
+                USAGE.distinct,
+                USAGE.encoded,
+                USAGE.reused,
+                f"{figures['embedding_store.forward_texts_per_s']:.0f} texts/s in forward passes"
+                if "embedding_store.forward_texts_per_s" in figures
+                else "nothing encoded",
+            )

@@ -31,8 +31,10 @@ def per_locale_table(metrics: pd.DataFrame, task: str, metric: str, max_methods:
     rows["direction"] = rows["source"].astype(str) + "→" + rows["target"].astype(str)
     rows["value"] = pd.to_numeric(rows["value"])
     key = ["method", "embedding", "direction"]
-    parts = {name: rows[rows["metric"] == m].groupby(key)["value"].mean().rename(name)
-             for name, m in (("value", metric), ("ci_low", f"{metric}_ci_low"), ("ci_high", f"{metric}_ci_high"))}
+    parts = {
+        name: rows[rows["metric"] == m].groupby(key)["value"].mean().rename(name)
+        for name, m in (("value", metric), ("ci_low", f"{metric}_ci_low"), ("ci_high", f"{metric}_ci_high"))
+    }
     table = pd.concat(parts.values(), axis=1).dropna(subset=["value"]).reset_index()
     if table.empty:
         return pd.DataFrame(columns=PER_LOCALE_COLUMNS)
@@ -59,7 +61,9 @@ def per_locale_figure(table: pd.DataFrame, title: str) -> Any:
         x = np.arange(len(directions)) + i * width
         errors = None
         if mine["ci_low"].notna().any():
-            errors = np.vstack([(mine["value"] - mine["ci_low"]).fillna(0), (mine["ci_high"] - mine["value"]).fillna(0)])
+            errors = np.vstack(
+                [(mine["value"] - mine["ci_low"]).fillna(0), (mine["ci_high"] - mine["value"]).fillna(0)]
+            )
         ax.bar(x, mine["value"], width, yerr=errors, capsize=2, label=f"{method}/{embedding}")
     ax.set_xticks(np.arange(len(directions)) + width * (len(labels) - 1) / 2, directions, rotation=30, ha="right")
     ax.set_title(title)

@@ -11,15 +11,29 @@ import numpy as np
 from language_agnostic.evaluation.claims import Paired, verdict
 from language_agnostic.reporting.markdown import table
 
-COLUMNS = ["claim", "paper's backbone", "paper", "method", "baseline", "on", "method %", "baseline %", "Δ (points)",
-           "McNemar p", "seeds", "verdict"]
+COLUMNS = [
+    "claim",
+    "paper's backbone",
+    "paper",
+    "method",
+    "baseline",
+    "on",
+    "method %",
+    "baseline %",
+    "Δ (points)",
+    "McNemar p",
+    "seeds",
+    "verdict",
+]
 MCNEMAR = "McNemar p ≤ 0.05 (exact, on the same test queries)"
 BOOTSTRAP = "paired-bootstrap p ≤ 0.05 (the same sentence pairs resampled for both, within each language pair)"
-VERDICT_RULE = ("Verdict: *holds* when our Δ has the claimed sign with {test} in every seed; *fails* when it has "
-                "the other sign under the same conditions; *tie* otherwise (a seed or p > 0.05 could flip it); "
-                "*not comparable* without paired outcomes. A claim the paper made on another backbone than ours "
-                "(multilingual-e5-small, of the XLM-R family) is judged against the paper's XLM-R or mE5 figures "
-                "where it has them.")
+VERDICT_RULE = (
+    "Verdict: *holds* when our Δ has the claimed sign with {test} in every seed; *fails* when it has "
+    "the other sign under the same conditions; *tie* otherwise (a seed or p > 0.05 could flip it); "
+    "*not comparable* without paired outcomes. A claim the paper made on another backbone than ours "
+    "(multilingual-e5-small, of the XLM-R family) is judged against the paper's XLM-R or mE5 figures "
+    "where it has them."
+)
 
 
 @dataclass(frozen=True)
@@ -55,12 +69,23 @@ def columns(percent: bool = True, test: str = "McNemar") -> list[str]:
     if percent and test == "McNemar":
         return list(COLUMNS)
     unit = "%" if percent else "r"
-    return [*COLUMNS[:6], f"method {unit}", f"baseline {unit}", "Δ (points)" if percent else "Δ r", f"{test} p",
-            *COLUMNS[10:]]
+    return [
+        *COLUMNS[:6],
+        f"method {unit}",
+        f"baseline {unit}",
+        "Δ (points)" if percent else "Δ r",
+        f"{test} p",
+        *COLUMNS[10:],
+    ]
 
 
-def claim_row(spec: ClaimSpec, on: str, seeds: Sequence[Paired | None],
-              untested: tuple[float, float] | None = None, percent: bool = True) -> list[str]:
+def claim_row(
+    spec: ClaimSpec,
+    on: str,
+    seeds: Sequence[Paired | None],
+    untested: tuple[float, float] | None = None,
+    percent: bool = True,
+) -> list[str]:
     """A row of :data:`COLUMNS`: the mean over seeds of both accuracies, the largest p over seeds, the verdict.
 
     ``untested``: the two accuracies to show when no seed has paired outcomes (e.g. a metrics table's
@@ -70,23 +95,50 @@ def claim_row(spec: ClaimSpec, on: str, seeds: Sequence[Paired | None],
     scale, digits = (100, 2) if percent else (1, 3)
     measured = [s for s in seeds if s is not None]
     if not measured:
-        shown = ([f"{scale * untested[0]:.{digits}f}", f"{scale * untested[1]:.{digits}f}",
-                  f"{scale * (untested[0] - untested[1]):+.{digits}f}"] if untested is not None else ["—", "—", "—"])
-        return [spec.claim, spec.backbone, spec.paper, f"`{spec.method}`", f"`{spec.baseline}`", on, *shown, "—",
-                str(len(seeds)), "not comparable"]
+        shown = (
+            [
+                f"{scale * untested[0]:.{digits}f}",
+                f"{scale * untested[1]:.{digits}f}",
+                f"{scale * (untested[0] - untested[1]):+.{digits}f}",
+            ]
+            if untested is not None
+            else ["—", "—", "—"]
+        )
+        return [
+            spec.claim,
+            spec.backbone,
+            spec.paper,
+            f"`{spec.method}`",
+            f"`{spec.baseline}`",
+            on,
+            *shown,
+            "—",
+            str(len(seeds)),
+            "not comparable",
+        ]
     mean = lambda xs: float(np.mean(xs))  # noqa: E731
     method, baseline = mean([s.method for s in measured]), mean([s.baseline for s in measured])
-    spread = ("" if len(measured) == 1
-              else f" ± {scale * float(np.std([s.delta for s in measured], ddof=1)):.{digits}f}")
+    spread = "" if len(measured) == 1 else f" ± {scale * float(np.std([s.delta for s in measured], ddof=1)):.{digits}f}"
     worst = max(s.pvalue for s in measured)
-    return [spec.claim, spec.backbone, spec.paper, f"`{spec.method}`", f"`{spec.baseline}`", on,
-            f"{scale * method:.{digits}f}", f"{scale * baseline:.{digits}f}",
-            f"{scale * (method - baseline):+.{digits}f}{spread}", p_text(worst), str(len(measured)),
-            verdict([s.delta for s in measured], [s.pvalue if s else None for s in seeds], spec.direction)]
+    return [
+        spec.claim,
+        spec.backbone,
+        spec.paper,
+        f"`{spec.method}`",
+        f"`{spec.baseline}`",
+        on,
+        f"{scale * method:.{digits}f}",
+        f"{scale * baseline:.{digits}f}",
+        f"{scale * (method - baseline):+.{digits}f}{spread}",
+        p_text(worst),
+        str(len(measured)),
+        verdict([s.delta for s in measured], [s.pvalue if s else None for s in seeds], spec.direction),
+    ]
 
 
-def claims_section(title: str, intro: str, rows: Sequence[Sequence[str]], percent: bool = True,
-                   test: str = "McNemar") -> list[str]:
+def claims_section(
+    title: str, intro: str, rows: Sequence[Sequence[str]], percent: bool = True, test: str = "McNemar"
+) -> list[str]:
     """``## title``, the intro, the verdict rule and the table; nothing when there is no row.
 
     ``percent`` and ``test`` as in :func:`columns` (``test="bootstrap"``: the paired bootstrap of correlations).

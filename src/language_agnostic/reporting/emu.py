@@ -13,8 +13,18 @@ from language_agnostic.reporting.claims import ClaimSpec, claim_row, claims_sect
 from language_agnostic.reporting.markdown import table
 
 # the order of EMU's Table 2: the raw encoder, the fine-tuning baselines, EMU's ablations, EMU
-METHOD_ORDER = ["raw", "softmax", "contrastive", "contrastive-m2", "npair", "npair-unscaled", "emu-no_ld_cl", "emu-no_ld", "emu",
-                "emu-parallel"]
+METHOD_ORDER = [
+    "raw",
+    "softmax",
+    "contrastive",
+    "contrastive-m2",
+    "npair",
+    "npair-unscaled",
+    "emu-no_ld_cl",
+    "emu-no_ld",
+    "emu",
+    "emu-parallel",
+]
 
 
 def _lang(locale: str) -> str:
@@ -46,9 +56,16 @@ def table2_summary(rows: pd.DataFrame, training_locale: str) -> tuple[list[str],
         mono = mine[(mine["source"] == training_locale) & (mine["target"] == training_locale)]["value"]
         out_ = mine[(mine["source"] == training_locale) & (mine["target"] != training_locale)]["value"]
         in_ = mine[(mine["source"] != training_locale) & (mine["target"] == training_locale)]["value"]
-        values[method] = dict(zip(columns, (float(mono.mean()) if len(mono) else np.nan,
-                                            float(out_.mean()) if len(out_) else np.nan,
-                                            float(in_.mean()) if len(in_) else np.nan)))
+        values[method] = dict(
+            zip(
+                columns,
+                (
+                    float(mono.mean()) if len(mono) else np.nan,
+                    float(out_.mean()) if len(out_) else np.nan,
+                    float(in_.mean()) if len(in_) else np.nan,
+                ),
+            )
+        )
         body.append([method, *(_fmt(values[method][c]) for c in columns)])
     return table(["method", *columns], body), values
 
@@ -81,17 +98,23 @@ def table5_ablation(values: dict[str, dict[str, float]]) -> list[str]:
             return "—"
         return f"{100 * np.nanmean([values[full][c] - values[without][c] for c in columns]):.2f}"
 
-    return table(["component", "average drop (points)"],
-                 [["language discriminator (emu − emu-no_ld)", drop("emu", "emu-no_ld")],
-                  ["center loss (emu-no_ld − emu-no_ld_cl)", drop("emu-no_ld", "emu-no_ld_cl")]])
+    return table(
+        ["component", "average drop (points)"],
+        [
+            ["language discriminator (emu − emu-no_ld)", drop("emu", "emu-no_ld")],
+            ["center loss (emu-no_ld − emu-no_ld_cl)", drop("emu-no_ld", "emu-no_ld_cl")],
+        ],
+    )
 
 
 def classifier_table(rows: pd.DataFrame) -> list[str]:
     """The semantic classifier's own test accuracy (%) per locale."""
     clf = rows[rows["task"] == "intent_classification"]
     locales = list(dict.fromkeys(clf["source"]))
-    body = [[m, *(_fmt(clf[(clf["method"] == m) & (clf["source"] == loc)]["value"].mean()) for loc in locales)]
-            for m in dict.fromkeys(clf["method"])]
+    body = [
+        [m, *(_fmt(clf[(clf["method"] == m) & (clf["source"] == loc)]["value"].mean()) for loc in locales)]
+        for m in dict.fromkeys(clf["method"])
+    ]
     return table(["method", *(_lang(loc) for loc in locales)], body) if body else ["(no classifier trained)"]
 
 
@@ -120,30 +143,73 @@ def selection_table(rows: pd.DataFrame) -> list[str]:
         values = picked[picked["method"] == method].set_index("metric")["value"]
         epoch = int(values["kept_epoch"])
         start = values.get("dev_accuracy@1_initial")
-        body.append([method, "0: no improvement on dev, the raw encoder is kept" if epoch == 0 else str(epoch),
-                     f"{100 * values['dev_accuracy@1']:.2f}", "—" if start is None else f"{100 * start:.2f}"])
+        body.append(
+            [
+                method,
+                "0: no improvement on dev, the raw encoder is kept" if epoch == 0 else str(epoch),
+                f"{100 * values['dev_accuracy@1']:.2f}",
+                "—" if start is None else f"{100 * start:.2f}",
+            ]
+        )
     return table(["method", "kept epoch", "dev", "raw encoder (epoch 0)"], body)
 
 
 # EMU's claims (paper 002: LASER, a BiLSTM, fine-tuned; its Tables 2 and 5 on HotelQA, ATIS, Quora)
 LASER = "LASER (BiLSTM)"
 CLAIMS = [
-    ClaimSpec("EMU above the raw encoder (Table 2)", "emu", "raw", LASER,
-              "en-en: HotelQA 78.5 vs 55.6, ATIS 98.8 vs 88.5, Quora 89.7 vs 88.8"),
+    ClaimSpec(
+        "EMU above the raw encoder (Table 2)",
+        "emu",
+        "raw",
+        LASER,
+        "en-en: HotelQA 78.5 vs 55.6, ATIS 98.8 vs 88.5, Quora 89.7 vs 88.8",
+    ),
     ClaimSpec("EMU above softmax fine-tuning (Table 2)", "emu", "softmax", LASER, "HotelQA en-en 78.5 vs 30.6"),
-    ClaimSpec("EMU above the contrastive baseline (Table 2)", "emu", "contrastive", LASER, "HotelQA en-en 78.5 vs 34.0"),
+    ClaimSpec(
+        "EMU above the contrastive baseline (Table 2)", "emu", "contrastive", LASER, "HotelQA en-en 78.5 vs 34.0"
+    ),
     ClaimSpec("EMU above the N-pair baseline (Table 2)", "emu", "npair", LASER, "HotelQA en-en 78.5 vs 27.8"),
-    ClaimSpec("softmax fine-tuning no better than the raw encoder (§Results)", "softmax", "raw", LASER,
-              "HotelQA en-en 30.6 vs 55.6", "not >"),
-    ClaimSpec("contrastive no better than the raw encoder (§Results)", "contrastive", "raw", LASER,
-              "HotelQA en-en 34.0 vs 55.6", "not >"),
-    ClaimSpec("N-pair no better than the raw encoder (§Results)", "npair", "raw", LASER, "HotelQA en-en 27.8 vs 55.6", "not >"),
-    ClaimSpec("the language discriminator helps (Table 5)", "emu", "emu-no_ld", LASER,
-              "drop without it: HotelQA 1.45, ATIS 2.81 (p < 0.01), Quora 1.05 (n.s.)"),
-    ClaimSpec("the center loss helps (Table 5)", "emu-no_ld", "emu-no_ld_cl", LASER,
-              "drop without it: HotelQA −0.44, ATIS 0.04, Quora 6.00 (p < 0.001)"),
-    ClaimSpec("EMU-PARALLEL no better than EMU (Table 2)", "emu-parallel", "emu", LASER,
-              "−0.5, −1.2, −5.9 points (n.s. but Quora)", "not >"),
+    ClaimSpec(
+        "softmax fine-tuning no better than the raw encoder (§Results)",
+        "softmax",
+        "raw",
+        LASER,
+        "HotelQA en-en 30.6 vs 55.6",
+        "not >",
+    ),
+    ClaimSpec(
+        "contrastive no better than the raw encoder (§Results)",
+        "contrastive",
+        "raw",
+        LASER,
+        "HotelQA en-en 34.0 vs 55.6",
+        "not >",
+    ),
+    ClaimSpec(
+        "N-pair no better than the raw encoder (§Results)", "npair", "raw", LASER, "HotelQA en-en 27.8 vs 55.6", "not >"
+    ),
+    ClaimSpec(
+        "the language discriminator helps (Table 5)",
+        "emu",
+        "emu-no_ld",
+        LASER,
+        "drop without it: HotelQA 1.45, ATIS 2.81 (p < 0.01), Quora 1.05 (n.s.)",
+    ),
+    ClaimSpec(
+        "the center loss helps (Table 5)",
+        "emu-no_ld",
+        "emu-no_ld_cl",
+        LASER,
+        "drop without it: HotelQA −0.44, ATIS 0.04, Quora 6.00 (p < 0.001)",
+    ),
+    ClaimSpec(
+        "EMU-PARALLEL no better than EMU (Table 2)",
+        "emu-parallel",
+        "emu",
+        LASER,
+        "−0.5, −1.2, −5.9 points (n.s. but Quora)",
+        "not >",
+    ),
 ]
 
 
@@ -184,8 +250,10 @@ def claims_rows(outcomes: pd.DataFrame, training_locale: str) -> list[list[str]]
             continue
         for on, keep in ((f"{en}-{en}", mono), (f"{_lang(training_locale)} ↔ *", cross)):
             part = nn[keep]
-            tests = [paired(outcomes_of(part, mine[seed]), outcomes_of(part, theirs.get(seed, theirs.get("", ""))))
-                     for seed in seeds]
+            tests = [
+                paired(outcomes_of(part, mine[seed]), outcomes_of(part, theirs.get(seed, theirs.get("", ""))))
+                for seed in seeds
+            ]
             body.append(claim_row(spec, on, tests))
     return body
 
@@ -194,21 +262,46 @@ def emu_tables(rows: pd.DataFrame, training_locale: str, outcomes: pd.DataFrame 
     """The markdown report: Table 2 (summary and per direction), Table 5, the classifier's accuracy, model
     selection and, with per-query ``outcomes``, the claims."""
     summary, values = table2_summary(rows, training_locale)
-    out = ["# EMU on MASSIVE (nearest-neighbour intent classification, test split, leave-one-out)", "",
-           f"Labelled training data: {training_locale} only. Accuracy@1 in %.", "",
-           "## Table 2: averages", "", *summary, "",
-           "## Per direction (query → labelled candidates); * = McNemar p < 0.05 against raw", "",
-           *per_direction_table(rows, training_locale), "",
-           "## Table 5: ablation, average drop in points", "", *table5_ablation(values), "",
-           "## The semantic classifier's own accuracy", "", *classifier_table(rows), "",
-           "## Model selection (dev nearest-neighbour accuracy@1 %, the criterion of early stopping)", "",
-           *selection_table(rows), ""]
+    out = [
+        "# EMU on MASSIVE (nearest-neighbour intent classification, test split, leave-one-out)",
+        "",
+        f"Labelled training data: {training_locale} only. Accuracy@1 in %.",
+        "",
+        "## Table 2: averages",
+        "",
+        *summary,
+        "",
+        "## Per direction (query → labelled candidates); * = McNemar p < 0.05 against raw",
+        "",
+        *per_direction_table(rows, training_locale),
+        "",
+        "## Table 5: ablation, average drop in points",
+        "",
+        *table5_ablation(values),
+        "",
+        "## The semantic classifier's own accuracy",
+        "",
+        *classifier_table(rows),
+        "",
+        "## Model selection (dev nearest-neighbour accuracy@1 %, the criterion of early stopping)",
+        "",
+        *selection_table(rows),
+        "",
+    ]
     out += claims_section(
         "Claims (EMU), as measured",
         "Accuracy@1 on the pooled test queries of the column (en-en; or every EN → * and * → EN query), "
         "this run's methods and, for a method it did not train, the stored per-query outcomes of the run that did.",
-        claims_rows(outcomes, training_locale) if outcomes is not None else [])
+        claims_rows(outcomes, training_locale) if outcomes is not None else [],
+    )
     acc = _accuracy(rows)
-    if ((acc["source"] != training_locale) & (acc["target"] != training_locale)).any():  # emu.evaluation.directions: all
-        out += ["## Table 3: relative to the raw encoder, every direction (query-candidates)", "", *table3_relative(rows), ""]
+    if (
+        (acc["source"] != training_locale) & (acc["target"] != training_locale)
+    ).any():  # emu.evaluation.directions: all
+        out += [
+            "## Table 3: relative to the raw encoder, every direction (query-candidates)",
+            "",
+            *table3_relative(rows),
+            "",
+        ]
     return "\n".join(out)

@@ -18,8 +18,14 @@ from language_agnostic.training.heads import vectors_of
 logger = logging.getLogger(__name__)
 
 
-def plot_embeddings(manifest: Mapping[str, Any], fmda: Mapping[str, Any], template_model: Mapping[str, Any],
-                    utterances: pd.DataFrame, masked: pd.DataFrame, params: Mapping[str, Any]) -> Any:
+def plot_embeddings(
+    manifest: Mapping[str, Any],
+    fmda: Mapping[str, Any],
+    template_model: Mapping[str, Any],
+    utterances: pd.DataFrame,
+    masked: pd.DataFrame,
+    params: Mapping[str, Any],
+) -> Any:
     """Figure 4: t-SNE of FMDA's language and meaning embeddings of test pairs, and of template embeddings of one intent.
 
     Args:
@@ -70,16 +76,27 @@ def plot_embeddings(manifest: Mapping[str, Any], fmda: Mapping[str, Any], templa
     # panels c and d: several templates of one intent (utterances with the same template-masked
     # text), by the template embedding, and the raw encoder's vectors of the same utterances beside it
     split = str(params.get("split", "test"))
-    intent, picked = template_sample(utterances, masked, src, manifest["ids"], split, params.get("intent", "auto"),
-                                     int(params.get("n_templates", 4)), int(params.get("per_template", 3)), seed)
+    intent, picked = template_sample(
+        utterances,
+        masked,
+        src,
+        manifest["ids"],
+        split,
+        params.get("intent", "auto"),
+        int(params.get("n_templates", 4)),
+        int(params.get("per_template", 3)),
+        seed,
+    )
     position = {i: n for n, i in enumerate(manifest["ids"][split])}
     rows = np.array([position[i] for i in picked["id"]])
     template_vectors = encode(template_model, sets[f"{split}.source.utt"], rows)["tp"]
     raw_vectors = sets[f"{split}.source.utt"].vectors("mean")[rows]
     templates = list(dict.fromkeys(picked["template"]))
     per = int((picked["template"] == templates[0]).sum())
-    for ax, vectors, title in ((axes[2], template_vectors, f"(c) template embeddings ({template_model.get('method', 'fmda')})"),
-                               (axes[3], raw_vectors, "(d) the raw encoder (mean pooling)")):
+    for ax, vectors, title in (
+        (axes[2], template_vectors, f"(c) template embeddings ({template_model.get('method', 'fmda')})"),
+        (axes[3], raw_vectors, "(d) the raw encoder (mean pooling)"),
+    ):
         points = TSNE(random_state=seed, init="pca", perplexity=min(5.0, len(picked) - 1.0)).fit_transform(vectors)
         for t in templates:
             where = (picked["template"] == t).to_numpy()
@@ -92,8 +109,17 @@ def plot_embeddings(manifest: Mapping[str, Any], fmda: Mapping[str, Any], templa
     return fig
 
 
-def template_sample(utterances: pd.DataFrame, masked: pd.DataFrame, locale: str, ids: Mapping[str, Sequence[str]],
-                    split: str, intent: str, n_templates: int, per_template: int, seed: int) -> tuple[str, pd.DataFrame]:
+def template_sample(
+    utterances: pd.DataFrame,
+    masked: pd.DataFrame,
+    locale: str,
+    ids: Mapping[str, Sequence[str]],
+    split: str,
+    intent: str,
+    n_templates: int,
+    per_template: int,
+    seed: int,
+) -> tuple[str, pd.DataFrame]:
     """Figure 4(c)'s utterances: ``per_template`` utterances of each of up to ``n_templates`` templates of one intent.
 
     A template is an utterance's template-masked text (slot values replaced); only utterances of
@@ -111,25 +137,33 @@ def template_sample(utterances: pd.DataFrame, masked: pd.DataFrame, locale: str,
     if split not in ids:
         raise ValueError(f"fmda.figure.split must be one of {sorted(ids)}, got {split!r}")
     if n_templates < 2 or per_template < 1:
-        raise ValueError(f"fmda.figure.n_templates must be >= 2 and per_template >= 1, got {n_templates}, {per_template}")
+        raise ValueError(
+            f"fmda.figure.n_templates must be >= 2 and per_template >= 1, got {n_templates}, {per_template}"
+        )
     known = set(ids[split])
-    rows = utterances[(utterances["locale"] == locale) & (utterances["partition"] == split) & utterances["id"].isin(known)]
+    rows = utterances[
+        (utterances["locale"] == locale) & (utterances["partition"] == split) & utterances["id"].isin(known)
+    ]
     templates = masked[(masked["locale"] == locale) & (masked["partition"] == split)].set_index("id")["template_text"]
     rows = rows.assign(template=templates.reindex(rows["id"]).to_numpy()).dropna(subset=["template"])
     sizes = rows.groupby(["intent", "template"]).size()
     usable = sizes[sizes >= per_template]
     if intent == "auto":
         if usable.empty:
-            raise ValueError(f"fmda.figure: no intent of {locale} {split} has a template with per_template={per_template} "
-                             "utterances; lower fmda.figure.per_template or choose another split")
+            raise ValueError(
+                f"fmda.figure: no intent of {locale} {split} has a template with per_template={per_template} "
+                "utterances; lower fmda.figure.per_template or choose another split"
+            )
         score = usable.groupby(level="intent").agg(["size", "sum"])
         intent = sorted(score.index, key=lambda t: (-score.loc[t, "size"], -score.loc[t, "sum"], t))[0]
     intent = str(intent)
     if intent not in usable.index.get_level_values("intent") or len(usable.loc[intent]) < 2:
         have = int(len(usable.loc[intent])) if intent in usable.index.get_level_values("intent") else 0
-        raise ValueError(f"fmda.figure.intent {intent!r} has {have} template(s) with per_template={per_template} "
-                         f"utterances in the {locale} {split} split; the figure needs 2 or more: set fmda.figure.intent "
-                         "to auto, lower per_template or choose another split")
+        raise ValueError(
+            f"fmda.figure.intent {intent!r} has {have} template(s) with per_template={per_template} "
+            f"utterances in the {locale} {split} split; the figure needs 2 or more: set fmda.figure.intent "
+            "to auto, lower per_template or choose another split"
+        )
     # the templates with the most utterances first (ties by text), then per_template of each, seeded
     chosen = sorted(usable.loc[intent].index, key=lambda t: (-usable.loc[intent][t], t))[:n_templates]
     mine = rows[rows["intent"] == intent]
@@ -137,8 +171,9 @@ def template_sample(utterances: pd.DataFrame, masked: pd.DataFrame, locale: str,
     return intent, pd.concat(picked)[["id", "utt", "template"]].reset_index(drop=True)
 
 
-def plot_meaning_language(manifest: Mapping[str, Any], test: pd.DataFrame, head: Mapping[str, Any],
-                          params: Mapping[str, Any]) -> Any:
+def plot_meaning_language(
+    manifest: Mapping[str, Any], test: pd.DataFrame, head: Mapping[str, Any], params: Mapping[str, Any]
+) -> Any:
     """PCA of one head's meaning and language embeddings of an evaluation pair's sentences (SEED Fig. 1, DREAM Fig. 5).
 
     Args:
@@ -163,22 +198,27 @@ def plot_meaning_language(manifest: Mapping[str, Any], test: pd.DataFrame, head:
     sides = []
     with torch.no_grad():
         for column in ("text1", "text2"):
-            encoded = method.encode(model, torch.from_numpy(vectors_of(manifest, f"test.{column}", head["pooling"])[index]))
+            encoded = method.encode(
+                model, torch.from_numpy(vectors_of(manifest, f"test.{column}", head["pooling"])[index])
+            )
             sides.append((encoded["meaning"], encoded["language"]))
     langs = (test.loc[index[0], "lang1"], test.loc[index[0], "lang2"])
     fig, axes = plt.subplots(1, 2, figsize=(12, 5.5))
     for ax, k, title in ((axes[0], 0, "meaning"), (axes[1], 1, "language")):
-        points = PCA(n_components=2, random_state=0).fit_transform(np.concatenate([sides[0][k].numpy(), sides[1][k].numpy()]))
+        points = PCA(n_components=2, random_state=0).fit_transform(
+            np.concatenate([sides[0][k].numpy(), sides[1][k].numpy()])
+        )
         ax.scatter(*points[: len(index)].T, s=4, alpha=0.6, label=f"{langs[0]} (column 1)")
-        ax.scatter(*points[len(index):].T, s=4, alpha=0.6, label=f"{langs[1]} (column 2)")
+        ax.scatter(*points[len(index) :].T, s=4, alpha=0.6, label=f"{langs[1]} (column 2)")
         ax.set_title(f"{head['method']} {title} embeddings, {len(index)} {pair} pairs (PCA)")
         ax.legend()
     fig.tight_layout()
     return fig
 
 
-def figure_sample(intents: Mapping[str, Sequence[str]], ids: Mapping[str, Sequence[str]], n_intents: int, per_intent: int,
-                  seed: int) -> dict[str, np.ndarray]:
+def figure_sample(
+    intents: Mapping[str, Sequence[str]], ids: Mapping[str, Sequence[str]], n_intents: int, per_intent: int, seed: int
+) -> dict[str, np.ndarray]:
     """Rows of each locale's test set for EMU's Figure 2: the same MASSIVE ids in every locale.
 
     The ``n_intents`` intents most frequent among the ids every locale has (ties by name), and
@@ -219,8 +259,13 @@ def plot_intent_tsne(panels: Mapping[str, Mapping[str, Any]], params: Mapping[st
     seed = int(params.get("seed", 0))
     first = next(iter(panels.values()))
     locales = list(first)
-    rows = figure_sample({loc: first[loc].intents for loc in locales}, {loc: first[loc].ids for loc in locales},
-                         int(params.get("n_intents", 10)), int(params.get("per_intent", 20)), seed)
+    rows = figure_sample(
+        {loc: first[loc].intents for loc in locales},
+        {loc: first[loc].ids for loc in locales},
+        int(params.get("n_intents", 10)),
+        int(params.get("per_intent", 20)),
+        seed,
+    )
     labels = np.asarray(first[locales[0]].intents, dtype=object)[rows[locales[0]]]
     intents = sorted(set(labels), key=list(labels).index)
     colours = plt.get_cmap("tab10" if len(intents) <= 10 else "tab20")
@@ -230,8 +275,8 @@ def plot_intent_tsne(panels: Mapping[str, Mapping[str, Any]], params: Mapping[st
     for ax, (name, sets) in zip(axes[0], panels.items()):
         both = np.concatenate([np.asarray(sets[loc].vectors)[rows[loc]] for loc in locales])
         points = TSNE(random_state=seed, init="pca", perplexity=min(30.0, len(both) - 1.0)).fit_transform(both)
-        for k, loc in enumerate(locales):
-            part = points[k * n:(k + 1) * n]
+        for k in range(len(locales)):
+            part = points[k * n : (k + 1) * n]
             for c, intent in enumerate(intents):
                 where = labels == intent
                 marker, colour = markers[k % len(markers)], colours(c % colours.N)
@@ -245,8 +290,9 @@ def plot_intent_tsne(panels: Mapping[str, Mapping[str, Any]], params: Mapping[st
     return fig
 
 
-def parallel_intent_sample(rows: pd.DataFrame, locales: Sequence[str], intent: str, n: int, seed: int,
-                           source: str) -> list[str]:
+def parallel_intent_sample(
+    rows: pd.DataFrame, locales: Sequence[str], intent: str, n: int, seed: int, source: str
+) -> list[str]:
     """LAJ-MCL Figure 3's utterances: ``n`` parallel test utterances of one intent, the same MASSIVE ids in every locale.
 
     The ids of ``source``'s test utterances of ``intent`` that every locale of ``locales`` has
@@ -272,7 +318,9 @@ def parallel_intent_sample(rows: pd.DataFrame, locales: Sequence[str], intent: s
         ids = set(mine["id"].astype(str)) if ids is None else ids & set(mine["id"].astype(str))
     common = sorted(ids or (), key=lambda i: (len(i), i))
     if not common:
-        raise ValueError(f"slu.figure.intent {intent!r}: no test utterance of that intent in every one of {list(locales)}")
+        raise ValueError(
+            f"slu.figure.intent {intent!r}: no test utterance of that intent in every one of {list(locales)}"
+        )
     rng = np.random.default_rng(seed)
     picked = rng.choice(len(common), size=min(int(n), len(common)), replace=False)
     return [common[i] for i in sorted(picked)]
@@ -307,7 +355,7 @@ def plot_parallel_tsne(panels: Mapping[str, Mapping[str, np.ndarray]], params: M
         start = 0
         for k, loc in enumerate(locales):
             n = len(sets[loc])
-            ax.scatter(*points[start:start + n].T, s=8, color=colours(k % colours.N), label=loc)
+            ax.scatter(*points[start : start + n].T, s=8, color=colours(k % colours.N), label=loc)
             start += n
         ax.set_title(f"{name}: {len(sets[locales[0]])} utterances × {len(locales)} locales")
         ax.set_xticks([]), ax.set_yticks([])

@@ -10,21 +10,41 @@ from language_agnostic.evaluation.claims import Paired
 from language_agnostic.reporting.claims import ClaimSpec, claim_row, claims_section
 from language_agnostic.reporting.markdown import table
 
-EMBEDDING_ORDER = [("raw", "cls"), ("raw", "mean"), ("centering", "mean"), ("dream", "meaning"),
-                   ("linear-infonce", "meaning"), ("dream-infonce", "meaning"),
-                   ("fmda", "m"), ("fmda", "tp"), ("fmda", "rs"), ("fmda-linear", "m"), ("fmda-linear", "tp"), ("fmda-linear", "rs"),
-                   ("fmda-infonce", "m"), ("fmda-infonce", "tp"), ("fmda-infonce", "rs")]
+EMBEDDING_ORDER = [
+    ("raw", "cls"),
+    ("raw", "mean"),
+    ("centering", "mean"),
+    ("dream", "meaning"),
+    ("linear-infonce", "meaning"),
+    ("dream-infonce", "meaning"),
+    ("fmda", "m"),
+    ("fmda", "tp"),
+    ("fmda", "rs"),
+    ("fmda-linear", "m"),
+    ("fmda-linear", "tp"),
+    ("fmda-linear", "rs"),
+    ("fmda-infonce", "m"),
+    ("fmda-infonce", "tp"),
+    ("fmda-infonce", "rs"),
+]
 # Table 5: all-together and two-stage training, with each contrastive reading configured
-TABLE5_METHODS = [("all-together", "fmda"), ("two-stage", "fmda-two_stage"), ("all-together, linear negatives", "fmda-linear"),
-                  ("two-stage, linear negatives", "fmda-two_stage_linear"), ("all-together, InfoNCE", "fmda-infonce"),
-                  ("two-stage, InfoNCE", "fmda-two_stage_infonce")]
+TABLE5_METHODS = [
+    ("all-together", "fmda"),
+    ("two-stage", "fmda-two_stage"),
+    ("all-together, linear negatives", "fmda-linear"),
+    ("two-stage, linear negatives", "fmda-two_stage_linear"),
+    ("all-together, InfoNCE", "fmda-infonce"),
+    ("two-stage, InfoNCE", "fmda-two_stage_infonce"),
+]
 CellKey = tuple[str, str, str, str, str, str, str]  # method, embedding, task, pair, source, target, metric
 
 
 def _cells(rows: pd.DataFrame) -> dict[CellKey, float]:
     pair = rows["dataset"].str.split(":").str[1].fillna("")
-    return {(r.method, r.embedding, r.task, p, r.source, r.target, r.metric): float(r.value)
-            for r, p in zip(rows.itertuples(), pair)}
+    return {
+        (r.method, r.embedding, r.task, p, r.source, r.target, r.metric): float(r.value)
+        for r, p in zip(rows.itertuples(), pair)
+    }
 
 
 def _grid(cells: Mapping[CellKey, float], header: list[str], body: list[tuple[str, list[CellKey]]]) -> list[str]:
@@ -33,7 +53,11 @@ def _grid(cells: Mapping[CellKey, float], header: list[str], body: list[tuple[st
     for label, keys in body:
         if any(k in cells for k in keys):
             lines.append(f"| {label} | " + " | ".join(f"{cells[k]:.3f}" if k in cells else "—" for k in keys) + " |")
-    return lines if len(lines) > 2 else ["(not measured in this run: see `fmda.variants` in conf/base/parameters_fmda.yml)"]
+    return (
+        lines
+        if len(lines) > 2
+        else ["(not measured in this run: see `fmda.variants` in conf/base/parameters_fmda.yml)"]
+    )
 
 
 def short_locale(locale: str) -> str:
@@ -64,7 +88,11 @@ def _against_centering(cells: Mapping[CellKey, float], directions: list[tuple[st
         for a, b in directions:
             mine, base = _semantic(method, emb, a, b), _semantic("centering", "mean", a, b)
             p = (method, emb, "cross_lingual_retrieval", "", a, b, "mcnemar_p_vs_centering")
-            row.append(f"{cells[mine] - cells[base]:+.3f} ({_p_value(cells[p])})" if p in cells and mine in cells and base in cells else "—")
+            row.append(
+                f"{cells[mine] - cells[base]:+.3f} ({_p_value(cells[p])})"
+                if p in cells and mine in cells and base in cells
+                else "—"
+            )
         if any(cell != "—" for cell in row):
             lines.append(f"| {method}/{emb} | " + " | ".join(row) + " |")
     return lines if len(lines) > 2 else ["(no trained meaning embedding in this run)"]
@@ -72,9 +100,16 @@ def _against_centering(cells: Mapping[CellKey, float], directions: list[tuple[st
 
 # FMDA's claim on cross-lingual retrieval (paper 000, Table 2: frozen XLM-R base, [CLS]), checked against
 # this project's strongest untrained baseline, mean centring, where each run has McNemar's p
-FMDA_CLAIMS = [ClaimSpec("FMDA's meaning embedding above the baselines on cross-lingual retrieval (Table 2)", method, "centering/mean",
-                         "XLM-R base ([CLS], frozen)", "EN-DE accuracy@1 0.594 vs DREAM 0.550, XLM-R [CLS] 0.182")
-               for method in ("fmda/m", "fmda-two_stage/m", "fmda-infonce/m")]
+FMDA_CLAIMS = [
+    ClaimSpec(
+        "FMDA's meaning embedding above the baselines on cross-lingual retrieval (Table 2)",
+        method,
+        "centering/mean",
+        "XLM-R base ([CLS], frozen)",
+        "EN-DE accuracy@1 0.594 vs DREAM 0.550, XLM-R [CLS] 0.182",
+    )
+    for method in ("fmda/m", "fmda-two_stage/m", "fmda-infonce/m")
+]
 
 
 def claims_rows(cells: Mapping[CellKey, float], directions: list[tuple[str, str]]) -> list[list[str]]:
@@ -104,54 +139,115 @@ def fmda_tables(rows: pd.DataFrame) -> str:
     directions = [d for src, tgt in pairs for d in ((src, tgt), (tgt, src))]
     methods = set(rows["method"])
     ablations = [m for m in dict.fromkeys(rows["method"]) if m.startswith("fmda-no_")]
-    out = ["# FMDA on MASSIVE (bundled 4-bit multilingual-e5-small; see docs/results.md)", "",
-           "## Table 2: cross-lingual semantic retrieval, accuracy@1", ""]
-    out += _grid(cells, ["embedding"] + [f"{short_locale(a)}→{short_locale(b)}" for a, b in directions],
-                 [(f"{m}/{e}", [_semantic(m, e, a, b) for a, b in directions]) for m, e in EMBEDDING_ORDER])
-    out += ["", "### Meaning embeddings against mean centring: Δ accuracy@1 (McNemar p)", "",
-            "Each meaning embedding minus `centering/mean` on the same test queries, with the exact McNemar "
-            "p-value of the difference (`mcnemar_p_vs_centering`).", ""]
+    out = [
+        "# FMDA on MASSIVE (bundled 4-bit multilingual-e5-small; see docs/results.md)",
+        "",
+        "## Table 2: cross-lingual semantic retrieval, accuracy@1",
+        "",
+    ]
+    out += _grid(
+        cells,
+        ["embedding"] + [f"{short_locale(a)}→{short_locale(b)}" for a, b in directions],
+        [(f"{m}/{e}", [_semantic(m, e, a, b) for a, b in directions]) for m, e in EMBEDDING_ORDER],
+    )
+    out += [
+        "",
+        "### Meaning embeddings against mean centring: Δ accuracy@1 (McNemar p)",
+        "",
+        "Each meaning embedding minus `centering/mean` on the same test queries, with the exact McNemar "
+        "p-value of the difference (`mcnemar_p_vs_centering`).",
+        "",
+    ]
     out += _against_centering(cells, directions)
     out += [""] + claims_section(
         "Claims (FMDA), as measured",
         "Accuracy@1 (%) on MASSIVE test per direction, against mean centring (`centering/mean`), the strongest "
         "untrained baseline here (the paper compares with XLM-R's [CLS] and DREAM; `dream/meaning` and `raw` are in "
-        "Table 2 above, without a paired test).", claims_rows(cells, directions))
+        "Table 2 above, without a paired test).",
+        claims_rows(cells, directions),
+    )
     template_cols = [(pair, loc) for pair in pairs for loc in pair]
-    for metric, title in (("accuracy@1", "Table 3: monolingual template retrieval, accuracy@1"),
-                          ("MAP", "Table 6: monolingual template retrieval, MAP over five targets")):
+    for metric, title in (
+        ("accuracy@1", "Table 3: monolingual template retrieval, accuracy@1"),
+        ("MAP", "Table 6: monolingual template retrieval, MAP over five targets"),
+    ):
         out += ["", f"## {title}", ""]
-        out += _grid(cells, ["embedding"] + [f"{short_locale(loc)} ({short_locale(p[0])}-{short_locale(p[1])} model)" for p, loc in template_cols],
-                     [(f"{m}/{e}", [_template(m, e, p, loc, metric) for p, loc in template_cols]) for m, e in EMBEDDING_ORDER])
+        out += _grid(
+            cells,
+            ["embedding"]
+            + [f"{short_locale(loc)} ({short_locale(p[0])}-{short_locale(p[1])} model)" for p, loc in template_cols],
+            [(f"{m}/{e}", [_template(m, e, p, loc, metric) for p, loc in template_cols]) for m, e in EMBEDDING_ORDER],
+        )
     # Tables 4 and 5 are about the first pair (EN-DE in the paper and in the default configuration)
     first = pairs[0] if pairs else ("", "")
     both = [first, first[::-1]]
-    out += ["", f"## Table 4: ablations, cross-lingual semantic retrieval of the meaning embedding ({short_locale(first[0])}-{short_locale(first[1])}), accuracy@1", ""]
-    body = [("encoder first token (raw/cls)", [_semantic("raw", "cls", *d) for d in both]),
-            ("DREAM (dream/meaning)", [_semantic("dream", "meaning", *d) for d in both]),
-            ("FMDA (fmda/m)", [_semantic("fmda", "m", *d) for d in both])]
-    body += [(f"w/o {m.removeprefix('fmda-no_').replace('_', ' ')} ({m}/m)", [_semantic(m, "m", *d) for d in both]) for m in ablations]
-    out += _grid(cells, ["model"] + [f"{short_locale(a)}→{short_locale(b)}" for a, b in both], body) if ablations else \
-        ["(no ablation variant configured)"]
+    out += [
+        "",
+        f"## Table 4: ablations, cross-lingual semantic retrieval of the meaning embedding ({short_locale(first[0])}-{short_locale(first[1])}), accuracy@1",
+        "",
+    ]
+    body = [
+        ("encoder first token (raw/cls)", [_semantic("raw", "cls", *d) for d in both]),
+        ("DREAM (dream/meaning)", [_semantic("dream", "meaning", *d) for d in both]),
+        ("FMDA (fmda/m)", [_semantic("fmda", "m", *d) for d in both]),
+    ]
+    body += [
+        (f"w/o {m.removeprefix('fmda-no_').replace('_', ' ')} ({m}/m)", [_semantic(m, "m", *d) for d in both])
+        for m in ablations
+    ]
+    out += (
+        _grid(cells, ["model"] + [f"{short_locale(a)}→{short_locale(b)}" for a, b in both], body)
+        if ablations
+        else ["(no ablation variant configured)"]
+    )
     out += ["", "## Table 5: all-together vs two-stage training, accuracy@1", ""]
     if "fmda-two_stage" not in methods:
         out += ["(no two_stage variant configured)"]
     for pair in pairs:
         directions = [pair, pair[::-1]]
-        header = ["method / embedding"] + [f"{short_locale(a)}→{short_locale(b)}" for a, b in directions] + [f"{short_locale(loc)} template" for loc in pair]
-        body = [(f"{label} / {e}", [_semantic(m, e, *d) for d in directions] + [_template(m, e, pair, loc) for loc in pair])
-                for label, m in TABLE5_METHODS for e in ("m", "tp")]
+        header = (
+            ["method / embedding"]
+            + [f"{short_locale(a)}→{short_locale(b)}" for a, b in directions]
+            + [f"{short_locale(loc)} template" for loc in pair]
+        )
+        body = [
+            (f"{label} / {e}", [_semantic(m, e, *d) for d in directions] + [_template(m, e, pair, loc) for loc in pair])
+            for label, m in TABLE5_METHODS
+            for e in ("m", "tp")
+        ]
         if any(m in methods for _, m in TABLE5_METHODS[1::2]):  # a two-stage row measured on this pair
             out += [f"### {short_locale(pair[0])}-{short_locale(pair[1])}", ""] + _grid(cells, header, body) + [""]
-    out += ["", "## Table 9: dual-lingual vs unified multilingual training, accuracy@1", "",
-            "Semantic rows compare meaning embeddings (`dream/meaning`, `fmda/m`, `fmda-unified/m`); template rows "
-            "the template embeddings (`fmda/tp`, `fmda-unified/tp`; DREAM's meaning). EN is the EN template set "
-            "evaluated with the first pair's models.", ""]
-    body = [(f"{short_locale(b)}→{short_locale(a)}", [_semantic("dream", "meaning", b, a), _semantic("fmda", "m", b, a),
-                                          _semantic("fmda-unified", "m", b, a)]) for a, b in pairs]
+    out += [
+        "",
+        "## Table 9: dual-lingual vs unified multilingual training, accuracy@1",
+        "",
+        "Semantic rows compare meaning embeddings (`dream/meaning`, `fmda/m`, `fmda-unified/m`); template rows "
+        "the template embeddings (`fmda/tp`, `fmda-unified/tp`; DREAM's meaning). EN is the EN template set "
+        "evaluated with the first pair's models.",
+        "",
+    ]
+    body = [
+        (
+            f"{short_locale(b)}→{short_locale(a)}",
+            [_semantic("dream", "meaning", b, a), _semantic("fmda", "m", b, a), _semantic("fmda-unified", "m", b, a)],
+        )
+        for a, b in pairs
+    ]
     template_rows = [(pairs[0], pairs[0][0])] + [(p, p[1]) for p in pairs] if pairs else []
-    body += [(f"{short_locale(loc)} template", [_template("dream", "meaning", p, loc), _template("fmda", "tp", p, loc),
-                                          _template("fmda-unified", "tp", p, loc)]) for p, loc in template_rows]
-    out += _grid(cells, ["task", "DREAM", "dual-lingual FMDA", "unified FMDA"], body) if "fmda-unified" in methods else \
-        ["(no unified model configured)"]
+    body += [
+        (
+            f"{short_locale(loc)} template",
+            [
+                _template("dream", "meaning", p, loc),
+                _template("fmda", "tp", p, loc),
+                _template("fmda-unified", "tp", p, loc),
+            ],
+        )
+        for p, loc in template_rows
+    ]
+    out += (
+        _grid(cells, ["task", "DREAM", "dual-lingual FMDA", "unified FMDA"], body)
+        if "fmda-unified" in methods
+        else ["(no unified model configured)"]
+    )
     return "\n".join(out) + "\n"

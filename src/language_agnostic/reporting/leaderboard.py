@@ -23,11 +23,30 @@ import pandas as pd
 from language_agnostic.reporting.markdown import table
 
 # the tasks in reading order (the papers' main tasks first); others follow alphabetically
-TASK_ORDER = ("cross_lingual_retrieval", "bitext_retrieval", "template_retrieval", "intent_nn", "intent_classification", "slu",
-              "quality_estimation", "semantic_textual_similarity")
+TASK_ORDER = (
+    "cross_lingual_retrieval",
+    "bitext_retrieval",
+    "template_retrieval",
+    "intent_nn",
+    "intent_classification",
+    "slu",
+    "quality_estimation",
+    "semantic_textual_similarity",
+)
 EXCLUDED_TASKS = frozenset({"language_leakage"})
-LEADERBOARD_COLUMNS = ["encoder", "method", "embedding", "task", "dataset", "metric", "languages", "n_directions",
-                       "directions", "value", "best"]
+LEADERBOARD_COLUMNS = [
+    "encoder",
+    "method",
+    "embedding",
+    "task",
+    "dataset",
+    "metric",
+    "languages",
+    "n_directions",
+    "directions",
+    "value",
+    "best",
+]
 DECIMALS = 3
 # a column over more languages than this names their number, not each one (Tatoeba has 113)
 MAX_LISTED_LANGUAGES = 12
@@ -80,8 +99,11 @@ def leaderboard_table(metrics: pd.DataFrame) -> pd.DataFrame:
         raise ValueError(f"metrics table lacks column(s) {missing} for the leaderboard")
     keep = metrics["metric"].astype(str).map(_is_score).astype(bool) & ~metrics["task"].isin(EXCLUDED_TASKS)
     rows = metrics[keep].astype({c: str for c in needed if c != "value"})
-    rows = rows.assign(value=pd.to_numeric(rows["value"]), family=rows["dataset"].str.split(":").str[0],
-                       direction=[_direction(*r) for r in zip(rows["dataset"], rows["source"], rows["target"], strict=True)])
+    rows = rows.assign(
+        value=pd.to_numeric(rows["value"]),
+        family=rows["dataset"].str.split(":").str[0],
+        direction=[_direction(*r) for r in zip(rows["dataset"], rows["source"], rows["target"], strict=True)],
+    )
     order = {task: i for i, task in enumerate(TASK_ORDER)}
     out = []
     for (encoder, task, family, metric), group in rows.groupby(["encoder", "task", "family", "metric"], sort=False):
@@ -89,13 +111,29 @@ def leaderboard_table(metrics: pd.DataFrame) -> pd.DataFrame:
         values = group.groupby(["method", "embedding", "direction"])["value"].mean()
         coverage = values.reset_index().groupby(["method", "embedding"])["direction"].agg(lambda d: tuple(sorted(d)))
         for directions in _column_sets(coverage):
-            cells = [(method, embedding, float(values.loc[(method, embedding)].loc[list(directions)].mean()))
-                     for (method, embedding), own in coverage.items() if set(directions) <= set(own)]
+            cells = [
+                (method, embedding, float(values.loc[(method, embedding)].loc[list(directions)].mean()))
+                for (method, embedding), own in coverage.items()
+                if set(directions) <= set(own)
+            ]
             top = max(round(v, DECIMALS) for *_, v in cells)
-            out += [{"encoder": encoder, "method": method, "embedding": embedding, "task": task, "dataset": family,
-                     "metric": metric, "languages": _languages(directions), "n_directions": len(directions),
-                     "directions": " ".join(directions), "value": value, "best": round(value, DECIMALS) == top,
-                     "_task": (order.get(task, len(order)), task)} for method, embedding, value in cells]
+            out += [
+                {
+                    "encoder": encoder,
+                    "method": method,
+                    "embedding": embedding,
+                    "task": task,
+                    "dataset": family,
+                    "metric": metric,
+                    "languages": _languages(directions),
+                    "n_directions": len(directions),
+                    "directions": " ".join(directions),
+                    "value": value,
+                    "best": round(value, DECIMALS) == top,
+                    "_task": (order.get(task, len(order)), task),
+                }
+                for method, embedding, value in cells
+            ]
     if not out:
         return pd.DataFrame(columns=LEADERBOARD_COLUMNS)
     board = pd.DataFrame(out).assign(_size=lambda b: -b["n_directions"])
@@ -115,26 +153,51 @@ def leaderboard_markdown(board: pd.DataFrame, methods: pd.DataFrame | None = Non
         The document; a cell is the value at :data:`DECIMALS` decimals, ``**bold**`` when best,
         ``—`` when the method was not evaluated on every direction of the column.
     """
-    lines = ["# Leaderboard", "",
-             "Every method of `metrics.csv` against every task, built by `reporting/leaderboard.py` whenever a "
-             "pipeline saves `metrics.csv`. A column is task / dataset / metric over one set of directions "
-             "(source → target; its languages and count in the header); a cell is the method's mean over exactly "
-             "those directions, `—` when it was not evaluated on all of them; **bold**: the column's best. "
-             "Left out: confidence bounds, p-values and language-leakage probes (no higher-is-better reading).", ""]
-    listed = board[["encoder", "method", "embedding"]] if methods is None else methods[["encoder", "method", "embedding"]]
+    lines = [
+        "# Leaderboard",
+        "",
+        "Every method of `metrics.csv` against every task, built by `reporting/leaderboard.py` whenever a "
+        "pipeline saves `metrics.csv`. A column is task / dataset / metric over one set of directions "
+        "(source → target; its languages and count in the header); a cell is the method's mean over exactly "
+        "those directions, `—` when it was not evaluated on all of them; **bold**: the column's best. "
+        "Left out: confidence bounds, p-values and language-leakage probes (no higher-is-better reading).",
+        "",
+    ]
+    listed = (
+        board[["encoder", "method", "embedding"]] if methods is None else methods[["encoder", "method", "embedding"]]
+    )
     if listed.empty:
         return "\n".join([*lines, "No metric rows yet.", ""])
     for encoder in sorted(set(listed["encoder"].astype(str))):
         mine = board[board["encoder"] == encoder]
-        columns = list(dict.fromkeys(zip(mine["task"], mine["dataset"], mine["metric"], mine["directions"], strict=True)))
-        labels = {(r.task, r.dataset, r.metric, r.directions): f"{r.task} / {r.dataset} / {r.metric} ({r.languages}: {r.n_directions})"
-                  for r in mine.itertuples()}
-        cells = {(r.method, r.embedding, (r.task, r.dataset, r.metric, r.directions)): _cell(r.value, r.best)
-                 for r in mine.itertuples()}
+        columns = list(
+            dict.fromkeys(zip(mine["task"], mine["dataset"], mine["metric"], mine["directions"], strict=True))
+        )
+        labels = {
+            (
+                r.task,
+                r.dataset,
+                r.metric,
+                r.directions,
+            ): f"{r.task} / {r.dataset} / {r.metric} ({r.languages}: {r.n_directions})"
+            for r in mine.itertuples()
+        }
+        cells = {
+            (r.method, r.embedding, (r.task, r.dataset, r.metric, r.directions)): _cell(r.value, r.best)
+            for r in mine.itertuples()
+        }
         rows = listed[listed["encoder"].astype(str) == encoder]
         names = sorted(set(zip(rows["method"].astype(str), rows["embedding"].astype(str), strict=True)))
-        body = [[method, embedding, *(cells.get((method, embedding, c), "—") for c in columns)] for method, embedding in names]
-        lines += [f"## Encoder `{encoder}`", "", *table(["method", "embedding", *(labels[c] for c in columns)], body, left=2), ""]
+        body = [
+            [method, embedding, *(cells.get((method, embedding, c), "—") for c in columns)]
+            for method, embedding in names
+        ]
+        lines += [
+            f"## Encoder `{encoder}`",
+            "",
+            *table(["method", "embedding", *(labels[c] for c in columns)], body, left=2),
+            "",
+        ]
     return "\n".join(lines)
 
 

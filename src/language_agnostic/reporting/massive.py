@@ -7,6 +7,7 @@ from typing import Any
 
 from language_agnostic.reporting.markdown import table
 
+
 def summary_markdown(summary: Mapping[str, Any]) -> str:
     """Markdown tables of the counts (written to data/08_reporting, copied into docs/)."""
     lines = ["# MASSIVE data stage: counts", ""]
@@ -28,15 +29,24 @@ def summary_markdown(summary: Mapping[str, Any]) -> str:
     ):
         if key not in summary:
             continue
-        lines += ["", f"## {title}", "",
-                  *table(["locale", "source utterances", "sets", "skipped: no slot", "skipped: too few other values"])]
+        lines += [
+            "",
+            f"## {title}",
+            "",
+            *table(["locale", "source utterances", "sets", "skipped: no slot", "skipped: too few other values"]),
+        ]
         for locale, c in summary[key].items():
             lines.append(
                 f"| {locale.replace('_', '-')} | {c['sources_in']} | {c['sets_out']} | "
                 f"{c.get('skipped_no_slot', 0)} | {c.get('skipped_no_alternative', 0)} |"
             )
     if "negative_pool" in summary:
-        lines += ["", "## Negative pools", "", *table(["locale", "partition", "utterances", "in pool", "fraction"], left=2)]
+        lines += [
+            "",
+            "## Negative pools",
+            "",
+            *table(["locale", "partition", "utterances", "in pool", "fraction"], left=2),
+        ]
         for locale, by_partition in summary["negative_pool"].items():
             for partition, c in by_partition.items():
                 lines.append(

@@ -15,9 +15,11 @@ def raw_retrieval_markdown(rows: pd.DataFrame, identity: Mapping[str, Any]) -> s
     directions = [(r.source, r.target) for r in rows.drop_duplicates(["source", "target"]).itertuples()]
     headers = [f"{s.split('-')[0]}→{t.split('-')[0]}" for s, t in directions]
     lines = [
-        "# Raw encoder: cross-lingual retrieval accuracy@1 on MASSIVE test", "",
+        "# Raw encoder: cross-lingual retrieval accuracy@1 on MASSIVE test",
+        "",
         f"Encoder: {identity.get('name')} (weights sha256 {str(identity.get('weights_sha256'))[:12]}…). "
-        "Cosine nearest neighbour over the 2,974 test pairs of each language pair.", "",
+        "Cosine nearest neighbour over the 2,974 test pairs of each language pair.",
+        "",
         *table(["pooling", *headers]),
     ]
     for pooling, group in rows.groupby("embedding", sort=False):

@@ -20,7 +20,10 @@ def _fmt(value: float | None) -> str:
 def _pearson_by_head(rows: pd.DataFrame) -> dict[tuple[str, str], dict[str, float]]:
     """``{(method, embedding): {pair: pearson}}`` in row order."""
     scores = rows[rows["metric"] == "pearson"].assign(pair=lambda t: t["dataset"].str.split(":").str[1])
-    return {key: part.set_index("pair")["value"].to_dict() for key, part in scores.groupby(["method", "embedding"], sort=False)}
+    return {
+        key: part.set_index("pair")["value"].to_dict()
+        for key, part in scores.groupby(["method", "embedding"], sort=False)
+    }
 
 
 def _average(by_pair: Mapping[str, float], pairs: Sequence[str]) -> float | None:
@@ -39,13 +42,17 @@ def pearson_table(rows: pd.DataFrame, pairs: Sequence[str], exclude: Sequence[st
     for (method, embedding), by_pair in _pearson_by_head(rows).items():
         if method in exclude:
             continue
-        lines.append(f"| {method}/{embedding} | " + " | ".join(_fmt(by_pair.get(p)) for p in pairs)
-                     + f" | {_fmt(_average(by_pair, pairs))} |")
+        lines.append(
+            f"| {method}/{embedding} | "
+            + " | ".join(_fmt(by_pair.get(p)) for p in pairs)
+            + f" | {_fmt(_average(by_pair, pairs))} |"
+        )
     return lines
 
 
-def ablation_table(rows: pd.DataFrame, method: str, ablations: Mapping[str, Mapping[str, Any]], pairs: Sequence[str]
-                   ) -> list[str]:
+def ablation_table(
+    rows: pd.DataFrame, method: str, ablations: Mapping[str, Mapping[str, Any]], pairs: Sequence[str]
+) -> list[str]:
     """Markdown: a method with all its losses, then each of its ablations (the loss weights they change).
 
     SEED Table 5 and DREAM Table 6 report the average Pearson of these rows; the pairs are kept
@@ -55,11 +62,16 @@ def ablation_table(rows: pd.DataFrame, method: str, ablations: Mapping[str, Mapp
     lines = table(["head", "loss weights changed", *pairs, "Avg."], left=2)
     heads = [(method, "none (all losses)")] + [
         (name, ", ".join(f"{k} = {v:g}" for k, v in spec["loss_weights"].items()))
-        for name, spec in ablations.items() if spec["method"] == method and spec["loss_weights"]]
+        for name, spec in ablations.items()
+        if spec["method"] == method and spec["loss_weights"]
+    ]
     for name, changed in heads:
         by_pair = scores.get((name, "meaning"), {})
-        lines.append(f"| {name} | {changed} | " + " | ".join(_fmt(by_pair.get(p)) for p in pairs)
-                     + f" | {_fmt(_average(by_pair, pairs))} |")
+        lines.append(
+            f"| {name} | {changed} | "
+            + " | ".join(_fmt(by_pair.get(p)) for p in pairs)
+            + f" | {_fmt(_average(by_pair, pairs))} |"
+        )
     return lines
 
 
@@ -78,18 +90,30 @@ def leakage_table(rows: pd.DataFrame) -> list[str]:
 
 def corpus_table(sizes: pd.DataFrame, papers: Mapping[str, Mapping[str, Any]]) -> list[str]:
     """Markdown: our corpus counts per pair next to the sizes the papers report."""
-    header = ["pair", "candidates", "duplicates", "test overlap", "kept", "train", "validation", *[f"{p} (paper)" for p in papers]]
+    header = [
+        "pair",
+        "candidates",
+        "duplicates",
+        "test overlap",
+        "kept",
+        "train",
+        "validation",
+        *[f"{p} (paper)" for p in papers],
+    ]
     lines = table(header)
     for r in sizes.to_dict("records"):
-        paper = [f"{dict(papers[p]).get(r['pair'], '—'):,}" if isinstance(dict(papers[p]).get(r["pair"]), int)
-                 else "—" for p in papers]
-        lines.append(f"| {r['pair']} | {r['in']:,} | {r['duplicate']:,} | {r['test_overlap']:,} | {r['out']:,} | "
-                     f"{r['train']:,} | {r['validation']:,} | " + " | ".join(paper) + " |")
+        paper = [
+            f"{dict(papers[p]).get(r['pair'], '—'):,}" if isinstance(dict(papers[p]).get(r["pair"]), int) else "—"
+            for p in papers
+        ]
+        lines.append(
+            f"| {r['pair']} | {r['in']:,} | {r['duplicate']:,} | {r['test_overlap']:,} | {r['out']:,} | "
+            f"{r['train']:,} | {r['validation']:,} | " + " | ".join(paper) + " |"
+        )
     return lines
 
 
-def claim_specs(claims: Sequence[Mapping[str, Any]], views: Mapping[str, Sequence[str]]
-                ) -> list[tuple[ClaimSpec, str]]:
+def claim_specs(claims: Sequence[Mapping[str, Any]], views: Mapping[str, Sequence[str]]) -> list[tuple[ClaimSpec, str]]:
     """``<pipeline>.report.claims`` checked: each a :class:`ClaimSpec` and the report table it is judged on.
 
     Raises:
@@ -103,13 +127,25 @@ def claim_specs(claims: Sequence[Mapping[str, Any]], views: Mapping[str, Sequenc
             raise ValueError(f"report.claims[{i}]: missing {missing}")
         for key in ("method", "baseline"):
             if str(claim[key]).count("/") != 1:
-                raise ValueError(f"report.claims[{i}].{key}: write it as method/embedding (e.g. seed/meaning), "
-                                 f"got {claim[key]!r}")
+                raise ValueError(
+                    f"report.claims[{i}].{key}: write it as method/embedding (e.g. seed/meaning), got {claim[key]!r}"
+                )
         on = str(claim.get("table", next(iter(views))))
         if on not in views:
             raise ValueError(f"report.claims[{i}].table: {on!r} is not one of report.tables {list(views)}")
-        out.append((ClaimSpec(str(claim["claim"]), str(claim["method"]), str(claim["baseline"]), str(claim["backbone"]),
-                              str(claim["paper"]), str(claim.get("direction", ">"))), on))
+        out.append(
+            (
+                ClaimSpec(
+                    str(claim["claim"]),
+                    str(claim["method"]),
+                    str(claim["baseline"]),
+                    str(claim["backbone"]),
+                    str(claim["paper"]),
+                    str(claim.get("direction", ">")),
+                ),
+                on,
+            )
+        )
     return out
 
 
@@ -123,9 +159,28 @@ def seed_runs(ablations: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str,
     return out
 
 
-def claims_rows(scores: pd.DataFrame, claims: Sequence[Mapping[str, Any]], views: Mapping[str, Sequence[str]],
-                bootstrap: Mapping[str, Any], ablations: Mapping[str, Mapping[str, Any]] | None = None
-                ) -> list[list[str]]:
+def _heads(name: str, runs: Mapping[str, Mapping[str, str]]) -> dict[str, tuple[str, str]]:
+    """``method/embedding`` -> ``{seed label: (head, embedding)}``: the default head and its seed runs."""
+    method, embedding = name.split("/")
+    return {
+        "default": (method, embedding),
+        **{label: (head, embedding) for label, head in runs.get(method, {}).items()},
+    }
+
+
+def _cosines(scores: pd.DataFrame, head: tuple[str, str], pairs: Sequence[str]) -> pd.DataFrame:
+    """One head's per-item cosines on ``pairs``, in item order (the paired test's alignment)."""
+    part = scores[(scores["method"] == head[0]) & (scores["embedding"] == head[1]) & scores["pair"].isin(pairs)]
+    return part.sort_values("item")
+
+
+def claims_rows(
+    scores: pd.DataFrame,
+    claims: Sequence[Mapping[str, Any]],
+    views: Mapping[str, Sequence[str]],
+    bootstrap: Mapping[str, Any],
+    ablations: Mapping[str, Mapping[str, Any]] | None = None,
+) -> list[list[str]]:
     """The papers' claims on this run's per-item cosines: the average Pearson over a table's pairs,
     method against baseline, with the paired bootstrap (``evaluation/claims.paired_correlation``).
 
@@ -138,34 +193,37 @@ def claims_rows(scores: pd.DataFrame, claims: Sequence[Mapping[str, Any]], views
     rows = []
     for spec, on in claim_specs(claims, views):
         pairs = [str(p) for p in views[on]]
-
-        def heads(name: str) -> dict[str, tuple[str, str]]:
-            method, embedding = name.split("/")
-            return {"default": (method, embedding), **{label: (head, embedding) for label, head in runs.get(method, {}).items()}}
-
-        def cosines(head: tuple[str, str]) -> pd.DataFrame:
-            part = scores[(scores["method"] == head[0]) & (scores["embedding"] == head[1]) & scores["pair"].isin(pairs)]
-            return part.sort_values("item")
-
-        mine, theirs = heads(spec.method), heads(spec.baseline)
+        mine, theirs = _heads(spec.method, runs), _heads(spec.baseline, runs)
         if spec.baseline.split("/")[0] in ("raw", "centering"):  # untrained: the same baseline for every seed
             theirs = {label: theirs["default"] for label in mine}
         tests = []
         for label in [label for label in mine if label in theirs]:
-            a, b = cosines(mine[label]), cosines(theirs[label])
+            a, b = _cosines(scores, mine[label], pairs), _cosines(scores, theirs[label], pairs)
             if a.empty or b.empty:
                 continue
-            tests.append(paired_correlation(a["cosine"].to_numpy(), b["cosine"].to_numpy(), a["gold"].to_numpy(),
-                                            a["pair"].to_numpy(), int(bootstrap.get("resamples", 10_000)),
-                                            int(bootstrap.get("seed", 0))))
+            tests.append(
+                paired_correlation(
+                    a["cosine"].to_numpy(),
+                    b["cosine"].to_numpy(),
+                    a["gold"].to_numpy(),
+                    a["pair"].to_numpy(),
+                    int(bootstrap.get("resamples", 10_000)),
+                    int(bootstrap.get("seed", 0)),
+                )
+            )
         if tests:
             rows.append(claim_row(spec, f"avg Pearson, {', '.join(pairs)}", tests, percent=False))
     return rows
 
 
-def similarity_markdown(report: Mapping[str, Any], ablations: Mapping[str, Mapping[str, Any]], rows: pd.DataFrame,
-                        sizes: pd.DataFrame, ingest: Mapping[str, Mapping[str, Any]],
-                        scores: pd.DataFrame | None = None) -> str:
+def similarity_markdown(
+    report: Mapping[str, Any],
+    ablations: Mapping[str, Mapping[str, Any]],
+    rows: pd.DataFrame,
+    sizes: pd.DataFrame,
+    ingest: Mapping[str, Mapping[str, Any]],
+    scores: pd.DataFrame | None = None,
+) -> str:
     """The whole QE / STS report: one Pearson table per ``report.tables`` entry, the ablation
     tables, the papers' claims, language leakage, the training corpus and the evaluation sets.
 
@@ -179,15 +237,29 @@ def similarity_markdown(report: Mapping[str, Any], ablations: Mapping[str, Mappi
         scores: The per-item cosines (``evaluation/similarity.evaluate_similarity``): the claims' paired tests.
     """
     views = {str(k): [str(p) for p in v] for k, v in dict(report["tables"]).items()}
-    text = [f"# {report['title']}", "", "Pearson correlation of the cosine between the two sentences' embeddings and "
-            "the human scores (methods as rows; `raw/*` = the frozen encoder, `raw/mean` is the papers' Baseline).", ""]
+    text = [
+        f"# {report['title']}",
+        "",
+        "Pearson correlation of the cosine between the two sentences' embeddings and "
+        "the human scores (methods as rows; `raw/*` = the frozen encoder, `raw/mean` is the papers' Baseline).",
+        "",
+    ]
     for title, pairs in views.items():
         text += [f"## {title}", ""] + pearson_table(rows, pairs, exclude=list(ablations)) + [""]
     first_pairs = next(iter(views.values()))
     for method, title in dict(report.get("ablation_tables") or {}).items():
         if any(spec["method"] == method and spec["loss_weights"] for spec in ablations.values()):
-            text += [f"## {title}", "", f"{method} retrained with loss terms switched off (`{report['pipeline']}.ablations`); "
-                     "Pearson of the meaning embeddings.", ""] + ablation_table(rows, method, ablations, first_pairs) + [""]
+            text += (
+                [
+                    f"## {title}",
+                    "",
+                    f"{method} retrained with loss terms switched off (`{report['pipeline']}.ablations`); "
+                    "Pearson of the meaning embeddings.",
+                    "",
+                ]
+                + ablation_table(rows, method, ablations, first_pairs)
+                + [""]
+            )
     if scores is not None:
         bootstrap = dict(report.get("bootstrap") or {})
         text += claims_section(
@@ -196,13 +268,26 @@ def similarity_markdown(report: Mapping[str, Any], ablations: Mapping[str, Mappi
             f"test items; the p-value from {int(bootstrap.get('resamples', 10_000)):,} paired bootstrap resamples "
             f"(seed {int(bootstrap.get('seed', 0))}). `seeds`: the training seeds tested (the configured head "
             "and its seed runs among the ablations); Δ is their mean ± sd, p the largest.",
-            claims_rows(scores, list(report.get("claims") or []), views, bootstrap, ablations), percent=False,
-            test="bootstrap")
-    text += ["## Language leakage", "", "Accuracy of a logistic-regression language-ID probe (trained on "
-             "training-corpus sentences, scored on validation sentences). Lower is better for meaning, higher for language.", ""]
+            claims_rows(scores, list(report.get("claims") or []), views, bootstrap, ablations),
+            percent=False,
+            test="bootstrap",
+        )
+    text += [
+        "## Language leakage",
+        "",
+        "Accuracy of a logistic-regression language-ID probe (trained on "
+        "training-corpus sentences, scored on validation sentences). Lower is better for meaning, higher for language.",
+        "",
+    ]
     text += leakage_table(rows)
-    text += ["", "## Training corpus", "", "Parallel pairs per language pair after deduplication and removal of every pair "
-             "with a side in any evaluation set, next to the sizes the papers report.", ""]
+    text += [
+        "",
+        "## Training corpus",
+        "",
+        "Parallel pairs per language pair after deduplication and removal of every pair "
+        "with a side in any evaluation set, next to the sizes the papers report.",
+        "",
+    ]
     text += corpus_table(sizes, dict(report.get("paper_corpus_sizes") or {}))
     text += ["", "## Evaluation sets", ""]
     text += table(["set", *next(iter(ingest.values()))], [[pair, *counts.values()] for pair, counts in ingest.items()])

@@ -27,15 +27,37 @@ from language_agnostic.reporting.markdown import table
 
 METRICS = {"exact_match": "Semantic exact match", "intent_accuracy": "Intent accuracy", "slot_f1": "Slot F1"}
 # Table 2's rows (data EN, then EN+CS), the paper's names
-MAIN_METHODS = {"zsjoint": ("EN", "ZSJoint"), "lajoint": ("EN", "LAJoint"), "cosda": ("EN+CS", "CoSDA-ML"),
-                "lajmcl": ("EN+CS", "LAJ-MCL"), "lajoint-cs": ("EN+CS", "w/o MCL (LAJoint+CS)")}
+MAIN_METHODS = {
+    "zsjoint": ("EN", "ZSJoint"),
+    "lajoint": ("EN", "LAJoint"),
+    "cosda": ("EN+CS", "CoSDA-ML"),
+    "lajmcl": ("EN+CS", "LAJ-MCL"),
+    "lajoint-cs": ("EN+CS", "w/o MCL (LAJoint+CS)"),
+}
 # Tables 4 and 15: (row label, method), the paper's order; lajoint, lajoint-cs and lajmcl are the references
-ABLATIONS = [("LAJoint", "lajoint"), ("− Compressor", "lajoint-no_compressor"), ("− Projector", "lajoint-no_projector"),
-             ("− Comp&Proj", "lajoint-no_comp_proj"), ("LAJoint+CS", "lajoint-cs"), ("+ UCL", "lajoint-cs+ucl"),
-             ("+ SCL", "lajoint-cs+scl"), ("+ WCL", "lajoint-cs+wcl"), ("+ UCL&SCL", "lajoint-cs+ucl+scl"),
-             ("+ UCL&WCL", "lajoint-cs+ucl+wcl"), ("+ SCL&WCL", "lajoint-cs+scl+wcl"), ("+ MCL", "lajmcl")]
+ABLATIONS = [
+    ("LAJoint", "lajoint"),
+    ("− Compressor", "lajoint-no_compressor"),
+    ("− Projector", "lajoint-no_projector"),
+    ("− Comp&Proj", "lajoint-no_comp_proj"),
+    ("LAJoint+CS", "lajoint-cs"),
+    ("+ UCL", "lajoint-cs+ucl"),
+    ("+ SCL", "lajoint-cs+scl"),
+    ("+ WCL", "lajoint-cs+wcl"),
+    ("+ UCL&SCL", "lajoint-cs+ucl+scl"),
+    ("+ UCL&WCL", "lajoint-cs+ucl+wcl"),
+    ("+ SCL&WCL", "lajoint-cs+scl+wcl"),
+    ("+ MCL", "lajmcl"),
+]
 REFERENCES = {"lajoint", "lajoint-cs", "lajmcl"}
-METHOD_ORDER = ["zsjoint", "cosda", "lajoint", "lajoint-cs", "lajmcl", *(m for _, m in ABLATIONS if m not in REFERENCES)]
+METHOD_ORDER = [
+    "zsjoint",
+    "cosda",
+    "lajoint",
+    "lajoint-cs",
+    "lajmcl",
+    *(m for _, m in ABLATIONS if m not in REFERENCES),
+]
 # LAJ-MCL's claims checked on every run (the ``## Claims`` section): (claim, method, its baselines). The
 # ``*-laj_budget`` baselines (--env=slu_ablations) are trained as the LAJ methods are (the same sample,
 # epochs and layers); zsjoint / cosda at their own, larger, budget are listed too. Paper 003 reports
@@ -55,46 +77,128 @@ def _each(claim: str, method: str, baselines: Sequence[str], backbone: str, pape
 
 CLAIMS: list[ClaimSpec] = [
     # the XLM-R rows of Tables 2 and 3: ZSJoint above LAJoint (ZSJoint at both of its budgets)
-    *(ClaimSpec("ZSJoint above LAJoint on XLM-R (Tables 2, 3; the text's mBERT claim is the reverse, §4.3)", zs, "lajoint",
-                XLMR, "XLM-R: MultiATIS++ 38.85 vs 37.35, MTOP 50.35 vs 46.55; mBERT: 38.02 vs 40.85")
-      for zs in ("zsjoint-laj_budget", "zsjoint")),
-    *_each("CoSDA-ML > ZSJoint (Tables 2, 3)", "cosda", ("zsjoint",), BOTH,
-           "XLM-R: MultiATIS++ 43.72 vs 38.85, MTOP 58.77 vs 50.35; mBERT: 43.15 vs 38.02"),
-    *_each("LAJ-MCL > CoSDA-ML (§4.3, Tables 2, 3)", "lajmcl", ("cosda-laj_budget", "cosda"), BOTH,
-           "XLM-R: MultiATIS++ 47.58 vs 43.72, MTOP 60.11 vs 58.77; mBERT: 52.50 vs 43.15"),
-    *_each("LAJoint+CS > CoSDA-ML (§4.3, Tables 2, 3)", "lajoint-cs", ("cosda-laj_budget", "cosda"), BOTH,
-           "XLM-R: MultiATIS++ 46.41 vs 43.72, MTOP 58.92 vs 58.77; mBERT: 50.37 vs 43.15"),
-    *_each("MCL > w/o MCL (§4.3, Tables 2, 3)", "lajmcl", ("lajoint-cs",), BOTH,
-           "XLM-R: MultiATIS++ 47.58 vs 46.41, MTOP 60.11 vs 58.92; mBERT: 52.50 vs 50.37"),
-    *_each("LAJoint > − Compressor (§4.5, Table 4)", "lajoint", ("lajoint-no_compressor",), MBERT, _TABLE4 + "40.85 vs 40.01"),
-    *_each("LAJoint > − Projector (§4.5, Table 4)", "lajoint", ("lajoint-no_projector",), MBERT, _TABLE4 + "40.85 vs 40.35"),
-    *_each("LAJoint > − Comp&Proj (§4.5, Table 4)", "lajoint", ("lajoint-no_comp_proj",), MBERT, _TABLE4 + "40.85 vs 39.90"),
+    *(
+        ClaimSpec(
+            "ZSJoint above LAJoint on XLM-R (Tables 2, 3; the text's mBERT claim is the reverse, §4.3)",
+            zs,
+            "lajoint",
+            XLMR,
+            "XLM-R: MultiATIS++ 38.85 vs 37.35, MTOP 50.35 vs 46.55; mBERT: 38.02 vs 40.85",
+        )
+        for zs in ("zsjoint-laj_budget", "zsjoint")
+    ),
+    *_each(
+        "CoSDA-ML > ZSJoint (Tables 2, 3)",
+        "cosda",
+        ("zsjoint",),
+        BOTH,
+        "XLM-R: MultiATIS++ 43.72 vs 38.85, MTOP 58.77 vs 50.35; mBERT: 43.15 vs 38.02",
+    ),
+    *_each(
+        "LAJ-MCL > CoSDA-ML (§4.3, Tables 2, 3)",
+        "lajmcl",
+        ("cosda-laj_budget", "cosda"),
+        BOTH,
+        "XLM-R: MultiATIS++ 47.58 vs 43.72, MTOP 60.11 vs 58.77; mBERT: 52.50 vs 43.15",
+    ),
+    *_each(
+        "LAJoint+CS > CoSDA-ML (§4.3, Tables 2, 3)",
+        "lajoint-cs",
+        ("cosda-laj_budget", "cosda"),
+        BOTH,
+        "XLM-R: MultiATIS++ 46.41 vs 43.72, MTOP 58.92 vs 58.77; mBERT: 50.37 vs 43.15",
+    ),
+    *_each(
+        "MCL > w/o MCL (§4.3, Tables 2, 3)",
+        "lajmcl",
+        ("lajoint-cs",),
+        BOTH,
+        "XLM-R: MultiATIS++ 47.58 vs 46.41, MTOP 60.11 vs 58.92; mBERT: 52.50 vs 50.37",
+    ),
+    *_each(
+        "LAJoint > − Compressor (§4.5, Table 4)",
+        "lajoint",
+        ("lajoint-no_compressor",),
+        MBERT,
+        _TABLE4 + "40.85 vs 40.01",
+    ),
+    *_each(
+        "LAJoint > − Projector (§4.5, Table 4)", "lajoint", ("lajoint-no_projector",), MBERT, _TABLE4 + "40.85 vs 40.35"
+    ),
+    *_each(
+        "LAJoint > − Comp&Proj (§4.5, Table 4)", "lajoint", ("lajoint-no_comp_proj",), MBERT, _TABLE4 + "40.85 vs 39.90"
+    ),
     *_each("UCL > LAJoint+CS (§4.5, Table 4)", "lajoint-cs+ucl", ("lajoint-cs",), MBERT, _TABLE4 + "51.36 vs 50.37"),
     *_each("SCL > LAJoint+CS (§4.5, Table 4)", "lajoint-cs+scl", ("lajoint-cs",), MBERT, _TABLE4 + "51.21 vs 50.37"),
     *_each("WCL > LAJoint+CS (§4.5, Table 4)", "lajoint-cs+wcl", ("lajoint-cs",), MBERT, _TABLE4 + "50.89 vs 50.37"),
-    *(spec for label, pair, value in zip(("UCL&SCL", "UCL&WCL", "SCL&WCL"), PAIRS, ("51.83", "51.69", "51.84"))
-      for spec in _each(f"{label} > LAJoint+CS (§4.5, Table 4)", pair, ("lajoint-cs",), MBERT, _TABLE4 + f"{value} vs 50.37")),
+    *(
+        spec
+        for label, pair, value in zip(("UCL&SCL", "UCL&WCL", "SCL&WCL"), PAIRS, ("51.83", "51.69", "51.84"))
+        for spec in _each(
+            f"{label} > LAJoint+CS (§4.5, Table 4)", pair, ("lajoint-cs",), MBERT, _TABLE4 + f"{value} vs 50.37"
+        )
+    ),
     *_each("MCL > any two levels (§4.5, Table 4)", "lajmcl", PAIRS, MBERT, _TABLE4 + "52.50 vs 51.83, 51.69, 51.84"),
     # the slot level under other readings of eq. 10 (--env=slu_scl; docs/slu.md, "The slot level"): this project's
-    *_each("SCL, τ_s = 1/16 > LAJoint+CS (this project's reading)", "lajoint-cs+scl-t16", ("lajoint-cs",), MBERT,
-           _TABLE4 + "SCL 51.21 vs 50.37"),
-    *_each("SCL, cosine affinity > LAJoint+CS (this project's reading)", "lajoint-cs+scl-cos", ("lajoint-cs",), MBERT,
-           _TABLE4 + "SCL 51.21 vs 50.37"),
-    *_each("MCL, cosine SCL > w/o MCL (this project's reading)", "lajmcl-cos", ("lajoint-cs",), BOTH,
-           "XLM-R: MultiATIS++ 47.58 vs 46.41; mBERT: 52.50 vs 50.37"),
-    *_each("LAJ-MCL, cosine SCL > CoSDA-ML (this project's reading)", "lajmcl-cos", ("cosda-laj_budget", "cosda"), BOTH,
-           "XLM-R: MultiATIS++ 47.58 vs 43.72; mBERT: 52.50 vs 43.15")]
+    *_each(
+        "SCL, τ_s = 1/16 > LAJoint+CS (this project's reading)",
+        "lajoint-cs+scl-t16",
+        ("lajoint-cs",),
+        MBERT,
+        _TABLE4 + "SCL 51.21 vs 50.37",
+    ),
+    *_each(
+        "SCL, cosine affinity > LAJoint+CS (this project's reading)",
+        "lajoint-cs+scl-cos",
+        ("lajoint-cs",),
+        MBERT,
+        _TABLE4 + "SCL 51.21 vs 50.37",
+    ),
+    *_each(
+        "MCL, cosine SCL > w/o MCL (this project's reading)",
+        "lajmcl-cos",
+        ("lajoint-cs",),
+        BOTH,
+        "XLM-R: MultiATIS++ 47.58 vs 46.41; mBERT: 52.50 vs 50.37",
+    ),
+    *_each(
+        "LAJ-MCL, cosine SCL > CoSDA-ML (this project's reading)",
+        "lajmcl-cos",
+        ("cosda-laj_budget", "cosda"),
+        BOTH,
+        "XLM-R: MultiATIS++ 47.58 vs 43.72; mBERT: 52.50 vs 43.15",
+    ),
+]
 # Table 5's rows: the paper's names
-ERROR_NAMES = {"utterance": "#utterance", "slot_num": "#slot_num", "slot_type": "†slot_type", "slot_bound": "†slot_bound",
-               "slot_both": "†slot_both"}
+ERROR_NAMES = {
+    "utterance": "#utterance",
+    "slot_num": "#slot_num",
+    "slot_type": "†slot_type",
+    "slot_bound": "†slot_bound",
+    "slot_both": "†slot_both",
+}
 
 
 def slu_rows(scores: Mapping[str, Mapping[str, float]], method: str, encoder: str, source: str) -> pd.DataFrame:
     """Metric rows: ``task=slu``, one per (test locale, metric), ``source`` the training locale."""
-    return pd.DataFrame([{"pipeline": "slu", "method": method, "embedding": "first_token", "task": "slu",
-                          "dataset": "massive_test", "source": source, "target": locale, "metric": metric,
-                          "value": round(float(value), 6), "encoder": encoder}
-                         for locale, values in scores.items() for metric, value in values.items()])
+    return pd.DataFrame(
+        [
+            {
+                "pipeline": "slu",
+                "method": method,
+                "embedding": "first_token",
+                "task": "slu",
+                "dataset": "massive_test",
+                "source": source,
+                "target": locale,
+                "metric": metric,
+                "value": round(float(value), 6),
+                "encoder": encoder,
+            }
+            for locale, values in scores.items()
+            for metric, value in values.items()
+        ]
+    )
 
 
 def _lang(locale: str) -> str:
@@ -122,9 +226,15 @@ def _mean(cells: Mapping[tuple[str, str, str], float], method: str, locales: Seq
     return float(np.nanmean(values)) if locales and not all(np.isnan(values)) else float("nan")
 
 
-def slu_tables(rows: pd.DataFrame, training_locale: str, notes: Sequence[str] = (),
-               details: Sequence[Mapping[str, Any]] = (), grid: Mapping[str, tuple[int, int]] | None = None,
-               earlier: pd.DataFrame | None = None, outcomes: pd.DataFrame | None = None) -> str:
+def slu_tables(
+    rows: pd.DataFrame,
+    training_locale: str,
+    notes: Sequence[str] = (),
+    details: Sequence[Mapping[str, Any]] = (),
+    grid: Mapping[str, tuple[int, int]] | None = None,
+    earlier: pd.DataFrame | None = None,
+    outcomes: pd.DataFrame | None = None,
+) -> str:
     """Markdown: one table per metric (%, methods × test locales, the average over the non-training
     locales), then LAJ-MCL's Tables 2, 4, 15, 5, 6 and 10 where their methods were run.
 
@@ -143,13 +253,26 @@ def slu_tables(rows: pd.DataFrame, training_locale: str, notes: Sequence[str] = 
     locales = _locales(rows, training_locale)
     targets = [loc for loc in locales if loc != training_locale]
     methods = ordered_methods(list(rows["method"]))
-    cells: dict[tuple[str, str, str], float] = {(r.method, r.target, r.metric): float(r.value) for r in rows.itertuples()}
-    out = ["# Zero-shot cross-lingual SLU on MASSIVE (test split)", "",
-           f"Trained on {training_locale} train only; checkpoint selected on {training_locale} dev exact match. "
-           f"In %; avg = mean over the {len(targets)} non-{_lang(training_locale)} locales.", "", *notes]
+    cells: dict[tuple[str, str, str], float] = {
+        (r.method, r.target, r.metric): float(r.value) for r in rows.itertuples()
+    }
+    out = [
+        "# Zero-shot cross-lingual SLU on MASSIVE (test split)",
+        "",
+        f"Trained on {training_locale} train only; checkpoint selected on {training_locale} dev exact match. "
+        f"In %; avg = mean over the {len(targets)} non-{_lang(training_locale)} locales.",
+        "",
+        *notes,
+    ]
     for metric, title in METRICS.items():
-        body = [[method, *(_pct(cells.get((method, loc, metric), np.nan)) for loc in locales),
-                 _pct(_mean(cells, method, targets, metric))] for method in methods]
+        body = [
+            [
+                method,
+                *(_pct(cells.get((method, loc, metric), np.nan)) for loc in locales),
+                _pct(_mean(cells, method, targets, metric)),
+            ]
+            for method in methods
+        ]
         out += [f"## {title}", "", *table(["method", *(_lang(loc) for loc in locales), "avg"], body), ""]
     out += main_table(cells, methods, locales)
     out += ablation_tables(cells, methods, locales)
@@ -160,21 +283,36 @@ def slu_tables(rows: pd.DataFrame, training_locale: str, notes: Sequence[str] = 
     return "\n".join(out)
 
 
-def main_table(cells: Mapping[tuple[str, str, str], float], methods: Sequence[str], locales: Sequence[str]) -> list[str]:
+def main_table(
+    cells: Mapping[tuple[str, str, str], float], methods: Sequence[str], locales: Sequence[str]
+) -> list[str]:
     """LAJ-MCL Table 2's layout: per method, the three metrics averaged over every test locale (the paper's Avg.)."""
     present = [m for m in MAIN_METHODS if m in methods]
     if not present:
         return []
     present.sort(key=lambda m: (MAIN_METHODS[m][0], list(MAIN_METHODS).index(m)))
-    body = [[MAIN_METHODS[m][0], f"{MAIN_METHODS[m][1]} (`{m}`)",
-             *(_pct(_mean(cells, m, locales, k)) for k in ("intent_accuracy", "slot_f1", "exact_match"))] for m in present]
-    return ["## Table 2 layout: averages over all test locales", "",
-            f"Mean over all {len(locales)} test locales, {', '.join(_lang(loc) for loc in locales)}, the training locale "
-            "included (the paper's Avg.; the tables above average the other locales only).", "",
-            *table(["data", "method", "intent accuracy", "slot F1", "semantic EM"], body, left=2), ""]
+    body = [
+        [
+            MAIN_METHODS[m][0],
+            f"{MAIN_METHODS[m][1]} (`{m}`)",
+            *(_pct(_mean(cells, m, locales, k)) for k in ("intent_accuracy", "slot_f1", "exact_match")),
+        ]
+        for m in present
+    ]
+    return [
+        "## Table 2 layout: averages over all test locales",
+        "",
+        f"Mean over all {len(locales)} test locales, {', '.join(_lang(loc) for loc in locales)}, the training locale "
+        "included (the paper's Avg.; the tables above average the other locales only).",
+        "",
+        *table(["data", "method", "intent accuracy", "slot F1", "semantic EM"], body, left=2),
+        "",
+    ]
 
 
-def ablation_tables(cells: Mapping[tuple[str, str, str], float], methods: Sequence[str], locales: Sequence[str]) -> list[str]:
+def ablation_tables(
+    cells: Mapping[tuple[str, str, str], float], methods: Sequence[str], locales: Sequence[str]
+) -> list[str]:
     """LAJ-MCL Table 4 (averages over every test locale) and Table 15 (per locale), when an ablation was run.
 
     The references (``lajoint``, ``lajoint-cs``, ``lajmcl``) are rows when they were run in the
@@ -185,14 +323,27 @@ def ablation_tables(cells: Mapping[tuple[str, str, str], float], methods: Sequen
     rows = [(label, m) for label, m in ABLATIONS if m in present]
     if not any(m not in REFERENCES for _, m in rows):
         return []
-    body = [[label, f"`{m}`", *(_pct(_mean(cells, m, locales, k)) for k in ("intent_accuracy", "slot_f1", "exact_match"))]
-            for label, m in rows]
-    out = ["## Table 4 layout: ablations, averages over all test locales", "",
-           *table(["method", "run as", "intent accuracy", "slot F1", "semantic EM"], body, left=2), "",
-           "## Table 15 layout: ablations per locale", ""]
+    body = [
+        [label, f"`{m}`", *(_pct(_mean(cells, m, locales, k)) for k in ("intent_accuracy", "slot_f1", "exact_match"))]
+        for label, m in rows
+    ]
+    out = [
+        "## Table 4 layout: ablations, averages over all test locales",
+        "",
+        *table(["method", "run as", "intent accuracy", "slot F1", "semantic EM"], body, left=2),
+        "",
+        "## Table 15 layout: ablations per locale",
+        "",
+    ]
     for metric, title in METRICS.items():
-        body = [[label, *(_pct(cells.get((m, loc, metric), np.nan)) for loc in locales), _pct(_mean(cells, m, locales, metric))]
-                for label, m in rows]
+        body = [
+            [
+                label,
+                *(_pct(cells.get((m, loc, metric), np.nan)) for loc in locales),
+                _pct(_mean(cells, m, locales, metric)),
+            ]
+            for label, m in rows
+        ]
         out += [f"### {title}", "", *table(["method", *(_lang(loc) for loc in locales), "avg (all)"], body), ""]
     return out
 
@@ -204,11 +355,15 @@ def error_table(details: Sequence[Mapping[str, Any]], locales: Sequence[str], tr
     if not with_errors:
         return []
     targets = [loc for loc in locales if loc != training_locale]
-    out = ["## Table 5 layout: slot error statistics (test utterances)", "",
-           "#utterance: utterances whose predicted slot spans are not the gold ones; #slot_num: those with another "
-           "number of spans; †: span pairs (the j-th predicted against the j-th gold span) in the other erroneous "
-           "utterances with another type (†slot_type), other boundaries (†slot_bound) or both (†slot_both). "
-           f"avg = mean over the {len(targets)} non-{_lang(training_locale)} locales.", ""]
+    out = [
+        "## Table 5 layout: slot error statistics (test utterances)",
+        "",
+        "#utterance: utterances whose predicted slot spans are not the gold ones; #slot_num: those with another "
+        "number of spans; †: span pairs (the j-th predicted against the j-th gold span) in the other erroneous "
+        "utterances with another type (†slot_type), other boundaries (†slot_bound) or both (†slot_both). "
+        f"avg = mean over the {len(targets)} non-{_lang(training_locale)} locales.",
+        "",
+    ]
     for method in ordered_methods(list(with_errors)):
         errors = with_errors[method]
         body = []
@@ -221,8 +376,9 @@ def error_table(details: Sequence[Mapping[str, Any]], locales: Sequence[str], tr
     return out
 
 
-def grid_table(cells: Mapping[tuple[str, str, str], float], grid: Mapping[str, tuple[int, int]],
-               locales: Sequence[str]) -> list[str]:
+def grid_table(
+    cells: Mapping[tuple[str, str, str], float], grid: Mapping[str, tuple[int, int]], locales: Sequence[str]
+) -> list[str]:
     """LAJ-MCL Table 6: semantic EM averaged over every test locale, a row per ``p_s``, a column per ``p_v``."""
     run = {m: ps_pv for m, ps_pv in grid.items() if any((m, loc, "exact_match") in cells for loc in locales)}
     if not run:
@@ -230,18 +386,32 @@ def grid_table(cells: Mapping[tuple[str, str, str], float], grid: Mapping[str, t
     p_s = sorted({a for a, _ in run.values()})
     p_v = sorted({b for _, b in run.values()})
     by_cell = {ps_pv: m for m, ps_pv in run.items()}
-    body = [[f"p_s = {a}", *(_pct(_mean(cells, by_cell[(a, b)], locales, "exact_match")) if (a, b) in by_cell else "—"
-                             for b in p_v)] for a in p_s]
-    return ["## Table 6 layout: slot-level CL's p_s and p_v (semantic EM, mean over all test locales)", "",
-            *table(["", *(f"p_v = {b}" for b in p_v)], body), "",
-            "Methods: " + ", ".join(f"`{m}` ({a}, {b})" for m, (a, b) in run.items()), ""]
+    body = [
+        [
+            f"p_s = {a}",
+            *(_pct(_mean(cells, by_cell[(a, b)], locales, "exact_match")) if (a, b) in by_cell else "—" for b in p_v),
+        ]
+        for a in p_s
+    ]
+    return [
+        "## Table 6 layout: slot-level CL's p_s and p_v (semantic EM, mean over all test locales)",
+        "",
+        *table(["", *(f"p_v = {b}" for b in p_v)], body),
+        "",
+        "Methods: " + ", ".join(f"`{m}` ({a}, {b})" for m, (a, b) in run.items()),
+        "",
+    ]
 
 
 def cost_table(details: Sequence[Mapping[str, Any]]) -> list[str]:
     """LAJ-MCL Table 10: training seconds per epoch (wall clock of the training loop, the per-epoch dev
     evaluation included, over the epochs run) and inference seconds per test split (one locale's
     predictions, mean over the locales)."""
-    timed = {str(d["method"]): d for d in details if d.get("train_seconds_per_epoch") is not None or d.get("inference_seconds")}
+    timed = {
+        str(d["method"]): d
+        for d in details
+        if d.get("train_seconds_per_epoch") is not None or d.get("inference_seconds")
+    }
     if not timed:
         return []
     body = []
@@ -250,14 +420,25 @@ def cost_table(details: Sequence[Mapping[str, Any]]) -> list[str]:
         train_s = d.get("train_seconds_per_epoch")
         inference = dict(d.get("inference_seconds") or {})
         n_test = dict(d.get("n_test") or {})
-        body.append([f"`{method}`", f"{train_s:.1f}" if train_s is not None else "—", str(d.get("epochs_run") or "—"),
-                     f"{np.mean(list(inference.values())):.1f}" if inference else "—",
-                     f"{np.mean(list(n_test.values())):.0f}" if n_test else "—"])
-    return ["## Table 10 layout: runtime (seconds)", "",
-            "Training: wall clock of the training loop per epoch (the dev loss and dev exact match of every epoch "
-            "included). Inference: predicting one locale's test split, mean over the locales. Machine-dependent; "
-            "not comparable across runs on other hardware.", "",
-            *table(["method", "training, s/epoch", "epochs run", "inference, s/test split", "test utterances"], body), ""]
+        body.append(
+            [
+                f"`{method}`",
+                f"{train_s:.1f}" if train_s is not None else "—",
+                str(d.get("epochs_run") or "—"),
+                f"{np.mean(list(inference.values())):.1f}" if inference else "—",
+                f"{np.mean(list(n_test.values())):.0f}" if n_test else "—",
+            ]
+        )
+    return [
+        "## Table 10 layout: runtime (seconds)",
+        "",
+        "Training: wall clock of the training loop per epoch (the dev loss and dev exact match of every epoch "
+        "included). Inference: predicting one locale's test split, mean over the locales. Machine-dependent; "
+        "not comparable across runs on other hardware.",
+        "",
+        *table(["method", "training, s/epoch", "epochs run", "inference, s/test split", "test utterances"], body),
+        "",
+    ]
 
 
 def earlier_rows(rows: pd.DataFrame, earlier: pd.DataFrame | None, training_locale: str) -> pd.DataFrame:
@@ -265,13 +446,19 @@ def earlier_rows(rows: pd.DataFrame, earlier: pd.DataFrame | None, training_loca
     ``task=slu``, the same encoder(s), training locale and test locales, methods this run did not train."""
     if earlier is None or not len(earlier) or not len(rows):
         return pd.DataFrame(columns=list(rows.columns) + ["run_id"])
-    keep = ((earlier["task"] == "slu") & earlier["encoder"].isin(set(rows["encoder"])) & (earlier["source"] == training_locale)
-            & earlier["target"].isin(set(rows["target"])) & ~earlier["method"].isin(set(rows["method"])))
+    keep = (
+        (earlier["task"] == "slu")
+        & earlier["encoder"].isin(set(rows["encoder"]))
+        & (earlier["source"] == training_locale)
+        & earlier["target"].isin(set(rows["target"]))
+        & ~earlier["method"].isin(set(rows["method"]))
+    )
     return earlier[keep]
 
 
-def claims_table(rows: pd.DataFrame, training_locale: str, earlier: pd.DataFrame | None = None,
-                 outcomes: pd.DataFrame | None = None) -> list[str]:
+def claims_table(
+    rows: pd.DataFrame, training_locale: str, earlier: pd.DataFrame | None = None, outcomes: pd.DataFrame | None = None
+) -> list[str]:
     """LAJ-MCL's claims (:data:`CLAIMS`) on semantic EM over the non-training locales' test utterances, as measured.
 
     A claim is checked for each of its baselines present. Rows of this run come first; a method it
@@ -286,8 +473,13 @@ def claims_table(rows: pd.DataFrame, training_locale: str, earlier: pd.DataFrame
     mine = rows.assign(run_id="this run")
     older = earlier_rows(rows, earlier, training_locale)
     pool = pd.concat([mine, older], ignore_index=True) if len(older) else mine
-    em = outcomes[(outcomes["pipeline"] == "slu") & (outcomes["task"] == "slu_exact_match")
-                  & outcomes["target"].isin(locales)] if outcomes is not None and len(outcomes) else None
+    em = (
+        outcomes[
+            (outcomes["pipeline"] == "slu") & (outcomes["task"] == "slu_exact_match") & outcomes["target"].isin(locales)
+        ]
+        if outcomes is not None and len(outcomes)
+        else None
+    )
 
     def covered(method: str) -> bool:
         found = pool[(pool["method"] == method) & (pool["metric"] == "exact_match")]
@@ -314,16 +506,25 @@ def claims_table(rows: pd.DataFrame, training_locale: str, earlier: pd.DataFrame
         f"Semantic EM (%) over the test utterances of the {len(locales)} non-{_lang(training_locale)} locales. "
         "`*-laj_budget` baselines are trained as the LAJ methods are (`--env=slu_ablations`); `zsjoint` and "
         "`cosda` at their own budget (docs/slu.md). Rows of another run are the metrics table's, before this run; "
-        "its per-utterance outcomes pair them.", body)
+        "its per-utterance outcomes pair them.",
+        body,
+    )
 
 
 def average_over_targets(rows: pd.DataFrame, method: str, metric: str, training_locale: str) -> float:
     """A method's mean ``metric`` over the test locales other than the training one."""
-    mine = rows[(rows["task"] == "slu") & (rows["method"] == method) & (rows["metric"] == metric)
-                & (rows["target"] != training_locale)]
+    mine = rows[
+        (rows["task"] == "slu")
+        & (rows["method"] == method)
+        & (rows["metric"] == metric)
+        & (rows["target"] != training_locale)
+    ]
     return float(mine["value"].astype(float).mean()) if len(mine) else float("nan")
 
 
 def summary(rows: pd.DataFrame, training_locale: str) -> dict[str, Any]:
     """Per method, the non-training-locale averages of the three metrics (for logs and MLflow)."""
-    return {m: {k: average_over_targets(rows, m, k, training_locale) for k in METRICS} for m in dict.fromkeys(rows["method"])}
+    return {
+        m: {k: average_over_targets(rows, m, k, training_locale) for k in METRICS}
+        for m in dict.fromkeys(rows["method"])
+    }

@@ -19,15 +19,30 @@ from language_agnostic.reporting.markdown import table
 TASK = "bitext_retrieval"
 DATASET = "tatoeba"
 METRICS = {"cosine": "accuracy@1", "margin": "margin_accuracy@1"}
-SUMMARY_COLUMNS = ["method", "embedding", "scoring", "trained_on", "n_languages", "all", "xxx_to_eng", "eng_to_xxx",
-                   "seen", "unseen", "own_seen", "own_unseen", "n_own_seen", "n_own_unseen"]
+SUMMARY_COLUMNS = [
+    "method",
+    "embedding",
+    "scoring",
+    "trained_on",
+    "n_languages",
+    "all",
+    "xxx_to_eng",
+    "eng_to_xxx",
+    "seen",
+    "unseen",
+    "own_seen",
+    "own_unseen",
+    "n_own_seen",
+    "n_own_unseen",
+]
 
 
 def per_language(scores: pd.DataFrame) -> pd.DataFrame:
     """One row per method, embedding, scoring and language: ``xxx_to_eng``, ``eng_to_xxx`` and their mean ``accuracy``."""
     frame = scores.assign(direction=np.where(scores["target"] == "eng", "xxx_to_eng", "eng_to_xxx"))
-    wide = frame.pivot_table(index=["method", "embedding", "scoring", "language"], columns="direction",
-                             values="accuracy", aggfunc="mean").reset_index()
+    wide = frame.pivot_table(
+        index=["method", "embedding", "scoring", "language"], columns="direction", values="accuracy", aggfunc="mean"
+    ).reset_index()
     wide.columns.name = None
     for column in ("xxx_to_eng", "eng_to_xxx"):
         if column not in wide:
@@ -56,12 +71,24 @@ def summary(scores: pd.DataFrame, languages: pd.DataFrame, trained_on: Mapping[s
     for (method, embedding, scoring), group in wide.groupby(["method", "embedding", "scoring"], sort=False):
         own = set(trained_on.get(method, ()))
         is_seen, is_own = group["language"].isin(seen), group["language"].isin(own)
-        rows.append([method, embedding, scoring, ", ".join(sorted(own)) if method in trained_on else "",
-                     len(group), group["accuracy"].mean(), group["xxx_to_eng"].mean(), group["eng_to_xxx"].mean(),
-                     group.loc[is_seen, "accuracy"].mean(), group.loc[~is_seen, "accuracy"].mean(),
-                     group.loc[is_own, "accuracy"].mean() if method in trained_on else np.nan,
-                     group.loc[~is_own, "accuracy"].mean() if method in trained_on else np.nan,
-                     int(is_own.sum()), int((~is_own).sum()) if method in trained_on else 0])
+        rows.append(
+            [
+                method,
+                embedding,
+                scoring,
+                ", ".join(sorted(own)) if method in trained_on else "",
+                len(group),
+                group["accuracy"].mean(),
+                group["xxx_to_eng"].mean(),
+                group["eng_to_xxx"].mean(),
+                group.loc[is_seen, "accuracy"].mean(),
+                group.loc[~is_seen, "accuracy"].mean(),
+                group.loc[is_own, "accuracy"].mean() if method in trained_on else np.nan,
+                group.loc[~is_own, "accuracy"].mean() if method in trained_on else np.nan,
+                int(is_own.sum()),
+                int((~is_own).sum()) if method in trained_on else 0,
+            ]
+        )
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
 
 
@@ -80,13 +107,24 @@ def widest_spread(scores: pd.DataFrame, languages: pd.DataFrame, n: int = 20, sc
     for language, group in wide.groupby("language"):
         best, worst = group.loc[group["accuracy"].idxmax()], group.loc[group["accuracy"].idxmin()]
         raw = group.loc[group["label"] == "raw/mean", "accuracy"]
-        rows.append({"language": language, "spread": best["accuracy"] - worst["accuracy"],
-                     "raw_mean": float(raw.iloc[0]) if len(raw) else np.nan,
-                     "best": best["label"], "best_accuracy": best["accuracy"],
-                     "worst": worst["label"], "worst_accuracy": worst["accuracy"]})
+        rows.append(
+            {
+                "language": language,
+                "spread": best["accuracy"] - worst["accuracy"],
+                "raw_mean": float(raw.iloc[0]) if len(raw) else np.nan,
+                "best": best["label"],
+                "best_accuracy": best["accuracy"],
+                "worst": worst["label"],
+                "worst_accuracy": worst["accuracy"],
+            }
+        )
     if not rows:
-        return pd.DataFrame(columns=["language", "spread", "raw_mean", "best", "best_accuracy", "worst", "worst_accuracy"])
-    out = pd.DataFrame(rows).merge(languages[["language", "name", "script", "seen", "pairs"]], on="language", how="left")
+        return pd.DataFrame(
+            columns=["language", "spread", "raw_mean", "best", "best_accuracy", "worst", "worst_accuracy"]
+        )
+    out = pd.DataFrame(rows).merge(
+        languages[["language", "name", "script", "seen", "pairs"]], on="language", how="left"
+    )
     return out.sort_values(["spread", "language"], ascending=[False, True]).head(n).reset_index(drop=True)
 
 
@@ -97,11 +135,20 @@ def metric_rows(scores: pd.DataFrame, encoder: str) -> pd.DataFrame:
     the query side, ``target`` the side searched (ISO 639-3). Error rates (LASER's ``1 −
     accuracy``) are not rows: every metric of the table is higher-is-better.
     """
-    return pd.DataFrame({
-        "pipeline": "tatoeba", "method": scores["method"], "embedding": scores["embedding"], "task": TASK,
-        "dataset": DATASET, "source": scores["source"], "target": scores["target"],
-        "metric": scores["scoring"].map(METRICS), "value": scores["accuracy"].astype(float).round(6), "encoder": encoder,
-    })
+    return pd.DataFrame(
+        {
+            "pipeline": "tatoeba",
+            "method": scores["method"],
+            "embedding": scores["embedding"],
+            "task": TASK,
+            "dataset": DATASET,
+            "source": scores["source"],
+            "target": scores["target"],
+            "metric": scores["scoring"].map(METRICS),
+            "value": scores["accuracy"].astype(float).round(6),
+            "encoder": encoder,
+        }
+    )
 
 
 def _count(n: int, noun: str) -> str:
@@ -113,21 +160,53 @@ def _pct(value: float) -> str:
 
 
 def _summary_lines(rows: pd.DataFrame, raw_unseen: float) -> list[str]:
-    header = ["method", "embedding", "languages", "all", "error (LASER)", "xxx→eng", "eng→xxx", "seen", "unseen",
-              "Δ unseen vs raw/mean", "own seen (n)", "own unseen (n)"]
+    header = [
+        "method",
+        "embedding",
+        "languages",
+        "all",
+        "error (LASER)",
+        "xxx→eng",
+        "eng→xxx",
+        "seen",
+        "unseen",
+        "Δ unseen vs raw/mean",
+        "own seen (n)",
+        "own unseen (n)",
+    ]
     body = []
     for r in rows.itertuples():
         delta = "—" if np.isnan(r.unseen) or np.isnan(raw_unseen) else f"{100 * (r.unseen - raw_unseen):+.1f}"
         own = f"{_pct(r.own_seen)} ({r.n_own_seen})" if r.trained_on or r.n_own_unseen else "—"
         own_un = f"{_pct(r.own_unseen)} ({r.n_own_unseen})" if r.trained_on or r.n_own_unseen else "—"
-        body.append([r.method, r.embedding, r.n_languages, _pct(r.all), _pct(1 - r.all), _pct(r.xxx_to_eng),
-                     _pct(r.eng_to_xxx), _pct(r.seen), _pct(r.unseen), delta, own, own_un])
+        body.append(
+            [
+                r.method,
+                r.embedding,
+                r.n_languages,
+                _pct(r.all),
+                _pct(1 - r.all),
+                _pct(r.xxx_to_eng),
+                _pct(r.eng_to_xxx),
+                _pct(r.seen),
+                _pct(r.unseen),
+                delta,
+                own,
+                own_un,
+            ]
+        )
     return table(header, body, left=2)
 
 
-def tatoeba_markdown(scores: pd.DataFrame, languages: pd.DataFrame, counts: Mapping[str, Any],
-                     models: Sequence[Mapping[str, Any]], skipped: Sequence[Mapping[str, str]],
-                     identity: Mapping[str, Any], params: Mapping[str, Any]) -> str:
+def tatoeba_markdown(
+    scores: pd.DataFrame,
+    languages: pd.DataFrame,
+    counts: Mapping[str, Any],
+    models: Sequence[Mapping[str, Any]],
+    skipped: Sequence[Mapping[str, str]],
+    identity: Mapping[str, Any],
+    params: Mapping[str, Any],
+) -> str:
     """The report: averages (cosine, margin), the languages where methods differ most, what was left out.
 
     Args:
@@ -143,35 +222,66 @@ def tatoeba_markdown(scores: pd.DataFrame, languages: pd.DataFrame, counts: Mapp
     table_ = summary(scores, languages, trained_on)
     seen = languages[languages["seen"].astype(bool)]
     total = counts.get("total", {})
-    lines = ["# Tatoeba: bitext retrieval on the LASER Tatoeba sets", "",
-             f"Encoder `{identity.get('name')}`; {_count(int(total.get('languages', len(languages))), 'language')} paired with English, "
-             f"{total.get('pairs', '?')} sentence pairs ({total.get('rejected', 0)} rejected at ingestion). "
-             "Accuracy@1 (%) of nearest-neighbour retrieval, the mean of both directions, averaged over languages "
-             "(each language weighs the same); LASER's error rate is 100 − accuracy. "
-             f"*Seen*: the {_count(len(seen), 'language')} some configured training set holds "
-             f"({', '.join(f'{r.language} ({r.seen_by})' for r in seen.itertuples()) or 'none'}); *unseen*: the other "
-             f"{len(languages) - len(seen)}. *Own*: the method's own training languages, and the rest. "
-             "English is the pivot of every pair and is not counted as a language here.", ""]
+    lines = [
+        "# Tatoeba: bitext retrieval on the LASER Tatoeba sets",
+        "",
+        f"Encoder `{identity.get('name')}`; {_count(int(total.get('languages', len(languages))), 'language')} paired with English, "
+        f"{total.get('pairs', '?')} sentence pairs ({total.get('rejected', 0)} rejected at ingestion). "
+        "Accuracy@1 (%) of nearest-neighbour retrieval, the mean of both directions, averaged over languages "
+        "(each language weighs the same); LASER's error rate is 100 − accuracy. "
+        f"*Seen*: the {_count(len(seen), 'language')} some configured training set holds "
+        f"({', '.join(f'{r.language} ({r.seen_by})' for r in seen.itertuples()) or 'none'}); *unseen*: the other "
+        f"{len(languages) - len(seen)}. *Own*: the method's own training languages, and the rest. "
+        "English is the pivot of every pair and is not counted as a language here.",
+        "",
+    ]
     raw = table_[(table_["method"] == "raw") & (table_["embedding"] == "mean")]
-    for scoring, title in (("cosine", "cosine similarity"),
-                           ("margin", f"ratio margin, k = {params.get('margin_k', 4)} (Artetxe & Schwenk 2019)")):
+    for scoring, title in (
+        ("cosine", "cosine similarity"),
+        ("margin", f"ratio margin, k = {params.get('margin_k', 4)} (Artetxe & Schwenk 2019)"),
+    ):
         rows = table_[table_["scoring"] == scoring].sort_values(["all", "method"], ascending=[False, True])
-        raw_unseen = float(raw.loc[raw["scoring"] == scoring, "unseen"].iloc[0]) if len(raw[raw["scoring"] == scoring]) else np.nan
+        raw_unseen = (
+            float(raw.loc[raw["scoring"] == scoring, "unseen"].iloc[0])
+            if len(raw[raw["scoring"] == scoring])
+            else np.nan
+        )
         lines += [f"## Averages, {title}", "", *_summary_lines(rows, raw_unseen), ""]
     spread = widest_spread(scores, languages, int(params.get("spread_languages", 20)))
-    lines += [f"## The {len(spread)} languages where methods differ most (cosine)", "",
-              "Spread: best − worst method's accuracy (mean of both directions), among the methods evaluated on every language.", "",
-              *table(["language", "name", "script", "seen", "pairs", "spread", "raw/mean", "best", "worst"],
-                     [[r.language, r.name, r.script, "yes" if r.seen else "no", r.pairs, _pct(r.spread), _pct(r.raw_mean),
-                       f"{r.best} {_pct(r.best_accuracy)}", f"{r.worst} {_pct(r.worst_accuracy)}"]
-                      for r in spread.itertuples()], left=4), ""]
+    lines += [
+        f"## The {len(spread)} languages where methods differ most (cosine)",
+        "",
+        "Spread: best − worst method's accuracy (mean of both directions), among the methods evaluated on every language.",
+        "",
+        *table(
+            ["language", "name", "script", "seen", "pairs", "spread", "raw/mean", "best", "worst"],
+            [
+                [
+                    r.language,
+                    r.name,
+                    r.script,
+                    "yes" if r.seen else "no",
+                    r.pairs,
+                    _pct(r.spread),
+                    _pct(r.raw_mean),
+                    f"{r.best} {_pct(r.best_accuracy)}",
+                    f"{r.worst} {_pct(r.worst_accuracy)}",
+                ]
+                for r in spread.itertuples()
+            ],
+            left=4,
+        ),
+        "",
+    ]
     centering = sorted({m["name"] for m in models if m["kind"] == "centering"})
     lines += ["## Not evaluated", ""]
     for name in centering:
         n = scores.loc[scores["method"] == name, "language"].nunique()
-        lines.append(f"- `{name}`: {n} of {len(languages)} languages. Centering subtracts per-language means of its "
-                     "training corpus; a language without one (every unseen language) has no such mean, and a mean "
-                     "taken from the test set would use the answers: not applicable to unseen languages.")
+        lines.append(
+            f"- `{name}`: {n} of {len(languages)} languages. Centering subtracts per-language means of its "
+            "training corpus; a language without one (every unseen language) has no such mean, and a mean "
+            "taken from the test set would use the answers: not applicable to unseen languages."
+        )
     for row in skipped:
         lines.append(f"- `{row['method']}`: {row['reason']}")
     if not centering and not skipped:
@@ -179,8 +289,9 @@ def tatoeba_markdown(scores: pd.DataFrame, languages: pd.DataFrame, counts: Mapp
     return "\n".join([*lines, ""])
 
 
-def mlflow_metrics(scores: pd.DataFrame, languages: pd.DataFrame, counts: Mapping[str, Any],
-                   models: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
+def mlflow_metrics(
+    scores: pd.DataFrame, languages: pd.DataFrame, counts: Mapping[str, Any], models: Sequence[Mapping[str, Any]]
+) -> dict[str, dict[str, float]]:
     """Counts and averages for MLflow (``tatoeba.ingest.*``, ``tatoeba.<method>.<embedding>.<scoring>.<subset>``); not every row."""
     out: dict[str, dict[str, float]] = {}
     for language, values in counts.items():
@@ -224,18 +335,28 @@ def plot_tatoeba(scores: pd.DataFrame, languages: pd.DataFrame, methods: Sequenc
     wide["label"] = wide["method"] + "/" + wide["embedding"]
     grid = wide.pivot_table(index="language", columns="label", values="accuracy")
     methods = [m for m in methods if m in grid.columns]
-    order = (grid["raw/mean"].sort_values(ascending=False, kind="stable").index if "raw/mean" in grid
-             else grid.index.sort_values())
+    order = (
+        grid["raw/mean"].sort_values(ascending=False, kind="stable").index
+        if "raw/mean" in grid
+        else grid.index.sort_values()
+    )
     grid = grid.reindex(order)
     seen = set(languages.loc[languages["seen"].astype(bool), "language"])
     x = np.arange(len(grid))
-    figure, (top, bottom) = plt.subplots(2, 1, figsize=(max(10.0, 0.16 * len(grid) + 2), 8), sharex=True,
-                                         gridspec_kw={"height_ratios": [3, 2]})
+    figure, (top, bottom) = plt.subplots(
+        2, 1, figsize=(max(10.0, 0.16 * len(grid) + 2), 8), sharex=True, gridspec_kw={"height_ratios": [3, 2]}
+    )
     for method in methods:
         top.plot(x, 100 * grid[method].to_numpy(), marker="o", markersize=2.5, linewidth=0.8, label=method)
         if method != "raw/mean" and "raw/mean" in grid:
-            bottom.plot(x, 100 * (grid[method] - grid["raw/mean"]).to_numpy(), marker="o", markersize=2.5,
-                        linewidth=0.8, label=method)
+            bottom.plot(
+                x,
+                100 * (grid[method] - grid["raw/mean"]).to_numpy(),
+                marker="o",
+                markersize=2.5,
+                linewidth=0.8,
+                label=method,
+            )
     bottom.axhline(0, color="grey", linewidth=0.6)
     top.set_ylabel(f"accuracy@1 (%), {scoring}")
     bottom.set_ylabel("Δ vs raw/mean (points)")

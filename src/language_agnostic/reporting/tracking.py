@@ -84,8 +84,13 @@ def log_child_model(run_id: str | None, name: str, trained: Mapping[str, Any]) -
     run = client.get_run(run_id)
     build = dict(trained.get("build") or {})
     params = {k: str(v) for k, v in trained.items() if isinstance(v, (str, int, float, bool)) and k != "mlflow_run_id"}
-    model = client.create_logged_model(experiment_id=run.info.experiment_id, name=re.sub(r"[^\w.-]", "_", name),
-                                       source_run_id=run_id, params=params, model_type=str(build.get("method", "")))
+    model = client.create_logged_model(
+        experiment_id=run.info.experiment_id,
+        name=re.sub(r"[^\w.-]", "_", name),
+        source_run_id=run_id,
+        params=params,
+        model_type=str(build.get("method", "")),
+    )
     with tempfile.TemporaryDirectory() as tmp:
         path = write_artifact(trained, Path(tmp) / f"{name}.safetensors")
         client.log_artifact(run_id, str(path))
@@ -97,8 +102,14 @@ def log_child_model(run_id: str | None, name: str, trained: Mapping[str, Any]) -
 
 def metric_key(row: Any) -> str:
     """An MLflow-safe metric name for a metrics-table row."""
-    return (f"{row.task}.{row.method}.{row.embedding}.{row.dataset.split(':')[-1]}.{row.source}_to_{row.target}.{row.metric}"
-            .replace("-", "_").replace(">", "__").replace("@", "at").replace("+", "_plus_"))
+    return (
+        f"{row.task}.{row.method}.{row.embedding}.{row.dataset.split(':')[-1]}.{row.source}_to_{row.target}.{row.metric}".replace(
+            "-", "_"
+        )
+        .replace(">", "__")
+        .replace("@", "at")
+        .replace("+", "_plus_")
+    )
 
 
 def log_child_metrics(run_id: str | None, rows: pd.DataFrame) -> None:

@@ -59,7 +59,11 @@ def read_muse(path: str | Path) -> tuple[dict[str, list[str]], dict[str, int]]:
     counts["sources"] = len(dictionary)
     logger.info(
         "MUSE %s: %d lines, %d pairs (%d duplicates), %d source words",
-        path.name, counts["lines"], counts["pairs"], counts["duplicates"], counts["sources"],
+        path.name,
+        counts["lines"],
+        counts["pairs"],
+        counts["duplicates"],
+        counts["sources"],
     )
     return dictionary, counts
 

@@ -167,9 +167,7 @@ def _candidate_mask(correct: np.ndarray, hyp_len: np.ndarray, settings: BleuSett
     return correct[MAX_ORDER - 1] > 0
 
 
-def _exact_bleu(
-    correct: Sequence[int], hyp_len: int, ref_len: int, settings: BleuSettings
-) -> float:
+def _exact_bleu(correct: Sequence[int], hyp_len: int, ref_len: int, settings: BleuSettings) -> float:
     """sacreBLEU's own formula on one pair's statistics."""
     total = [max(hyp_len - n + 1, 0) for n in range(1, MAX_ORDER + 1)]
     return BLEU.compute_bleu(
@@ -234,9 +232,7 @@ def max_bleu_flags(
         score = _vectorised_bleu(pair_correct, block_len[bi], lengths[rj], settings)
         # a float rounding difference must never flip a decision: recheck the borderline
         for k in np.flatnonzero(np.abs(score - points) <= 1e-7 * max(points, 1.0)):
-            score[k] = _exact_bleu(
-                pair_correct[:, k], int(block_len[bi[k]]), int(lengths[rj[k]]), settings
-            )
+            score[k] = _exact_bleu(pair_correct[:, k], int(block_len[bi[k]]), int(lengths[rj[k]]), settings)
         hit = score >= points
         as_hyp[start + bi[hit]] = True
         as_ref[rj[hit]] = True
@@ -267,9 +263,7 @@ def negative_pool_mask(
         A boolean array, ``True`` for utterances in the pool.
     """
     if direction not in ("both", "hypothesis", "reference"):
-        raise ValueError(
-            f"direction must be 'both', 'hypothesis' or 'reference', got {direction!r}"
-        )
+        raise ValueError(f"direction must be 'both', 'hypothesis' or 'reference', got {direction!r}")
     if not (0.0 <= threshold <= 1.0) or math.isnan(threshold):
         raise ValueError(f"threshold is on BLEU's 0-1 scale, got {threshold!r}")
     settings = settings or BleuSettings()

@@ -53,7 +53,9 @@ def value_spans(labels: Sequence[str]) -> list[tuple[int, int, str]]:
     return spans
 
 
-def frequent_values(words: Sequence[Sequence[str]], labels: Sequence[Sequence[str]], p_v: int) -> dict[str, list[Value]]:
+def frequent_values(
+    words: Sequence[Sequence[str]], labels: Sequence[Sequence[str]], p_v: int
+) -> dict[str, list[Value]]:
     """``B_k`` of every slot seen: its ``p_v`` most frequent values (Algorithm 1, line 3).
 
     Values are compared lower-cased (``Friday`` and ``friday`` are one value); the most frequent
@@ -99,8 +101,13 @@ def similar_slots(embeddings: np.ndarray, p_s: int) -> list[list[int]]:
     return out
 
 
-def negative_pools(slots: Sequence[str], frequent: Mapping[str, Sequence[Value]], embed: Embed, p_s: int,
-                   described: Mapping[str, Sequence[Value]] | None = None) -> tuple[dict[str, list[Value]], dict[str, list[str]]]:
+def negative_pools(
+    slots: Sequence[str],
+    frequent: Mapping[str, Sequence[Value]],
+    embed: Embed,
+    p_s: int,
+    described: Mapping[str, Sequence[Value]] | None = None,
+) -> tuple[dict[str, list[Value]], dict[str, list[str]]]:
     """``V_k`` of every slot: the union of its similar slots' frequent values (Algorithm 1, lines 1–9).
 
     Args:
@@ -125,8 +132,9 @@ def negative_pools(slots: Sequence[str], frequent: Mapping[str, Sequence[Value]]
     return pools, similar
 
 
-def mean_pooled_embedder(model: torch.nn.Module, tokenizer: object, prefix: str = "", batch_size: int = 64,
-                         max_length: int | None = None) -> Embed:
+def mean_pooled_embedder(
+    model: torch.nn.Module, tokenizer: object, prefix: str = "", batch_size: int = 64, max_length: int | None = None
+) -> Embed:
     """Texts → the mean of the encoder's final states over their tokens (e5's pooling), in eval mode, no gradients."""
 
     @torch.no_grad()
@@ -137,8 +145,13 @@ def mean_pooled_embedder(model: torch.nn.Module, tokenizer: object, prefix: str 
         out = []
         try:
             for start in range(0, len(texts), batch_size):
-                enc = tokenizer([prefix + t for t in texts[start:start + batch_size]], padding=True, truncation=True,
-                                max_length=max_length, return_tensors="pt")
+                enc = tokenizer(
+                    [prefix + t for t in texts[start : start + batch_size]],
+                    padding=True,
+                    truncation=True,
+                    max_length=max_length,
+                    return_tensors="pt",
+                )
                 enc = {k: v.to(device) for k, v in enc.items()}
                 states = model(**enc).last_hidden_state.float()
                 mask = enc["attention_mask"].unsqueeze(-1).float()
@@ -172,9 +185,18 @@ class SlotNegatives:
             raise ValueError(f"n_negatives (N_s) must be >= 1, got {self.n_negatives}")
 
     @classmethod
-    def build(cls, words: Sequence[Sequence[str]], labels: Sequence[Sequence[str]], slots: Sequence[str], embed: Embed,
-              p_v: int = 20, p_s: int = 5, switcher: CodeSwitcher | None = None, n_negatives: int = 2,
-              pool_values: int | None = None) -> SlotNegatives:
+    def build(
+        cls,
+        words: Sequence[Sequence[str]],
+        labels: Sequence[Sequence[str]],
+        slots: Sequence[str],
+        embed: Embed,
+        p_v: int = 20,
+        p_s: int = 5,
+        switcher: CodeSwitcher | None = None,
+        n_negatives: int = 2,
+        pool_values: int | None = None,
+    ) -> SlotNegatives:
         """Pools from the training utterances (Appendix B.1's ``p_v = 20``, ``p_s = 5``, ``N_s = 2``).
 
         ``p_v`` values describe each slot (line 4); ``pool_values`` (``None``: ``p_v``, as line 8
@@ -182,13 +204,20 @@ class SlotNegatives:
         ``B_k`` for slot representation") leaves ``V_k`` empty unless ``pool_values`` is set.
         """
         described = frequent_values(words, labels, p_v)
-        frequent = described if pool_values is None or pool_values == p_v else frequent_values(words, labels, pool_values)
+        frequent = (
+            described if pool_values is None or pool_values == p_v else frequent_values(words, labels, pool_values)
+        )
         pools, similar = negative_pools(slots, frequent, embed, p_s, described)
         return cls(pools, switcher, n_negatives, similar)
 
-    def negatives(self, words: Sequence[str], labels: Sequence[str], rng: np.random.Generator,
-                  source_words: Sequence[str] | None = None, source_labels: Sequence[str] | None = None
-                  ) -> list[tuple[list[str], list[str], list[int]]]:
+    def negatives(
+        self,
+        words: Sequence[str],
+        labels: Sequence[str],
+        rng: np.random.Generator,
+        source_words: Sequence[str] | None = None,
+        source_labels: Sequence[str] | None = None,
+    ) -> list[tuple[list[str], list[str], list[int]]]:
         """``N_s`` negative utterances of one (code-switched) utterance (Algorithm 1, lines 10–14).
 
         Negative ``m`` replaces the ``j``-th value (slot ``s_k``) by the ``m``-th of the values drawn
@@ -207,11 +236,13 @@ class SlotNegatives:
             values that have a negative, in order; they are the negative's values, in that order.
         """
         spans = value_spans(labels)
-        ref_words, ref_spans = (source_words, value_spans(source_labels)) if source_labels is not None else (words, spans)
+        ref_words, ref_spans = (
+            (source_words, value_spans(source_labels)) if source_labels is not None else (words, spans)
+        )
         if len(ref_spans) != len(spans):
             raise ValueError(f"the source utterance has {len(ref_spans)} slot values, the switched one {len(spans)}")
         drawn: list[list[Value] | None] = []
-        for (a, b, slot), (ra, rb, _) in zip(spans, ref_spans):
+        for (_, _, slot), (ra, rb, _) in zip(spans, ref_spans):
             own = tuple(w.lower() for w in ref_words[ra:rb])
             candidates = [v for v in self.pools.get(slot, []) if v != own]
             if not candidates:

@@ -25,9 +25,17 @@ class QuadrupletBatches:
         shuffle: Reshuffle pairs each epoch (training) or keep their order (dev).
     """
 
-    def __init__(self, source: np.ndarray, target: np.ndarray, source_lang: np.ndarray, target_lang: np.ndarray,
-                 batch_size: int, source_pool: np.ndarray | None = None, target_pool: np.ndarray | None = None,
-                 shuffle: bool = True) -> None:
+    def __init__(
+        self,
+        source: np.ndarray,
+        target: np.ndarray,
+        source_lang: np.ndarray,
+        target_lang: np.ndarray,
+        batch_size: int,
+        source_pool: np.ndarray | None = None,
+        target_pool: np.ndarray | None = None,
+        shuffle: bool = True,
+    ) -> None:
         if len(source) != len(target) or len(source) != len(source_lang) or len(target) != len(target_lang):
             raise ValueError(f"source {len(source)}, target {len(target)} and language ids must be aligned")
         if batch_size < 1:
@@ -38,8 +46,12 @@ class QuadrupletBatches:
         self.source_lang = torch.as_tensor(np.asarray(source_lang, dtype=np.int64))
         self.target_lang = torch.as_tensor(np.asarray(target_lang, dtype=np.int64))
         n = len(source)
-        self.source_pool = torch.as_tensor(np.arange(n) if source_pool is None else np.asarray(source_pool, dtype=np.int64))
-        self.target_pool = torch.as_tensor(np.arange(n) if target_pool is None else np.asarray(target_pool, dtype=np.int64))
+        self.source_pool = torch.as_tensor(
+            np.arange(n) if source_pool is None else np.asarray(source_pool, dtype=np.int64)
+        )
+        self.target_pool = torch.as_tensor(
+            np.arange(n) if target_pool is None else np.asarray(target_pool, dtype=np.int64)
+        )
         for name, pool in (("source", self.source_pool), ("target", self.target_pool)):
             if len(pool) < 2:
                 raise ValueError(f"the {name} partner pool needs at least 2 sentences, has {len(pool)}")
@@ -71,8 +83,12 @@ class QuadrupletBatches:
             s2 = self._partners(index, self.source_pool, generator)
             t2 = self._partners(index, self.target_pool, generator)
             yield {
-                "s": self.source[index], "t": self.target[index], "s2": self.source[s2], "t2": self.target[t2],
-                "s_lang": self.source_lang[index], "t_lang": self.target_lang[index],
+                "s": self.source[index],
+                "t": self.target[index],
+                "s2": self.source[s2],
+                "t2": self.target[t2],
+                "s_lang": self.source_lang[index],
+                "t_lang": self.target_lang[index],
             }
 
 

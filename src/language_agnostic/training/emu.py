@@ -76,8 +76,9 @@ def _rows(utterances: pd.DataFrame, locale: str, partition: str) -> pd.DataFrame
     return rows.sort_values("id", key=lambda c: c.astype(int)).reset_index(drop=True)
 
 
-def encode_tokenised(model: torch.nn.Module, tok: Tokenised, pad_id: int, batch_size: int = 64,
-                     precision: str = "no") -> np.ndarray:
+def encode_tokenised(
+    model: torch.nn.Module, tok: Tokenised, pad_id: int, batch_size: int = 64, precision: str = "no"
+) -> np.ndarray:
     """``u = E(x)`` of every tokenised text (eval mode, no gradients, on the model's device), in input order.
 
     Texts are batched in order of length, so a batch pads to about its own length. ``precision``:
@@ -90,7 +91,7 @@ def encode_tokenised(model: torch.nn.Module, tok: Tokenised, pad_id: int, batch_
     out = np.empty((len(order), 0), dtype=np.float32)
     with torch.no_grad(), inference_autocast(device, precision):
         for start in range(0, len(order), batch_size):
-            index = order[start:start + batch_size]
+            index = order[start : start + batch_size]
             ids, mask = padded_batch(tok, index, pad_id)
             u = model(ids.to(device), mask.to(device)).float().cpu().numpy()
             if out.shape[1] == 0:
@@ -111,40 +112,64 @@ class EmuRun:
     info: dict[str, Any]
 
 
-def prepare_emu(utterances: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[str, Any], data: Mapping[str, Any],
-                training: Mapping[str, Any], extraction: Mapping[str, Any] | None = None, name: str = "emu") -> EmuRun:
+def prepare_emu(
+    utterances: pd.DataFrame,
+    encoder: LoadedEncoder,
+    method: Mapping[str, Any],
+    data: Mapping[str, Any],
+    training: Mapping[str, Any],
+    extraction: Mapping[str, Any] | None = None,
+    name: str = "emu",
+) -> EmuRun:
     """The model, batches, settings and dev scorer of one EMU fine-tuning (arguments of :func:`train_emu`)."""
-    settings_data = settings_from_params(EmuData, {**dict(data),
-                                                   "adversarial_locales": tuple(data.get("adversarial_locales") or ()),
-                                                   "labelled_locales": tuple(data.get("labelled_locales") or ())}, "emu.data")
+    settings_data = settings_from_params(
+        EmuData,
+        {
+            **dict(data),
+            "adversarial_locales": tuple(data.get("adversarial_locales") or ()),
+            "labelled_locales": tuple(data.get("labelled_locales") or ()),
+        },
+        "emu.data",
+    )
     if settings_data.encoder_trainable not in TRAINABLE:
-        raise ValueError(f"emu.data.encoder_trainable must be one of {list(TRAINABLE)}, got {settings_data.encoder_trainable!r}")
+        raise ValueError(
+            f"emu.data.encoder_trainable must be one of {list(TRAINABLE)}, got {settings_data.encoder_trainable!r}"
+        )
     settings = settings_from_params(TrainSettings, training, "emu.training")
     locales = settings_data.labelled_locales or (settings_data.training_locale,)
     # the sample is drawn in the training locale; other labelled locales take the same ids
     # (MASSIVE is parallel), as the paper's translated training sets are the same sentences
-    sample = sample_per_intent(_rows(utterances, settings_data.training_locale, "train"), settings_data.per_intent,
-                               settings_data.seed)
+    sample = sample_per_intent(
+        _rows(utterances, settings_data.training_locale, "train"), settings_data.per_intent, settings_data.seed
+    )
     if sample.empty or _rows(utterances, settings_data.training_locale, "dev").empty:
         raise ValueError(f"emu.data.training_locale {settings_data.training_locale!r}: no train or dev utterances")
-    train_rows = (sample if locales == (settings_data.training_locale,) else
-                  pd.concat([_translations(utterances, loc, sample["id"], "emu.data.labelled_locales") for loc in locales],
-                            ignore_index=True))
+    train_rows = (
+        sample
+        if locales == (settings_data.training_locale,)
+        else pd.concat(
+            [_translations(utterances, loc, sample["id"], "emu.data.labelled_locales") for loc in locales],
+            ignore_index=True,
+        )
+    )
     dev_sets = {loc: _rows(utterances, loc, "dev") for loc in locales}
     empty = [loc for loc, d in dev_sets.items() if d.empty]
     if empty:
         raise ValueError(f"emu.data.labelled_locales: no dev utterances in {empty}")
     intents = sorted(set(train_rows["intent"]))
     index = {intent: i for i, intent in enumerate(intents)}
-    config = settings_from_params(EmuConfig, {**dict(method), "n_intents": len(intents), "training_languages": locales[:1]},
-                                  f"emu.methods.{name}")
+    config = settings_from_params(
+        EmuConfig, {**dict(method), "n_intents": len(intents), "training_languages": locales[:1]}, f"emu.methods.{name}"
+    )
     adversarial_locales = settings_data.adversarial_locales or tuple(sorted(set(utterances["locale"]) - set(locales)))
     pad_id = int(encoder.tokenizer.pad_token_id)
     labelled = tokenise(encoder, train_rows["utt"].tolist(), extraction)
     needs_critic = config.loss == "emu" and config.adversarial_weight > 0
     if needs_critic and len(locales) > 1:
-        raise ValueError(f"emu.methods.{name}: EMU's critic with several labelled locales (one D_t each, Algorithm 1) is not "
-                         f"built; train the labelled-locale study (Table 3) without it, as the paper does (emu-no_ld)")
+        raise ValueError(
+            f"emu.methods.{name}: EMU's critic with several labelled locales (one D_t each, Algorithm 1) is not "
+            f"built; train the labelled-locale study (Table 3) without it, as the paper does (emu-no_ld)"
+        )
     adversarial: list[Tokenised] = []
     if settings_data.adversarial not in ("unlabelled", "parallel"):
         raise ValueError(f"emu.data.adversarial must be 'unlabelled' or 'parallel', got {settings_data.adversarial!r}")
@@ -152,21 +177,42 @@ def prepare_emu(utterances: pd.DataFrame, encoder: LoadedEncoder, method: Mappin
     if needs_critic:
         for locale in adversarial_locales:
             # parallel: the translations of the labelled sample, row for row (same MASSIVE id)
-            rows = _translations(utterances, locale, train_rows["id"], "emu-parallel") if parallel else _rows(utterances, locale, "train")
+            rows = (
+                _translations(utterances, locale, train_rows["id"], "emu-parallel")
+                if parallel
+                else _rows(utterances, locale, "train")
+            )
             if len(rows):
                 adversarial.append(tokenise(encoder, rows["utt"].tolist(), extraction))
     extras = EXTRAS[config.loss] if needs_critic or config.loss != "emu" else ()
-    train_data = EmuBatches(labelled, train_rows["intent"].map(index).to_numpy(), adversarial, pad_id,
-                            settings_data.batch_size, shuffle=True, extras=extras, parallel=parallel)
+    train_data = EmuBatches(
+        labelled,
+        train_rows["intent"].map(index).to_numpy(),
+        adversarial,
+        pad_id,
+        settings_data.batch_size,
+        shuffle=True,
+        extras=extras,
+        parallel=parallel,
+    )
     # the dev loss (a curve in the history) on the first DEV_LOSS_SENTENCES dev sentences of known
     # intents (first labelled locale); selection is on the dev NN accuracy of whole dev splits (below)
     dev_rows = dev_sets[locales[0]]
     known = dev_rows[dev_rows["intent"].isin(index)].reset_index(drop=True).iloc[:DEV_LOSS_SENTENCES]
     dev_tok = tokenise(encoder, known["utt"].tolist(), extraction)
-    dev_data = EmuBatches(dev_tok, known["intent"].map(index).to_numpy(), adversarial, pad_id, 64, shuffle=False,
-                          extras=tuple(e for e in extras if e != "adversarial"))
-    dev_all = {loc: (tokenise(encoder, d["utt"].tolist(), extraction), d["id"].tolist(), d["intent"].tolist())
-               for loc, d in dev_sets.items()}
+    dev_data = EmuBatches(
+        dev_tok,
+        known["intent"].map(index).to_numpy(),
+        adversarial,
+        pad_id,
+        64,
+        shuffle=False,
+        extras=tuple(e for e in extras if e != "adversarial"),
+    )
+    dev_all = {
+        loc: (tokenise(encoder, d["utt"].tolist(), extraction), d["id"].tolist(), d["intent"].tolist())
+        for loc, d in dev_sets.items()
+    }
 
     def dev_score(model: torch.nn.Module) -> float:
         """Leave-one-out NN intent accuracy on each labelled locale's dev split, averaged over them."""
@@ -184,15 +230,28 @@ def prepare_emu(utterances: pd.DataFrame, encoder: LoadedEncoder, method: Mappin
         # c_y starts as the class centroid under the encoder training starts from (EMU eq. 1)
         u = torch.from_numpy(encode_tokenised(model, labelled, pad_id))
         model.centers.copy_(class_means(u, torch.tensor(train_rows["intent"].map(index).to_numpy()), len(intents)))
-    info = {"name": name, "loss": config.loss, "intents": intents, "n_train": len(train_rows),
-            "training_locale": settings_data.training_locale, "labelled_locales": list(locales),
-            "adversarial_locales": list(adversarial_locales) if needs_critic else [], "adversarial": settings_data.adversarial}
+    info = {
+        "name": name,
+        "loss": config.loss,
+        "intents": intents,
+        "n_train": len(train_rows),
+        "training_locale": settings_data.training_locale,
+        "labelled_locales": list(locales),
+        "adversarial_locales": list(adversarial_locales) if needs_critic else [],
+        "adversarial": settings_data.adversarial,
+    }
     return EmuRun(model, train_data, dev_data, settings, dev_score, info)
 
 
-def train_emu(utterances: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[str, Any], data: Mapping[str, Any],
-              training: Mapping[str, Any], extraction: Mapping[str, Any] | None = None, name: str = "emu"
-              ) -> tuple[Emu, TrainResult, dict[str, Any]]:
+def train_emu(
+    utterances: pd.DataFrame,
+    encoder: LoadedEncoder,
+    method: Mapping[str, Any],
+    data: Mapping[str, Any],
+    training: Mapping[str, Any],
+    extraction: Mapping[str, Any] | None = None,
+    name: str = "emu",
+) -> tuple[Emu, TrainResult, dict[str, Any]]:
     """Fine-tune a copy of ``encoder`` with EMU or a baseline loss.
 
     Args:
@@ -211,18 +270,28 @@ def train_emu(utterances: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[
     """
     run = prepare_emu(utterances, encoder, method, data, training, extraction, name)
     info = run.info
-    logger.info("emu %s: %d labelled %s sentences (%d intents), adversarial locales %s, encoder lr %s",
-                name, info["n_train"], info["training_locale"], len(info["intents"]), info["adversarial_locales"],
-                run.settings.encoder_lr)
+    logger.info(
+        "emu %s: %d labelled %s sentences (%d intents), adversarial locales %s, encoder lr %s",
+        name,
+        info["n_train"],
+        info["training_locale"],
+        len(info["intents"]),
+        info["adversarial_locales"],
+        run.settings.encoder_lr,
+    )
     result = train(run.model, lambda m, b: emu_losses(m, b), run.train_data, run.dev_data, run.settings, run.dev_score)
     # the kept model's dev accuracy; epoch 0 (when scored) is the encoder training started from
     initial = [float(r["dev_score"]) for r in result.history if r["epoch"] == 0]
-    info = {**info, "best_epoch": result.best_epoch, "epochs_run": result.epochs_run,
-            "dev_accuracy": max(float(r["dev_score"]) for r in result.history),
-            "dev_accuracy_initial": initial[0] if initial else None,
-            # the dev score ran under the training's autocast (Accelerate wraps the model's forward):
-            # test is encoded the same way (pipelines/emu/nodes.py:evaluate_emu_variant)
-            "mixed_precision": run.settings.mixed_precision}
+    info = {
+        **info,
+        "best_epoch": result.best_epoch,
+        "epochs_run": result.epochs_run,
+        "dev_accuracy": max(float(r["dev_score"]) for r in result.history),
+        "dev_accuracy_initial": initial[0] if initial else None,
+        # the dev score ran under the training's autocast (Accelerate wraps the model's forward):
+        # test is encoded the same way (pipelines/emu/nodes.py:evaluate_emu_variant)
+        "mixed_precision": run.settings.mixed_precision,
+    }
     return run.model, result, info
 
 
@@ -250,7 +319,6 @@ def method_settings(name: str, spec: Mapping[str, Any] | None) -> tuple[dict[str
     return config, dict(spec.get("training") or {}), dict(spec.get("data") or {})
 
 
-
 def trained_state(model: Emu) -> dict[str, torch.Tensor]:
     """Every tensor the fine-tuning can have changed (frozen encoder weights are left out: the base has them)."""
     frozen = {f"encoder.{n}" for n, p in model.encoder.named_parameters() if not p.requires_grad}
@@ -265,7 +333,9 @@ def rebuild_emu(encoder: LoadedEncoder, artifact: Mapping[str, Any]) -> Emu:
     missing, unexpected = model.load_state_dict(artifact["state_dict"], strict=False)
     changed = set(artifact["state_dict"])
     if unexpected or any(not k.startswith("encoder.") for k in missing):
-        raise ValueError(f"this EMU artifact does not fit the encoder: unexpected {unexpected[:3]}, missing {missing[:3]}")
+        raise ValueError(
+            f"this EMU artifact does not fit the encoder: unexpected {unexpected[:3]}, missing {missing[:3]}"
+        )
     if not changed:
         raise ValueError("this EMU artifact holds no weights")
     model.eval()

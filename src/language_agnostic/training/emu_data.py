@@ -28,7 +28,9 @@ def sample_per_intent(rows: pd.DataFrame, per_intent: int | None, seed: int) -> 
     if per_intent < 1:
         raise ValueError(f"per_intent must be >= 1 or null, got {per_intent}")
     rng = np.random.default_rng(seed)
-    chosen = [group.iloc[np.sort(rng.permutation(len(group))[:per_intent])] for _, group in rows.groupby("intent", sort=True)]
+    chosen = [
+        group.iloc[np.sort(rng.permutation(len(group))[:per_intent])] for _, group in rows.groupby("intent", sort=True)
+    ]
     out = pd.concat(chosen)
     return out.sort_values("id", key=lambda c: c.astype(int)).reset_index(drop=True)
 
@@ -56,9 +58,17 @@ class EmuBatches:
             (in one randomly chosen language) instead of random unlabelled ones.
     """
 
-    def __init__(self, labelled: Tokenised, labels: np.ndarray, adversarial: Sequence[Tokenised], pad_id: int,
-                 batch_size: int = 16, shuffle: bool = True, extras: Sequence[str] = ("adversarial",),
-                 parallel: bool = False) -> None:
+    def __init__(
+        self,
+        labelled: Tokenised,
+        labels: np.ndarray,
+        adversarial: Sequence[Tokenised],
+        pad_id: int,
+        batch_size: int = 16,
+        shuffle: bool = True,
+        extras: Sequence[str] = ("adversarial",),
+        parallel: bool = False,
+    ) -> None:
         self.labelled, self.labels = labelled, torch.tensor(np.asarray(labels), dtype=torch.long)
         if len(self.labels) != len(labelled.lengths):
             raise ValueError(f"{len(labelled.lengths)} sentences but {len(self.labels)} labels")
@@ -112,8 +122,11 @@ class EmuBatches:
                 batch.update(self._adversarial(index, generator))
             if "pair" in self.extras:
                 same = torch.rand(len(index), generator=generator) < 0.5
-                partner = np.where(same.numpy(), self._same_intent(index, generator),
-                                   torch.randint(n, (len(index),), generator=generator).numpy())
+                partner = np.where(
+                    same.numpy(),
+                    self._same_intent(index, generator),
+                    torch.randint(n, (len(index),), generator=generator).numpy(),
+                )
                 batch.update(self._pad(self.labelled, partner, "pair_"))
                 batch["same"] = (self.labels[partner] == self.labels[index]).long()
             if "positive" in self.extras:
@@ -130,6 +143,7 @@ class EmuBatches:
 
 def tokenise(encoder: LoadedEncoder, texts: Sequence[str], extraction: Mapping[str, object] | None = None) -> Tokenised:
     """Texts tokenised as the embedding stage would (its prefix and length policy)."""
-    settings = ExtractionSettings(**{k: v for k, v in dict(extraction or {}).items()
-                                     if k in ("prefix", "max_length", "on_too_long")})
+    settings = ExtractionSettings(
+        **{k: v for k, v in dict(extraction or {}).items() if k in ("prefix", "max_length", "on_too_long")}
+    )
     return tokenise_all(encoder, list(texts), settings)

@@ -20,13 +20,19 @@ from language_agnostic.config import settings_from_params
 from language_agnostic.evaluation.retrieval import retrieval_accuracy_at_1
 from language_agnostic.methods.contrastive import ContrastiveSettings
 from language_agnostic.methods.fmda import (
-    ABLATIONS, TEMPLATE_LOSSES, Fmda, FmdaConfig, fmda_losses, freeze_template_encoder, two_stage_weights,
+    ABLATIONS,
+    TEMPLATE_LOSSES,
+    Fmda,
+    FmdaConfig,
+    fmda_losses,
+    freeze_template_encoder,
+    two_stage_weights,
 )
 from language_agnostic.methods.registry import build_spec, get_method
 from language_agnostic.reporting.tracking import log_child_model, log_child_run
 from language_agnostic.training.data import InterleavedBatches, QuadrupletBatches
-from language_agnostic.training.heads import HeadSpec, fit_head, head_spec
 from language_agnostic.training.fmda_data import FmdaBatches, encode_with_fmda
+from language_agnostic.training.heads import HeadSpec, fit_head, head_spec
 from language_agnostic.training.loop import TrainSettings, history_metrics, train
 
 logger = logging.getLogger(__name__)
@@ -77,7 +83,9 @@ def template_dev_retrieval(model: torch.nn.Module, template_pairs: Mapping[str, 
     return float(np.mean(accuracies))
 
 
-def _dev_scorer(training: Mapping[str, Any], *manifests: Mapping[str, Any]) -> Callable[[torch.nn.Module], float] | None:
+def _dev_scorer(
+    training: Mapping[str, Any], *manifests: Mapping[str, Any]
+) -> Callable[[torch.nn.Module], float] | None:
     """``select_on: dev_retrieval``: :func:`dev_retrieval` as the selection criterion; else None."""
     if training.get("select_on", "dev_loss") != "dev_retrieval":
         return None
@@ -95,8 +103,9 @@ def variant_training(training: Mapping[str, Any], spec: Mapping[str, Any]) -> di
     return {**dict(training), **dict(spec.get("training") or {})}
 
 
-def _variant_setup(training: Mapping[str, Any], spec: Mapping[str, Any], loss: Mapping[str, Any] | None
-                   ) -> tuple[dict[str, Any], TrainSettings, int, bool, dict[str, float], ContrastiveSettings]:
+def _variant_setup(
+    training: Mapping[str, Any], spec: Mapping[str, Any], loss: Mapping[str, Any] | None
+) -> tuple[dict[str, Any], TrainSettings, int, bool, dict[str, float], ContrastiveSettings]:
     """What every FMDA training node reads of a variant: merged training params, settings, batch size,
     buckets, loss weights and contrastive settings."""
     training = variant_training(training, spec)
@@ -104,11 +113,23 @@ def _variant_setup(training: Mapping[str, Any], spec: Mapping[str, Any], loss: M
     return training, settings, batch_size, buckets, _variant_weights(spec), contrastive_settings(loss, spec)
 
 
-def _run_params(variant: str, spec: Mapping[str, Any], model_params: Mapping[str, Any], training: Mapping[str, Any],
-                contrastive: ContrastiveSettings, **extra: Any) -> dict[str, Any]:
+def _run_params(
+    variant: str,
+    spec: Mapping[str, Any],
+    model_params: Mapping[str, Any],
+    training: Mapping[str, Any],
+    contrastive: ContrastiveSettings,
+    **extra: Any,
+) -> dict[str, Any]:
     """The parameters of a variant's nested MLflow run."""
-    return {"variant": variant, **extra, **spec, **model_params, **training,
-            **{f"loss.{k}": v for k, v in contrastive.__dict__.items()}}
+    return {
+        "variant": variant,
+        **extra,
+        **spec,
+        **model_params,
+        **training,
+        **{f"loss.{k}": v for k, v in contrastive.__dict__.items()},
+    }
 
 
 def _variant_weights(variant: Mapping[str, Any]) -> dict[str, float]:
@@ -136,18 +157,42 @@ def pool_rows(ids: np.ndarray, pools: pd.DataFrame, locale: str, partition: str)
     # a hash lookup: np.isin sorts object (string) arrays, ~1.8 s a call on MASSIVE train
     rows = np.flatnonzero(pd.Index(pools.loc[chosen, "id"]).get_indexer(pd.Index(ids)) >= 0)
     if len(rows) < 2:
-        raise ValueError(f"the {partition} negative pool of {locale} has {len(rows)} of these utterances; "
-                         f"FMDA draws {partition} negatives from it: list {partition!r} in massive.negative_pool.partitions")
+        raise ValueError(
+            f"the {partition} negative pool of {locale} has {len(rows)} of these utterances; "
+            f"FMDA draws {partition} negatives from it: list {partition!r} in massive.negative_pool.partitions"
+        )
     return rows
 
 
-def _fmda_batches(manifest: Mapping[str, Any], split: str, pools: pd.DataFrame, batch_size: int,
-                  shuffle: bool, buckets: bool = False, langs: tuple[int, int] = (0, 1), negatives: bool = True) -> FmdaBatches:
+def _fmda_batches(
+    manifest: Mapping[str, Any],
+    split: str,
+    pools: pd.DataFrame,
+    batch_size: int,
+    shuffle: bool,
+    buckets: bool = False,
+    langs: tuple[int, int] = (0, 1),
+    negatives: bool = True,
+) -> FmdaBatches:
     sets, ids = manifest["sets"], np.array(manifest["ids"][split])
     pool = {side: pool_rows(ids, pools, manifest[f"{side}_locale"], split) for side in ("source", "target")}
-    targets = {f"{s[0]}_{kind}": np.asarray(sets[f"{split}.{s}.{kind}"].vectors("cls")) for s in ("source", "target") for kind in ("tp", "rs")}
-    return FmdaBatches(sets[f"{split}.source.utt"], sets[f"{split}.target.utt"], targets, *langs,
-                       pool["source"], pool["target"], batch_size, shuffle=shuffle, bucket=buckets, negatives=negatives)
+    targets = {
+        f"{s[0]}_{kind}": np.asarray(sets[f"{split}.{s}.{kind}"].vectors("cls"))
+        for s in ("source", "target")
+        for kind in ("tp", "rs")
+    }
+    return FmdaBatches(
+        sets[f"{split}.source.utt"],
+        sets[f"{split}.target.utt"],
+        targets,
+        *langs,
+        pool["source"],
+        pool["target"],
+        batch_size,
+        shuffle=shuffle,
+        bucket=buckets,
+        negatives=negatives,
+    )
 
 
 def _new_model(manifest: Mapping[str, Any], model_params: Mapping[str, Any], n_languages: int, seed: int) -> Fmda:
@@ -157,19 +202,41 @@ def _new_model(manifest: Mapping[str, Any], model_params: Mapping[str, Any], n_l
     return Fmda(config)
 
 
-def _trained(model: Fmda, results: list[Any], variant: str, spec: Mapping[str, Any], contrastive: ContrastiveSettings,
-             *manifests: Mapping[str, Any], **extra: Any) -> dict[str, Any]:
+def _trained(
+    model: Fmda,
+    results: list[Any],
+    variant: str,
+    spec: Mapping[str, Any],
+    contrastive: ContrastiveSettings,
+    *manifests: Mapping[str, Any],
+    **extra: Any,
+) -> dict[str, Any]:
     # the kept model's dev accuracy@1 of emb_m: the dev figure the loss defaults are argued on
     dev = dev_retrieval(model, *manifests)
-    logger.info("FMDA %s: best dev epoch(s) %s of %s; dev accuracy@1 of emb_m %.4f",
-                variant, [r.best_epoch for r in results], [r.epochs_run for r in results], dev)
+    logger.info(
+        "FMDA %s: best dev epoch(s) %s of %s; dev accuracy@1 of emb_m %.4f",
+        variant,
+        [r.best_epoch for r in results],
+        [r.epochs_run for r in results],
+        dev,
+    )
     config = dict(model.config.__dict__)
     build = build_spec("fmda", config.pop("dim"), config.pop("n_languages"), config)
-    return {"state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()}, "build": build, "config": model.config.__dict__,
-            "variant": variant, "method": method_name(variant), "ablation": str(spec.get("ablation", "full")),
-            "loss": contrastive.__dict__, "best_epoch": results[-1].best_epoch, "epochs_run": results[-1].epochs_run,
-            "stage_epochs": [[r.best_epoch, r.epochs_run] for r in results], "dev_m_accuracy": dev,
-            "encoder": encoder_of(manifests[0]), **extra}
+    return {
+        "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
+        "build": build,
+        "config": model.config.__dict__,
+        "variant": variant,
+        "method": method_name(variant),
+        "ablation": str(spec.get("ablation", "full")),
+        "loss": contrastive.__dict__,
+        "best_epoch": results[-1].best_epoch,
+        "epochs_run": results[-1].epochs_run,
+        "stage_epochs": [[r.best_epoch, r.epochs_run] for r in results],
+        "dev_m_accuracy": dev,
+        "encoder": encoder_of(manifests[0]),
+        **extra,
+    }
 
 
 def encoder_of(manifest: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -184,9 +251,15 @@ def _history(result_history: list[dict[str, float]], prefix: str, trained: Mappi
     return metrics
 
 
-def train_fmda(manifest: Mapping[str, Any], pools: pd.DataFrame, model_params: Mapping[str, Any],
-               spec: Mapping[str, Any], training: Mapping[str, Any], loss: Mapping[str, Any] | None = None,
-               variant: str = ALL_TOGETHER) -> tuple[dict[str, Any], dict[str, Any]]:
+def train_fmda(
+    manifest: Mapping[str, Any],
+    pools: pd.DataFrame,
+    model_params: Mapping[str, Any],
+    spec: Mapping[str, Any],
+    training: Mapping[str, Any],
+    loss: Mapping[str, Any] | None = None,
+    variant: str = ALL_TOGETHER,
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Train FMDA on the pair's train split, early stopping on dev (§4.2); all losses together.
 
     Args:
@@ -206,20 +279,32 @@ def train_fmda(manifest: Mapping[str, Any], pools: pd.DataFrame, model_params: M
     training, settings, batch_size, buckets, weights, contrastive = _variant_setup(training, spec, loss)
     negatives = contrastive.contrastive == "pairwise"
     model = _new_model(manifest, model_params, 2, settings.seed)
-    result = train(model, lambda m, b: fmda_losses(m, b, weights, contrastive),
-                   _fmda_batches(manifest, "train", pools, batch_size, True, buckets, negatives=negatives),
-                   _fmda_batches(manifest, "dev", pools, batch_size, False, negatives=negatives), settings,
-                   _dev_scorer(training, manifest))
+    result = train(
+        model,
+        lambda m, b: fmda_losses(m, b, weights, contrastive),
+        _fmda_batches(manifest, "train", pools, batch_size, True, buckets, negatives=negatives),
+        _fmda_batches(manifest, "dev", pools, batch_size, False, negatives=negatives),
+        settings,
+        _dev_scorer(training, manifest),
+    )
     trained = _trained(model, [result], variant, spec, contrastive, manifest)
     pair = f"{manifest['source_locale']}-{manifest['target_locale']}"
-    trained["mlflow_run_id"] = log_child_run(f"fmda/{variant}/{pair}", _run_params(variant, spec, model_params, training, contrastive),
-                                             result.history)
+    trained["mlflow_run_id"] = log_child_run(
+        f"fmda/{variant}/{pair}", _run_params(variant, spec, model_params, training, contrastive), result.history
+    )
     log_child_model(trained["mlflow_run_id"], f"fmda_{variant}", trained)
     return trained, _history(result.history, f"fmda.{variant}.{pair}", trained)
 
 
-def _template_pair_batches(manifest: Mapping[str, Any], split: str, pools: pd.DataFrame, batch_size: int,
-                           shuffle: bool, buckets: bool, negatives: bool = True) -> InterleavedBatches:
+def _template_pair_batches(
+    manifest: Mapping[str, Any],
+    split: str,
+    pools: pd.DataFrame,
+    batch_size: int,
+    shuffle: bool,
+    buckets: bool,
+    negatives: bool = True,
+) -> InterleavedBatches:
     """Stage-1 batches; the held-out template pairs are train utterances, so both splits draw from the train pools."""
     sources = []
     for lang, side in enumerate(("source", "target")):
@@ -229,14 +314,34 @@ def _template_pair_batches(manifest: Mapping[str, Any], split: str, pools: pd.Da
         # both utterances share the template, so one target serves both; the residual targets
         # are unused (weight 0 in stage 1) and filled with the same array
         targets = {k: target for k in ("s_tp", "t_tp", "s_rs", "t_rs")}
-        sources.append(FmdaBatches(sets[f"{split}.{side}.a"], sets[f"{split}.{side}.b"], targets, lang, lang,
-                                   pool, pool, batch_size, shuffle=shuffle, bucket=buckets, negatives=negatives))
+        sources.append(
+            FmdaBatches(
+                sets[f"{split}.{side}.a"],
+                sets[f"{split}.{side}.b"],
+                targets,
+                lang,
+                lang,
+                pool,
+                pool,
+                batch_size,
+                shuffle=shuffle,
+                bucket=buckets,
+                negatives=negatives,
+            )
+        )
     return InterleavedBatches(sources)
 
 
-def train_fmda_two_stage(manifest: Mapping[str, Any], template_pairs: Mapping[str, Any], pools: pd.DataFrame,
-                         model_params: Mapping[str, Any], spec: Mapping[str, Any], training: Mapping[str, Any],
-                         loss: Mapping[str, Any] | None = None, variant: str = "two_stage") -> tuple[dict[str, Any], dict[str, Any]]:
+def train_fmda_two_stage(
+    manifest: Mapping[str, Any],
+    template_pairs: Mapping[str, Any],
+    pools: pd.DataFrame,
+    model_params: Mapping[str, Any],
+    spec: Mapping[str, Any],
+    training: Mapping[str, Any],
+    loss: Mapping[str, Any] | None = None,
+    variant: str = "two_stage",
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Two-stage FMDA (§4.6): template losses on monolingual template pairs, then the rest with the template encoder frozen.
 
     Stage 1 stops early on the held-out template pairs (their retrieval accuracy of ``emb_tp`` under
@@ -251,30 +356,49 @@ def train_fmda_two_stage(manifest: Mapping[str, Any], template_pairs: Mapping[st
     stage1 = {**two_stage_weights(1), **{k: v for k, v in extra.items() if k in TEMPLATE_LOSSES}}
     # with select_on: dev_retrieval, stage 1 keeps the epoch whose template embedding best retrieves
     # the held-out pairs' partners (its held-out loss kept falling to the epoch cap, docs/fmda.md)
-    first_scorer = (lambda m: template_dev_retrieval(m, template_pairs)) if training.get("select_on") == "dev_retrieval" else None
-    first = train(model, lambda m, b: fmda_losses(m, b, stage1, contrastive),
-                  _template_pair_batches(template_pairs, "train", pools, batch_size, True, buckets, negatives),
-                  _template_pair_batches(template_pairs, "dev", pools, batch_size, False, False, negatives), settings, first_scorer)
+    first_scorer = (
+        (lambda m: template_dev_retrieval(m, template_pairs)) if training.get("select_on") == "dev_retrieval" else None
+    )
+    first = train(
+        model,
+        lambda m, b: fmda_losses(m, b, stage1, contrastive),
+        _template_pair_batches(template_pairs, "train", pools, batch_size, True, buckets, negatives),
+        _template_pair_batches(template_pairs, "dev", pools, batch_size, False, False, negatives),
+        settings,
+        first_scorer,
+    )
     freeze_template_encoder(model)
     stage2 = {**two_stage_weights(2), **{k: v for k, v in extra.items() if k not in TEMPLATE_LOSSES}}
-    second = train(model, lambda m, b: fmda_losses(m, b, stage2, contrastive),
-                   _fmda_batches(manifest, "train", pools, batch_size, True, buckets, negatives=negatives),
-                   _fmda_batches(manifest, "dev", pools, batch_size, False, negatives=negatives), settings,
-                   _dev_scorer(training, manifest))
+    second = train(
+        model,
+        lambda m, b: fmda_losses(m, b, stage2, contrastive),
+        _fmda_batches(manifest, "train", pools, batch_size, True, buckets, negatives=negatives),
+        _fmda_batches(manifest, "dev", pools, batch_size, False, negatives=negatives),
+        settings,
+        _dev_scorer(training, manifest),
+    )
     trained = _trained(model, [first, second], variant, spec, contrastive, manifest)
     # one curve: stage 2's epochs after stage 1's (its epoch 0, the stage-1 weights, is stage 1's last point)
     history = first.history + [{**r, "epoch": r["epoch"] + first.epochs_run} for r in second.history if r["epoch"] > 0]
     pair = f"{manifest['source_locale']}-{manifest['target_locale']}"
-    trained["mlflow_run_id"] = log_child_run(f"fmda/{variant}/{pair}",
-                                             _run_params(variant, spec, model_params, training, contrastive, two_stage=True), history)
+    trained["mlflow_run_id"] = log_child_run(
+        f"fmda/{variant}/{pair}",
+        _run_params(variant, spec, model_params, training, contrastive, two_stage=True),
+        history,
+    )
     log_child_model(trained["mlflow_run_id"], f"fmda_{variant}", trained)
     metrics = _history(second.history, f"fmda.{variant}.{pair}.stage2", trained)
     return trained, {**history_metrics(first.history, f"fmda.{variant}.{pair}.stage1"), **metrics}
 
 
-def train_fmda_unified(pools: pd.DataFrame, model_params: Mapping[str, Any], spec: Mapping[str, Any],
-                       training: Mapping[str, Any], loss: Mapping[str, Any], *manifests: Mapping[str, Any]
-                       ) -> tuple[dict[str, Any], dict[str, Any]]:
+def train_fmda_unified(
+    pools: pd.DataFrame,
+    model_params: Mapping[str, Any],
+    spec: Mapping[str, Any],
+    training: Mapping[str, Any],
+    loss: Mapping[str, Any],
+    *manifests: Mapping[str, Any],
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """One FMDA on the mixture of several pairs (Appendix C), one language id per locale.
 
     Every epoch holds every pair's batches in a seeded random order; early stopping uses the
@@ -285,13 +409,27 @@ def train_fmda_unified(pools: pd.DataFrame, model_params: Mapping[str, Any], spe
     languages = list(dict.fromkeys(loc for m in manifests for loc in (m["source_locale"], m["target_locale"])))
     langs = [(languages.index(m["source_locale"]), languages.index(m["target_locale"])) for m in manifests]
     model = _new_model(manifests[0], model_params, len(languages), settings.seed)
-    result = train(model, lambda m, b: fmda_losses(m, b, weights, contrastive),
-                   InterleavedBatches([_fmda_batches(m, "train", pools, batch_size, True, buckets, l, negatives) for m, l in zip(manifests, langs)]),
-                   InterleavedBatches([_fmda_batches(m, "dev", pools, batch_size, False, False, l, negatives) for m, l in zip(manifests, langs)]),
-                   settings, _dev_scorer(training, *manifests))
+    result = train(
+        model,
+        lambda m, b: fmda_losses(m, b, weights, contrastive),
+        InterleavedBatches(
+            [
+                _fmda_batches(m, "train", pools, batch_size, True, buckets, l, negatives)
+                for m, l in zip(manifests, langs)
+            ]
+        ),
+        InterleavedBatches(
+            [_fmda_batches(m, "dev", pools, batch_size, False, False, l, negatives) for m, l in zip(manifests, langs)]
+        ),
+        settings,
+        _dev_scorer(training, *manifests),
+    )
     trained = _trained(model, [result], "unified", spec, contrastive, *manifests, languages=languages)
-    trained["mlflow_run_id"] = log_child_run("fmda/unified/" + "+".join(languages),
-                                             _run_params("unified", spec, model_params, training, contrastive), result.history)
+    trained["mlflow_run_id"] = log_child_run(
+        "fmda/unified/" + "+".join(languages),
+        _run_params("unified", spec, model_params, training, contrastive),
+        result.history,
+    )
     log_child_model(trained["mlflow_run_id"], "fmda_unified", trained)
     return trained, _history(result.history, "fmda.unified", trained)
 
@@ -315,7 +453,6 @@ def control_meaning(model: torch.nn.Module, vectors: np.ndarray, method: str) ->
         return get_method(method).encode(model, inputs)["meaning"].cpu().numpy()
 
 
-
 def pooled_head_spec(spec: Mapping[str, Any] | None, name: str) -> HeadSpec:
     """``fmda.methods.<name>`` parsed (the schema of ``qe.methods``, plus ``pairs``), method checked.
 
@@ -333,8 +470,14 @@ def pooled_head_spec(spec: Mapping[str, Any] | None, name: str) -> HeadSpec:
     return parsed
 
 
-def pooled_batches(manifest: Mapping[str, Any], vectors: Mapping[str, np.ndarray], split: str, pools: pd.DataFrame | None,
-                   batch_size: int, shuffle: bool) -> QuadrupletBatches:
+def pooled_batches(
+    manifest: Mapping[str, Any],
+    vectors: Mapping[str, np.ndarray],
+    split: str,
+    pools: pd.DataFrame | None,
+    batch_size: int,
+    shuffle: bool,
+) -> QuadrupletBatches:
     """A split's pooled pairs for a head, partners from the split's negative pool of each side's
     locale (:func:`pool_rows`), or from every utterance of the split when ``pools`` is None."""
     s, t = vectors[f"{split}.source"], vectors[f"{split}.target"]
@@ -342,13 +485,26 @@ def pooled_batches(manifest: Mapping[str, Any], vectors: Mapping[str, np.ndarray
     if pools is not None:
         ids = np.array(manifest["ids"][split])
         pool = {side: pool_rows(ids, pools, manifest[f"{side}_locale"], split) for side in pool}
-    return QuadrupletBatches(s, t, np.zeros(len(s)), np.ones(len(t)), batch_size, source_pool=pool["source"],
-                             target_pool=pool["target"], shuffle=shuffle)
+    return QuadrupletBatches(
+        s,
+        t,
+        np.zeros(len(s)),
+        np.ones(len(t)),
+        batch_size,
+        source_pool=pool["source"],
+        target_pool=pool["target"],
+        shuffle=shuffle,
+    )
 
 
-def train_pooled_head(manifest: Mapping[str, Any], pools: pd.DataFrame | None, spec: Mapping[str, Any],
-                      training: Mapping[str, Any], loss: Mapping[str, Any], name: str
-                      ) -> tuple[dict[str, Any], dict[str, Any]]:
+def train_pooled_head(
+    manifest: Mapping[str, Any],
+    pools: pd.DataFrame | None,
+    spec: Mapping[str, Any],
+    training: Mapping[str, Any],
+    loss: Mapping[str, Any],
+    name: str,
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """A head over the pair's pooled sentence vectors: the DREAM baseline or a control of ``fmda-infonce``.
 
     ``dream`` is DREAM (Tiyajamorn et al. 2021, eq. 1-9); ``linear-infonce`` one linear map
@@ -378,12 +534,21 @@ def train_pooled_head(manifest: Mapping[str, Any], pools: pd.DataFrame | None, s
     params = {k: v for k, v in {**dict(training), **dict(parsed.training)}.items() if k != "length_buckets"}
     settings, batch_size, _ = _training_settings(params, f"fmda.methods.{name}.training")
     accepted = get_method(method).options
-    options = {k: v for k, v in (("activation", str(parsed.activation)),
-                                 ("temperature", contrastive_settings(loss, {}).temperature)) if k in accepted}
+    options = {
+        k: v
+        for k, v in (
+            ("activation", str(parsed.activation)),
+            ("temperature", contrastive_settings(loss, {}).temperature),
+        )
+        if k in accepted
+    }
     weights = dict(parsed.loss_weights)
     sets = manifest["sets"]
-    vectors = {f"{split}.{side}": np.asarray(sets[f"{split}.{side}.utt"].vectors(pooling), dtype=np.float32)
-               for split in ("train", "dev") for side in ("source", "target")}
+    vectors = {
+        f"{split}.{side}": np.asarray(sets[f"{split}.{side}.utt"].vectors(pooling), dtype=np.float32)
+        for split in ("train", "dev")
+        for side in ("source", "target")
+    }
 
     negatives = str(dict(spec).get("negatives", "all"))
     if negatives == "pool" and pools is None:
@@ -398,19 +563,47 @@ def train_pooled_head(manifest: Mapping[str, Any], pools: pd.DataFrame | None, s
 
     selecting = params.get("select_on", "dev_loss") == "dev_retrieval"
     dim = sets["train.source.utt"].dim
-    model, result = fit_head(method, dim, 2, options, weights, batches("train", True), batches("dev", False), settings,
-                             dev_score if selecting else None, where=f"fmda.methods.{name}")
+    model, result = fit_head(
+        method,
+        dim,
+        2,
+        options,
+        weights,
+        batches("train", True),
+        batches("dev", False),
+        settings,
+        dev_score if selecting else None,
+        where=f"fmda.methods.{name}",
+    )
     dev = dev_score(model)
     pair = f"{manifest['source_locale']}-{manifest['target_locale']}"
-    logger.info("%s %s: best dev epoch %d of %d; dev accuracy@1 of its meaning embedding %.4f",
-                method, pair, result.best_epoch, result.epochs_run, dev)
-    trained = {"state_dict": result.state_dict, "build": build_spec(method, dim, 2, options),
-               "method": method, "name": name, "pooling": pooling, **options, "loss_weights": weights, "negatives": negatives,
-               "best_epoch": result.best_epoch, "epochs_run": result.epochs_run, "dev_m_accuracy": dev,
-               "encoder": encoder_of(manifest)}
-    trained["mlflow_run_id"] = log_child_run(f"{method}/{pair}", {"method": method, "name": name, "pooling": pooling,
-                                                                  "negatives": negatives, **options, **params},
-                                             result.history)
+    logger.info(
+        "%s %s: best dev epoch %d of %d; dev accuracy@1 of its meaning embedding %.4f",
+        method,
+        pair,
+        result.best_epoch,
+        result.epochs_run,
+        dev,
+    )
+    trained = {
+        "state_dict": result.state_dict,
+        "build": build_spec(method, dim, 2, options),
+        "method": method,
+        "name": name,
+        "pooling": pooling,
+        **options,
+        "loss_weights": weights,
+        "negatives": negatives,
+        "best_epoch": result.best_epoch,
+        "epochs_run": result.epochs_run,
+        "dev_m_accuracy": dev,
+        "encoder": encoder_of(manifest),
+    }
+    trained["mlflow_run_id"] = log_child_run(
+        f"{method}/{pair}",
+        {"method": method, "name": name, "pooling": pooling, "negatives": negatives, **options, **params},
+        result.history,
+    )
     log_child_model(trained["mlflow_run_id"], name, trained)
     metrics = history_metrics(result.history, f"{method}.{pair}")
     metrics[f"{method}.{pair}.dev_m_accuracy"] = [{"value": dev, "step": 0}]

@@ -35,9 +35,20 @@ class FmdaBatches:
             none, so it skips half the gathering. The pairs' order does not depend on it.
     """
 
-    def __init__(self, source: EmbeddingSet, target: EmbeddingSet, targets: dict[str, np.ndarray],
-                 source_lang: int, target_lang: int, source_pool: np.ndarray, target_pool: np.ndarray,
-                 batch_size: int, shuffle: bool = True, bucket: bool = False, negatives: bool = True) -> None:
+    def __init__(
+        self,
+        source: EmbeddingSet,
+        target: EmbeddingSet,
+        targets: dict[str, np.ndarray],
+        source_lang: int,
+        target_lang: int,
+        source_pool: np.ndarray,
+        target_pool: np.ndarray,
+        batch_size: int,
+        shuffle: bool = True,
+        bucket: bool = False,
+        negatives: bool = True,
+    ) -> None:
         n = len(source)
         if len(target) != n or any(len(v) != n for v in targets.values()):
             raise ValueError(f"source ({n}), target ({len(target)}) and masked-text targets must be aligned")
@@ -50,7 +61,9 @@ class FmdaBatches:
         self.source, self.target = source, target
         for entry in (source, target):
             entry.load_token_states()  # gathered every epoch: keep them in memory
-        self.targets = {k: torch.from_numpy(np.array(v, dtype=np.float32)) for k, v in targets.items()}  # a copy: store arrays are read-only memmaps
+        self.targets = {
+            k: torch.from_numpy(np.array(v, dtype=np.float32)) for k, v in targets.items()
+        }  # a copy: store arrays are read-only memmaps
         self.langs = (source_lang, target_lang)
         self.pools = (torch.as_tensor(np.asarray(source_pool)), torch.as_tensor(np.asarray(target_pool)))
         self.batch_size = batch_size
@@ -95,8 +108,10 @@ class FmdaBatches:
         for index in self._batch_indices(generator):
             parts = [("s", self.source, index), ("t", self.target, index)]
             if self.negatives:
-                parts += [("s2", self.source, self._negatives(index, self.pools[0], generator)),
-                          ("t2", self.target, self._negatives(index, self.pools[1], generator))]
+                parts += [
+                    ("s2", self.source, self._negatives(index, self.pools[0], generator)),
+                    ("t2", self.target, self._negatives(index, self.pools[1], generator)),
+                ]
             batch: dict[str, torch.Tensor] = {}
             for name, entry, rows in parts:
                 batch[f"{name}_states"], batch[f"{name}_mask"] = self._states(entry, rows)

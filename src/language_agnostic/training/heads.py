@@ -68,14 +68,26 @@ def corpus_languages(corpus: pd.DataFrame) -> list[str]:
 def fit_centering(manifest: Mapping[str, Any], corpus: pd.DataFrame, pooling: str) -> dict[str, Any]:
     """Per-language means of the training split (both sides), for mean centering."""
     train_rows = corpus[corpus["split"] == "train"]
-    vectors = np.concatenate([vectors_of(manifest, "train.source", pooling), vectors_of(manifest, "train.target", pooling)])
+    vectors = np.concatenate(
+        [vectors_of(manifest, "train.source", pooling), vectors_of(manifest, "train.target", pooling)]
+    )
     means = fit_language_means(vectors, [*train_rows["source_lang"], *train_rows["target_lang"]])
-    return {"state_dict": {lang: torch.from_numpy(m.astype(np.float32)) for lang, m in means.items()},
-            "method": "centering", "pooling": pooling}
+    return {
+        "state_dict": {lang: torch.from_numpy(m.astype(np.float32)) for lang, m in means.items()},
+        "method": "centering",
+        "pooling": pooling,
+    }
 
 
-def pair_batches(manifest: Mapping[str, Any], corpus: pd.DataFrame, split: str, pooling: str, languages: list[str],
-             batch_size: int, shuffle: bool) -> InterleavedBatches:
+def pair_batches(
+    manifest: Mapping[str, Any],
+    corpus: pd.DataFrame,
+    split: str,
+    pooling: str,
+    languages: list[str],
+    batch_size: int,
+    shuffle: bool,
+) -> InterleavedBatches:
     """One quadruplet source per language pair, so that partners s', t' share the language of s, t."""
     rows = corpus[corpus["split"] == split].reset_index(drop=True)
     source, target = vectors_of(manifest, f"{split}.source", pooling), vectors_of(manifest, f"{split}.target", pooling)
@@ -96,10 +108,18 @@ def head_options(method: str, activation: str) -> dict[str, Any]:
     return {"activation": activation} if "activation" in get_method(method).options else {}
 
 
-def fit_head(method: str, dim: int, n_languages: int, options: Mapping[str, Any], weights: Mapping[str, float],
-             train_data: Any, dev_data: Any, settings: TrainSettings,
-             dev_score: Callable[[torch.nn.Module], float] | None = None, where: str = "method"
-             ) -> tuple[torch.nn.Module, TrainResult]:
+def fit_head(
+    method: str,
+    dim: int,
+    n_languages: int,
+    options: Mapping[str, Any],
+    weights: Mapping[str, float],
+    train_data: Any,
+    dev_data: Any,
+    settings: TrainSettings,
+    dev_score: Callable[[torch.nn.Module], float] | None = None,
+    where: str = "method",
+) -> tuple[torch.nn.Module, TrainResult]:
     """Build a registered method over pooled sentence vectors and train it with its own losses.
 
     The one training path of every head over frozen vectors, in every pipeline (QE, STS, and
@@ -111,14 +131,22 @@ def fit_head(method: str, dim: int, n_languages: int, options: Mapping[str, Any]
     """
     torch.manual_seed(settings.seed)
     model = build(method, dim, n_languages, dict(options), where)
-    result = train(model, lambda m, b: get_method(method).losses(m, b, weights, options), train_data, dev_data,
-                   settings, dev_score)
+    result = train(
+        model, lambda m, b: get_method(method).losses(m, b, weights, options), train_data, dev_data, settings, dev_score
+    )
     return model, result
 
 
-def train_head(manifest: Mapping[str, Any], corpus: pd.DataFrame, spec: Mapping[str, Any], training: Mapping[str, Any],
-               pooling: str, method: str = "seed", pipeline: str = "qe", name: str | None = None
-               ) -> tuple[dict[str, Any], dict[str, Any]]:
+def train_head(
+    manifest: Mapping[str, Any],
+    corpus: pd.DataFrame,
+    spec: Mapping[str, Any],
+    training: Mapping[str, Any],
+    pooling: str,
+    method: str = "seed",
+    pipeline: str = "qe",
+    name: str | None = None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Train one method on every pair together; keep the weights of the best validation epoch.
 
     Args:
@@ -148,17 +176,36 @@ def train_head(manifest: Mapping[str, Any], corpus: pd.DataFrame, spec: Mapping[
     activation = str(parsed.activation)
     options, weights = head_options(method, activation), dict(parsed.loss_weights)
     dim = manifest["sets"]["train.source"].dim
-    _, result = fit_head(method, dim, len(languages), options, weights,
-                         pair_batches(manifest, corpus, "train", pooling, languages, batch_size, True),
-                         pair_batches(manifest, corpus, "validation", pooling, languages, batch_size, False), settings,
-                         where=f"{pipeline}.methods.{name}")
+    _, result = fit_head(
+        method,
+        dim,
+        len(languages),
+        options,
+        weights,
+        pair_batches(manifest, corpus, "train", pooling, languages, batch_size, True),
+        pair_batches(manifest, corpus, "validation", pooling, languages, batch_size, False),
+        settings,
+        where=f"{pipeline}.methods.{name}",
+    )
     logger.info("%s %s: best validation epoch %d of %d", pipeline, name, result.best_epoch, result.epochs_run)
-    run_id = log_child_run(f"{pipeline}/{name}", {"method": method, "pooling": pooling, **dict(spec), **params,
-                                                  "batch_size": batch_size}, result.history)
-    trained = {"state_dict": result.state_dict, "build": build_spec(method, dim, len(languages), options),
-               "method": method, "name": name, "languages": languages,
-               "pooling": pooling, "activation": activation, "loss_weights": weights,
-               "best_epoch": result.best_epoch, "epochs_run": result.epochs_run, "mlflow_run_id": run_id}
+    run_id = log_child_run(
+        f"{pipeline}/{name}",
+        {"method": method, "pooling": pooling, **dict(spec), **params, "batch_size": batch_size},
+        result.history,
+    )
+    trained = {
+        "state_dict": result.state_dict,
+        "build": build_spec(method, dim, len(languages), options),
+        "method": method,
+        "name": name,
+        "languages": languages,
+        "pooling": pooling,
+        "activation": activation,
+        "loss_weights": weights,
+        "best_epoch": result.best_epoch,
+        "epochs_run": result.epochs_run,
+        "mlflow_run_id": run_id,
+    }
     log_child_model(run_id, f"{pipeline}_{name}", trained)
     return trained, history_metrics(result.history, f"{pipeline}.{name}")
 
@@ -187,15 +234,24 @@ def check_ablations(ablations: Mapping[str, Any] | None, pipeline: str = "qe") -
             raise ValueError(f"{where}.base must be one of {list(TRAINED_METHODS)}, got {spec.get('base')!r}")
         if not spec.get("loss_weights") and spec.get("seed") is None:
             raise ValueError(f"{where}: give the loss_weights it changes (e.g. {{meaning: 0}}) or a training seed")
-        out[name] = {"method": str(spec["base"]),
-                     "loss_weights": {str(k): float(v) for k, v in dict(spec.get("loss_weights") or {}).items()},
-                     "seed": None if spec.get("seed") is None else int(spec["seed"])}
+        out[name] = {
+            "method": str(spec["base"]),
+            "loss_weights": {str(k): float(v) for k, v in dict(spec.get("loss_weights") or {}).items()},
+            "seed": None if spec.get("seed") is None else int(spec["seed"]),
+        }
     return out
 
 
-def train_ablation(manifest: Mapping[str, Any], corpus: pd.DataFrame, spec: Mapping[str, Any], ablation: Mapping[str, Any],
-                   training: Mapping[str, Any], pooling: str, name: str, pipeline: str = "qe"
-                   ) -> tuple[dict[str, Any], dict[str, Any]]:
+def train_ablation(
+    manifest: Mapping[str, Any],
+    corpus: pd.DataFrame,
+    spec: Mapping[str, Any],
+    ablation: Mapping[str, Any],
+    training: Mapping[str, Any],
+    pooling: str,
+    name: str,
+    pipeline: str = "qe",
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """A head retrained with the ablation's loss weights over its own (``spec``) and, for a seed run,
     its training seed; otherwise as :func:`train_head`."""
     ablation = check_ablations({name: ablation}, pipeline)[name]
@@ -203,5 +259,6 @@ def train_ablation(manifest: Mapping[str, Any], corpus: pd.DataFrame, spec: Mapp
     changed = {**dict(spec), "loss_weights": weights}
     if ablation["seed"] is not None:
         changed["training"] = {**dict(spec.get("training") or {}), "seed": ablation["seed"]}
-    return train_head(manifest, corpus, changed, training, pooling, method=str(ablation["method"]), pipeline=pipeline,
-                      name=name)
+    return train_head(
+        manifest, corpus, changed, training, pooling, method=str(ablation["method"]), pipeline=pipeline, name=name
+    )

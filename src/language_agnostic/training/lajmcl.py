@@ -29,17 +29,35 @@ import torch
 
 from language_agnostic.config import settings_from_params
 from language_agnostic.encoders.loading import LoadedEncoder
+from language_agnostic.evaluation.slu import slu_scores
 from language_agnostic.methods.lajmcl import DEFAULT_LAMBDA, WEIGHTS, LajMcl, MclConfig, lajmcl_losses
-from language_agnostic.methods.lajoint import (INIT_LAYERS, LAJoint, LajointConfig, initial_label_embeddings, label_names,
-                                               prefix_shift)
+from language_agnostic.methods.lajoint import (
+    INIT_LAYERS,
+    LAJoint,
+    LajointConfig,
+    initial_label_embeddings,
+    label_names,
+    prefix_shift,
+)
 from language_agnostic.methods.registry import build_spec
 from language_agnostic.text.slot_negatives import SlotNegatives, mean_pooled_embedder
 from language_agnostic.training.lajmcl_data import LajBatches, label_tokenisation, prefix_tokens
 from language_agnostic.training.loop import TrainResult, TrainSettings, train
-from language_agnostic.evaluation.slu import slu_scores
-from language_agnostic.training.slu import (_labels, _predict_ids, _rows, _switcher, _words, first_token_states, freeze_below,
-                                            kept_checkpoint_info, load_over_base, prediction_tokens, slu_split, timed_training,
-                                            trained_state)
+from language_agnostic.training.slu import (
+    _labels,
+    _predict_ids,
+    _rows,
+    _switcher,
+    _words,
+    first_token_states,
+    freeze_below,
+    kept_checkpoint_info,
+    load_over_base,
+    prediction_tokens,
+    slu_split,
+    timed_training,
+    trained_state,
+)
 from language_agnostic.training.slu_data import tokenise_words
 
 logger = logging.getLogger(__name__)
@@ -93,8 +111,9 @@ class LajRun:
     info: dict[str, Any]
 
 
-def method_config(method: Mapping[str, Any], name: str, n_intents: int, slots: Sequence[str], encoder: LoadedEncoder
-                  ) -> tuple[LajointConfig, MclConfig, MclData, dict[str, float]]:
+def method_config(
+    method: Mapping[str, Any], name: str, n_intents: int, slots: Sequence[str], encoder: LoadedEncoder
+) -> tuple[LajointConfig, MclConfig, MclData, dict[str, float]]:
     """``slu.methods.<name>`` options split into the model's, MCL's and the data's settings and the loss weights.
 
     Keys: :class:`~language_agnostic.methods.lajoint.LajointConfig` fields but the derived
@@ -116,8 +135,14 @@ def method_config(method: Mapping[str, Any], name: str, n_intents: int, slots: S
     # every MclConfig field is a method option: a field added there needs no edit here or in the artifact
     mcl_config = MclConfig(**{f.name: options.pop(f.name) for f in fields(MclConfig) if f.name in options})
     mcl_data = settings_from_params(MclData, dict(options.pop("mcl", None) or {}), f"{where}.mcl")
-    config = settings_from_params(LajointConfig, options, where, n_intents=n_intents, slots=tuple(slots),
-                                  encoder_config=encoder.model.config.to_dict())
+    config = settings_from_params(
+        LajointConfig,
+        options,
+        where,
+        n_intents=n_intents,
+        slots=tuple(slots),
+        encoder_config=encoder.model.config.to_dict(),
+    )
     full = {"intent": 1.0, "slot": 1.0, **dict.fromkeys(MCL_LEVELS, DEFAULT_LAMBDA)}
     for k, v in weights.items():
         if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
@@ -126,9 +151,16 @@ def method_config(method: Mapping[str, Any], name: str, n_intents: int, slots: S
     return config, mcl_config, mcl_data, full
 
 
-def prepare_lajmcl(table: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[str, Any], data: Mapping[str, Any],
-                   training: Mapping[str, Any], extraction: Mapping[str, Any] | None = None,
-                   dictionaries: Mapping[str, Mapping[str, Sequence[str]]] | None = None, name: str = "lajmcl") -> LajRun:
+def prepare_lajmcl(
+    table: pd.DataFrame,
+    encoder: LoadedEncoder,
+    method: Mapping[str, Any],
+    data: Mapping[str, Any],
+    training: Mapping[str, Any],
+    extraction: Mapping[str, Any] | None = None,
+    dictionaries: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
+    name: str = "lajmcl",
+) -> LajRun:
     """The model, batches, settings and dev scorer of one LAJoint / LAJ-MCL fine-tuning.
 
     Args:
@@ -160,8 +192,10 @@ def prepare_lajmcl(table: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[
     switcher, switch = _switcher(settings_data, dictionaries)
     on = [level for level in MCL_LEVELS if weights[level] > 0]
     if on and not (switch and switch.keep_source):
-        raise ValueError(f"slu.methods.{name}: MCL ({on} weighted > 0) needs slu.data.code_switch with keep_source: true; "
-                         f"for LAJoint without MCL set loss_weights {dict.fromkeys(on, 0)}")
+        raise ValueError(
+            f"slu.methods.{name}: MCL ({on} weighted > 0) needs slu.data.code_switch with keep_source: true; "
+            f"for LAJoint without MCL set loss_weights {dict.fromkeys(on, 0)}"
+        )
 
     words, tags = _words(train_rows), _labels(train_rows)
     slot_negatives = None
@@ -169,23 +203,58 @@ def prepare_lajmcl(table: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[
         embed = mean_pooled_embedder(encoder.model, encoder.tokenizer, prefix=str((extraction or {}).get("prefix", "")))
         p_s = max(1, min(mcl_data.p_s, len(slots) - 1))  # a slot set smaller than p_s + 1: every other slot
         if (mcl_data.p_v if mcl_data.pool_values is None else mcl_data.pool_values) == 0:
-            raise ValueError(f"slu.methods.{name}.mcl: p_v 0 with pool_values null leaves every negative pool V_k empty "
-                             "(Algorithm 1, line 8): set mcl.pool_values (Table 6's p_v = 0: slots described by name only)")
-        slot_negatives = SlotNegatives.build(words, tags, slots, embed, mcl_data.p_v, p_s, switcher, mcl_data.slot_negatives,
-                                             mcl_data.pool_values)
-    train_data = LajBatches(encoder, words, tags, train_rows["intent"].map(intent_index).tolist(), label_to_id, slots,
-                            extraction, settings_data.batch_size, shuffle=True, switcher=switcher,
-                            switch_seed=switch.seed if switch else 0, ignore_index=config.ignore_index,
-                            what=f"slu {name} train", keep_source=bool(switch and switch.keep_source),
-                            mcl=bool(on), slot_negatives=slot_negatives,
-                            word_negatives=mcl_data.word_negatives if weights["word"] > 0 else 0,
-                            group_by_length=settings_data.group_by_length)
+            raise ValueError(
+                f"slu.methods.{name}.mcl: p_v 0 with pool_values null leaves every negative pool V_k empty "
+                "(Algorithm 1, line 8): set mcl.pool_values (Table 6's p_v = 0: slots described by name only)"
+            )
+        slot_negatives = SlotNegatives.build(
+            words, tags, slots, embed, mcl_data.p_v, p_s, switcher, mcl_data.slot_negatives, mcl_data.pool_values
+        )
+    train_data = LajBatches(
+        encoder,
+        words,
+        tags,
+        train_rows["intent"].map(intent_index).tolist(),
+        label_to_id,
+        slots,
+        extraction,
+        settings_data.batch_size,
+        shuffle=True,
+        switcher=switcher,
+        switch_seed=switch.seed if switch else 0,
+        ignore_index=config.ignore_index,
+        what=f"slu {name} train",
+        keep_source=bool(switch and switch.keep_source),
+        mcl=bool(on),
+        slot_negatives=slot_negatives,
+        word_negatives=mcl_data.word_negatives if weights["word"] > 0 else 0,
+        group_by_length=settings_data.group_by_length,
+    )
     known = split.dev_loss_rows()
-    dev_data = LajBatches(encoder, _words(known), _labels(known), known["intent"].map(intent_index).tolist(), label_to_id,
-                          slots, extraction, 64, shuffle=False, ignore_index=config.ignore_index, what=f"slu {name} dev")
-    dev_tokens = prefix_tokens(tokenise_words(encoder.tokenizer, _words(dev_rows), label_tokenisation(encoder, extraction,
-                                                                                                        len(slots)),
-                                              on_too_long="truncate", what=f"slu {name} dev"), len(slots), encoder.tokenizer)
+    dev_data = LajBatches(
+        encoder,
+        _words(known),
+        _labels(known),
+        known["intent"].map(intent_index).tolist(),
+        label_to_id,
+        slots,
+        extraction,
+        64,
+        shuffle=False,
+        ignore_index=config.ignore_index,
+        what=f"slu {name} dev",
+    )
+    dev_tokens = prefix_tokens(
+        tokenise_words(
+            encoder.tokenizer,
+            _words(dev_rows),
+            label_tokenisation(encoder, extraction, len(slots)),
+            on_too_long="truncate",
+            what=f"slu {name} dev",
+        ),
+        len(slots),
+        encoder.tokenizer,
+    )
     dev_score = split.dev_scorer(dev_tokens, int(encoder.tokenizer.pad_token_id))
 
     torch.manual_seed(settings.seed)
@@ -194,22 +263,42 @@ def prepare_lajmcl(table: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[
     model = LajMcl(base, int(base.config.hidden_size), config, mcl_config, init)
     parameters = freeze_below(model.encoder, split.train_layers)  # the label embeddings stay trained (freeze_below)
     info: dict[str, Any] = {
-        "name": name, "intents": intents, "labels": labels, "slots": slots, "training_locale": settings_data.training_locale,
-        "dev_locale": dev_locale, "n_train": len(train_rows), "n_dev": len(dev_rows), "n_dev_loss": len(known),
-        "loss_weights": weights, "mcl_levels": on, "margins": dict(mcl_config.margins or {}),
-        "slot_temperature": mcl_config.slot_temperature, "slot_affinity": mcl_config.slot_affinity,
+        "name": name,
+        "intents": intents,
+        "labels": labels,
+        "slots": slots,
+        "training_locale": settings_data.training_locale,
+        "dev_locale": dev_locale,
+        "n_train": len(train_rows),
+        "n_dev": len(dev_rows),
+        "n_dev_loss": len(known),
+        "loss_weights": weights,
+        "mcl_levels": on,
+        "margins": dict(mcl_config.margins or {}),
+        "slot_temperature": mcl_config.slot_temperature,
+        "slot_affinity": mcl_config.slot_affinity,
         "mcl": {f.name: getattr(mcl_data, f.name) for f in fields(mcl_data)},
-        "compressor": config.compressor, "projector": config.projector,
-        "code_switch": None if switch is None else {"ratio": switch.ratio, "languages": list(switch.languages),
-                                                    "seed": switch.seed, "keep_source": switch.keep_source},
+        "compressor": config.compressor,
+        "projector": config.projector,
+        "code_switch": None
+        if switch is None
+        else {
+            "ratio": switch.ratio,
+            "languages": list(switch.languages),
+            "seed": switch.seed,
+            "keep_source": switch.keep_source,
+        },
         "n_truncated": {"train": train_data.n_truncated, "dev": int(dev_tokens.truncated.sum())},
         "similar_slots": dict(slot_negatives.similar or {}) if slot_negatives is not None else None,
-        "train_layers": split.train_layers, "encoder_parameters": parameters,
+        "train_layers": split.train_layers,
+        "encoder_parameters": parameters,
     }
     return LajRun(model, train_data, dev_data, settings, dev_score, weights, info)
 
 
-def lajmcl_loss_fn(weights: Mapping[str, float]) -> Callable[[torch.nn.Module, Mapping[str, torch.Tensor]], dict[str, torch.Tensor]]:
+def lajmcl_loss_fn(
+    weights: Mapping[str, float],
+) -> Callable[[torch.nn.Module, Mapping[str, torch.Tensor]], dict[str, torch.Tensor]]:
     """The loop's ``loss_fn``: eq. 14 on training batches, ``L_J`` alone on dev batches.
 
     Dev utterances are never switched, so they have no pairs to contrast; their loss is only
@@ -225,10 +314,16 @@ def lajmcl_loss_fn(weights: Mapping[str, float]) -> Callable[[torch.nn.Module, M
     return loss_fn
 
 
-def train_lajmcl(table: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[str, Any], data: Mapping[str, Any],
-                 training: Mapping[str, Any], extraction: Mapping[str, Any] | None = None,
-                 dictionaries: Mapping[str, Mapping[str, Sequence[str]]] | None = None, name: str = "lajmcl"
-                 ) -> tuple[LajMcl, TrainResult, dict[str, Any]]:
+def train_lajmcl(
+    table: pd.DataFrame,
+    encoder: LoadedEncoder,
+    method: Mapping[str, Any],
+    data: Mapping[str, Any],
+    training: Mapping[str, Any],
+    extraction: Mapping[str, Any] | None = None,
+    dictionaries: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
+    name: str = "lajmcl",
+) -> tuple[LajMcl, TrainResult, dict[str, Any]]:
     """Fine-tune a copy of ``encoder`` as LAJoint / LAJ-MCL (:func:`prepare_lajmcl`), selected on dev exact match.
 
     Returns:
@@ -239,24 +334,50 @@ def train_lajmcl(table: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[st
     """
     run = prepare_lajmcl(table, encoder, method, data, training, extraction, dictionaries, name)
     info = run.info
-    logger.info("lajmcl %s: %d %s train utterances (%d intents, %d slots), MCL levels %s, code-switch %s, train_layers %s",
-                name, info["n_train"], info["training_locale"], len(info["intents"]), len(info["slots"]), info["mcl_levels"],
-                info["code_switch"], info["train_layers"])
-    result, seconds = timed_training(lambda: train(run.model, lajmcl_loss_fn(run.loss_weights), run.train_data, run.dev_data,
-                                                   run.settings, run.dev_score))
+    logger.info(
+        "lajmcl %s: %d %s train utterances (%d intents, %d slots), MCL levels %s, code-switch %s, train_layers %s",
+        name,
+        info["n_train"],
+        info["training_locale"],
+        len(info["intents"]),
+        len(info["slots"]),
+        info["mcl_levels"],
+        info["code_switch"],
+        info["train_layers"],
+    )
+    result, seconds = timed_training(
+        lambda: train(
+            run.model, lajmcl_loss_fn(run.loss_weights), run.train_data, run.dev_data, run.settings, run.dev_score
+        )
+    )
     dev_rows = _rows(table, info["dev_locale"], "dev")
     info["mixed_precision"] = run.settings.mixed_precision  # test is predicted as dev was scored (evaluate_slu_variant)
-    predicted, predicted_labels = predict_lajmcl(run.model, dev_rows, encoder, info["intents"], info["labels"],
-                                                 len(info["slots"]), extraction, precision=run.settings.mixed_precision)
+    predicted, predicted_labels = predict_lajmcl(
+        run.model,
+        dev_rows,
+        encoder,
+        info["intents"],
+        info["labels"],
+        len(info["slots"]),
+        extraction,
+        precision=run.settings.mixed_precision,
+    )
     scores = slu_scores(dev_rows["intent"].tolist(), predicted, _labels(dev_rows), predicted_labels)
     info = kept_checkpoint_info(info, result, scores, seconds, sum(run.train_data.truncated_by_epoch.values()), name)
     return run.model, result, info
 
 
-def predict_lajmcl(model: torch.nn.Module, rows: pd.DataFrame | Sequence[Sequence[str]], encoder: LoadedEncoder,
-                   intent_names: Sequence[str], label_names_: Sequence[str], n_slots: int,
-                   extraction: Mapping[str, Any] | None = None, batch_size: int = 64, precision: str = "no"
-                   ) -> tuple[list[str], list[list[str]]]:
+def predict_lajmcl(
+    model: torch.nn.Module,
+    rows: pd.DataFrame | Sequence[Sequence[str]],
+    encoder: LoadedEncoder,
+    intent_names: Sequence[str],
+    label_names_: Sequence[str],
+    n_slots: int,
+    extraction: Mapping[str, Any] | None = None,
+    batch_size: int = 64,
+    precision: str = "no",
+) -> tuple[list[str], list[list[str]]]:
     """Predicted intent and BIO labels of every utterance, as ``training.slu.predict_slu`` but with the label prefix
     (``precision``: the autocast, as there).
 
@@ -268,28 +389,41 @@ def predict_lajmcl(model: torch.nn.Module, rows: pd.DataFrame | Sequence[Sequenc
     names = list(label_names_)
     fill = names.index("O") if "O" in names else 0
     pad_id = int(encoder.tokenizer.pad_token_id)
-    tokens, covering = prediction_tokens(rows, encoder, label_tokenisation(encoder, extraction, n_slots), "lajmcl predictions")
+    tokens, covering = prediction_tokens(
+        rows, encoder, label_tokenisation(encoder, extraction, n_slots), "lajmcl predictions"
+    )
     prefixed = prefix_tokens(tokens, n_slots, encoder.tokenizer)
     if covering is not None:
         shift = prefix_shift(n_slots)
         covering = [[None if c is None else c + shift for c in row] for row in covering]
-        inside = [names.index("I-" + n[2:]) if n.startswith("B-") and "I-" + n[2:] in names else j
-                  for j, n in enumerate(names)]
+        inside = [
+            names.index("I-" + n[2:]) if n.startswith("B-") and "I-" + n[2:] in names else j
+            for j, n in enumerate(names)
+        ]
         intents, labels = _predict_ids(model, prefixed, pad_id, batch_size, fill, covering, inside, precision)
     else:
         intents, labels = _predict_ids(model, prefixed, pad_id, batch_size, fill, precision=precision)
     return [intent_names[i] for i in intents], [[names[j] for j in row] for row in labels]
 
 
-def lajmcl_intent_vectors(model: LAJoint, rows: pd.DataFrame | Sequence[Sequence[str]], encoder: LoadedEncoder, n_slots: int,
-                          extraction: Mapping[str, Any] | None = None, batch_size: int = 64) -> np.ndarray:
+def lajmcl_intent_vectors(
+    model: LAJoint,
+    rows: pd.DataFrame | Sequence[Sequence[str]],
+    encoder: LoadedEncoder,
+    n_slots: int,
+    extraction: Mapping[str, Any] | None = None,
+    batch_size: int = 64,
+) -> np.ndarray:
     """The ``[CLS]`` (intent) representation of every utterance ``(N, D)``: the encoder's output at position 0
     with the label prefix in front (eq. 1), tokenised as :func:`predict_lajmcl` tokenises it (LAJ-MCL Figure 3)."""
     if len(rows) == 0:
         return np.zeros((0, int(model.intent_head.in_features)), dtype=np.float32)
-    tokens, _ = prediction_tokens(rows, encoder, label_tokenisation(encoder, extraction, n_slots), "lajmcl intent vectors")
-    return first_token_states(model, prefix_tokens(tokens, n_slots, encoder.tokenizer), int(encoder.tokenizer.pad_token_id),
-                              batch_size)
+    tokens, _ = prediction_tokens(
+        rows, encoder, label_tokenisation(encoder, extraction, n_slots), "lajmcl intent vectors"
+    )
+    return first_token_states(
+        model, prefix_tokens(tokens, n_slots, encoder.tokenizer), int(encoder.tokenizer.pad_token_id), batch_size
+    )
 
 
 def lajmcl_artifact(model: LajMcl, encoder: LoadedEncoder, **extra: Any) -> dict[str, Any]:
@@ -297,8 +431,15 @@ def lajmcl_artifact(model: LajMcl, encoder: LoadedEncoder, **extra: Any) -> dict
     tensors fine-tuning changed (:func:`~language_agnostic.training.slu.trained_state`) and ``extra``."""
     options = asdict(model.config)
     options["encoder_config"] = dict(model.config.encoder_config or model.encoder.config.to_dict())
-    options["mcl"] = {**{f.name: getattr(model.mcl, f.name) for f in fields(MclConfig)}, "margins": dict(model.mcl.margins or {})}
-    return {"build": build_spec("lajoint", int(encoder.hidden_size), 1, options), "state_dict": trained_state(model), **extra}
+    options["mcl"] = {
+        **{f.name: getattr(model.mcl, f.name) for f in fields(MclConfig)},
+        "margins": dict(model.mcl.margins or {}),
+    }
+    return {
+        "build": build_spec("lajoint", int(encoder.hidden_size), 1, options),
+        "state_dict": trained_state(model),
+        **extra,
+    }
 
 
 def rebuild_lajmcl(encoder: LoadedEncoder, artifact: Mapping[str, Any]) -> LajMcl:
@@ -309,6 +450,8 @@ def rebuild_lajmcl(encoder: LoadedEncoder, artifact: Mapping[str, Any]) -> LajMc
     """
     options = {k: v for k, v in dict(artifact["build"]["options"]).items() if k not in ("encoder_config", "mcl")}
     mcl = MclConfig(**dict(artifact["build"]["options"].get("mcl") or {}))
-    config = LajointConfig(**{**options, "slots": tuple(options["slots"]), "abstract_texts": tuple(options["abstract_texts"])})
+    config = LajointConfig(
+        **{**options, "slots": tuple(options["slots"]), "abstract_texts": tuple(options["abstract_texts"])}
+    )
     model = LajMcl(copy.deepcopy(encoder.model), int(encoder.hidden_size), config, mcl)
     return load_over_base(model, artifact, "LAJ-MCL")

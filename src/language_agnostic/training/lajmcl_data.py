@@ -39,11 +39,20 @@ from language_agnostic.encoders.loading import LoadedEncoder
 from language_agnostic.methods.lajoint import prefix_shift, prepend_labels
 from language_agnostic.text.code_switch import CodeSwitcher
 from language_agnostic.text.slot_negatives import SlotNegatives, value_spans
-from language_agnostic.training.slu_data import (SluBatches, WordTokenisation, WordTokens, pad, slot_label_ids,
-                                                 tokenise_words, word_tokenisation)
+from language_agnostic.training.slu_data import (
+    SluBatches,
+    WordTokenisation,
+    WordTokens,
+    pad,
+    slot_label_ids,
+    tokenise_words,
+    word_tokenisation,
+)
 
 
-def label_tokenisation(encoder: LoadedEncoder, extraction: Mapping[str, object] | None, n_slots: int) -> WordTokenisation:
+def label_tokenisation(
+    encoder: LoadedEncoder, extraction: Mapping[str, object] | None, n_slots: int
+) -> WordTokenisation:
     """The utterance's tokenisation with the length the label prefix leaves it (``max_length − (K + 4)``).
 
     Raises:
@@ -52,8 +61,10 @@ def label_tokenisation(encoder: LoadedEncoder, extraction: Mapping[str, object] 
     full = word_tokenisation(encoder, extraction)
     left = full.max_length - prefix_shift(n_slots)
     if left < 3:  # start token, one sub-token, end token
-        raise ValueError(f"max_length {full.max_length} leaves {left} positions for an utterance after the label prefix "
-                         f"of {n_slots} slots ({prefix_shift(n_slots)} positions); raise embeddings.extraction.max_length")
+        raise ValueError(
+            f"max_length {full.max_length} leaves {left} positions for an utterance after the label prefix "
+            f"of {n_slots} slots ({prefix_shift(n_slots)} positions); raise embeddings.extraction.max_length"
+        )
     return dataclasses.replace(full, max_length=left)
 
 
@@ -73,8 +84,12 @@ def prefix_tokens(tokens: WordTokens, n_slots: int, tokenizer: object) -> WordTo
     return WordTokens(ids, word_ids, list(tokens.n_words), tokens.truncated.copy(), tokens.words_cut.copy())
 
 
-def value_id_row(word_ids: Sequence[int | None], spans: Sequence[tuple[int, int, str]], first_id: int,
-                 which: Sequence[int] | None = None) -> list[int]:
+def value_id_row(
+    word_ids: Sequence[int | None],
+    spans: Sequence[tuple[int, int, str]],
+    first_id: int,
+    which: Sequence[int] | None = None,
+) -> list[int]:
     """Per sub-token, ``first_id + j`` for a sub-token of the ``j``-th value's words, ``-1`` elsewhere.
 
     ``which``: the ``j`` of each span when they are not ``0, 1, ...`` (a negative utterance
@@ -108,23 +123,54 @@ class LajBatches(SluBatches):
             or the label prefix leaves no room (naming the parameter).
     """
 
-    def __init__(self, encoder: LoadedEncoder, words: Sequence[Sequence[str]], labels: Sequence[Sequence[str]],
-                 intents: Sequence[int], label_to_id: Mapping[str, int], slots: Sequence[str],
-                 extraction: Mapping[str, object] | None = None, batch_size: int = 32, shuffle: bool = True,
-                 switcher: CodeSwitcher | None = None, switch_seed: int = 0, ignore_index: int = -100,
-                 what: str = "utterances", keep_source: bool = False, mcl: bool = False,
-                 slot_negatives: SlotNegatives | None = None, word_negatives: int = 0, group_by_length: bool = False) -> None:
+    def __init__(
+        self,
+        encoder: LoadedEncoder,
+        words: Sequence[Sequence[str]],
+        labels: Sequence[Sequence[str]],
+        intents: Sequence[int],
+        label_to_id: Mapping[str, int],
+        slots: Sequence[str],
+        extraction: Mapping[str, object] | None = None,
+        batch_size: int = 32,
+        shuffle: bool = True,
+        switcher: CodeSwitcher | None = None,
+        switch_seed: int = 0,
+        ignore_index: int = -100,
+        what: str = "utterances",
+        keep_source: bool = False,
+        mcl: bool = False,
+        slot_negatives: SlotNegatives | None = None,
+        word_negatives: int = 0,
+        group_by_length: bool = False,
+    ) -> None:
         self.slots = tuple(str(s) for s in slots)
         limited = dict(extraction or {})
         limited["max_length"] = label_tokenisation(encoder, extraction, len(self.slots)).max_length
-        super().__init__(encoder, words, labels, intents, label_to_id, limited, batch_size, shuffle, switcher, switch_seed,
-                         ignore_index, what, keep_source, group_by_length)
+        super().__init__(
+            encoder,
+            words,
+            labels,
+            intents,
+            label_to_id,
+            limited,
+            batch_size,
+            shuffle,
+            switcher,
+            switch_seed,
+            ignore_index,
+            what,
+            keep_source,
+            group_by_length,
+        )
         if word_negatives < 0:
             raise ValueError(f"word_negatives must be >= 0, got {word_negatives}")
         wants_mcl = mcl or slot_negatives is not None or word_negatives > 0
         if wants_mcl and not self.keep_source:
-            raise ValueError("mcl, slot_negatives and word_negatives need code-switching with keep_source: true "
-                             "(MCL pairs every English utterance with its switched version)")
+            raise ValueError(
+                "mcl, slot_negatives and word_negatives need code-switching with keep_source: true "
+                "(MCL pairs every English utterance with its switched version)"
+            )
         self.mcl = wants_mcl
         self.slot_negatives, self.word_negatives = slot_negatives, int(word_negatives)
         self.slot_index = {s: k for k, s in enumerate(self.slots)}
@@ -134,10 +180,14 @@ class LajBatches(SluBatches):
         self.tokens = prefix_tokens(self.tokens, len(self.slots), self.tokenizer)
         self.slot_labels = slot_label_ids(self.tokens, self.labels, self.label_to_id, ignore_index, what)
 
-    def _tokenise(self, words: Sequence[Sequence[str]], labels: Sequence[Sequence[str]], what: str
-                  ) -> tuple[WordTokens, list[list[int]]]:
-        tokens = prefix_tokens(tokenise_words(self.tokenizer, words, self.tokenisation, on_too_long="truncate", what=what),
-                               len(self.slots), self.tokenizer)
+    def _tokenise(
+        self, words: Sequence[Sequence[str]], labels: Sequence[Sequence[str]], what: str
+    ) -> tuple[WordTokens, list[list[int]]]:
+        tokens = prefix_tokens(
+            tokenise_words(self.tokenizer, words, self.tokenisation, on_too_long="truncate", what=what),
+            len(self.slots),
+            self.tokenizer,
+        )
         return tokens, slot_label_ids(tokens, labels, self.label_to_id, self.ignore_index, self.what)
 
     def batches(self, epoch: int, generator: torch.Generator) -> Iterator[dict[str, torch.Tensor]]:
@@ -162,17 +212,26 @@ class LajBatches(SluBatches):
         for index in order.split(self.batch_size):
             index = index.tolist()
             rows = index + [i + n for i in index] if self.keep_source else index
-            batch = {"input_ids": pad(ids_rows, rows, self.pad_id),
-                     "attention_mask": pad([[1] * len(ids_rows[i]) for i in rows], range(len(rows)), 0),
-                     "intents": self.intents[index].repeat(2 if self.keep_source else 1),
-                     "slot_labels": pad(slot_labels, rows, self.ignore_index)}
+            batch = {
+                "input_ids": pad(ids_rows, rows, self.pad_id),
+                "attention_mask": pad([[1] * len(ids_rows[i]) for i in rows], range(len(rows)), 0),
+                "intents": self.intents[index].repeat(2 if self.keep_source else 1),
+                "slot_labels": pad(slot_labels, rows, self.ignore_index),
+            }
             if self.mcl:
                 batch.update(self._mcl_extras(index, rows, words, labels, word_ids, batch["slot_labels"], rng))
             yield batch
 
-    def _mcl_extras(self, index: list[int], rows: list[int], words: list[list[str]], labels: list[list[str]],
-                    word_ids: list[list[int | None]], slot_labels: torch.Tensor, rng: np.random.Generator
-                    ) -> dict[str, torch.Tensor]:
+    def _mcl_extras(
+        self,
+        index: list[int],
+        rows: list[int],
+        words: list[list[str]],
+        labels: list[list[str]],
+        word_ids: list[list[int | None]],
+        slot_labels: torch.Tensor,
+        rng: np.random.Generator,
+    ) -> dict[str, torch.Tensor]:
         from language_agnostic.methods.lajmcl import sample_word_negatives
 
         n = len(self.words)
@@ -186,23 +245,34 @@ class LajBatches(SluBatches):
             value_rows_ids[r] = value_id_row(word_ids[i], spans, len(value_slots))
             switched_spans = value_spans(labels[i + n])
             if [s for _, _, s in switched_spans] != [s for _, _, s in spans]:  # never, with CodeSwitcher's label rule
-                raise ValueError(f"{self.what}: utterance {i}: its switched version has other slot values "
-                                 f"({switched_spans} vs {spans})")
+                raise ValueError(
+                    f"{self.what}: utterance {i}: its switched version has other slot values "
+                    f"({switched_spans} vs {spans})"
+                )
             value_rows_ids[len(index) + r] = value_id_row(word_ids[i + n], switched_spans, len(value_slots))
             value_slots.extend(self.slot_index[s] for _, _, s in spans)
             value_rows.extend([r] * len(spans))
-        out = {"value_ids": pad(value_rows_ids, range(len(rows)), -1),
-               "value_slots": torch.tensor(value_slots, dtype=torch.long),
-               "value_rows": torch.tensor(value_rows, dtype=torch.long)}
+        out = {
+            "value_ids": pad(value_rows_ids, range(len(rows)), -1),
+            "value_slots": torch.tensor(value_slots, dtype=torch.long),
+            "value_rows": torch.tensor(value_rows, dtype=torch.long),
+        }
         if self.slot_negatives is not None:
             out.update(self._slot_negatives(index, first_of, words, labels, rng))
         if self.word_negatives > 0:
-            out["word_pairs"] = sample_word_negatives(slot_labels, self.word_negatives, rng, self.label_to_id["O"],
-                                                      self.ignore_index)
+            out["word_pairs"] = sample_word_negatives(
+                slot_labels, self.word_negatives, rng, self.label_to_id["O"], self.ignore_index
+            )
         return out
 
-    def _slot_negatives(self, index: list[int], first_of: list[int], words: list[list[str]], labels: list[list[str]],
-                        rng: np.random.Generator) -> dict[str, torch.Tensor]:
+    def _slot_negatives(
+        self,
+        index: list[int],
+        first_of: list[int],
+        words: list[list[str]],
+        labels: list[list[str]],
+        rng: np.random.Generator,
+    ) -> dict[str, torch.Tensor]:
         n = len(self.words)
         n_s = self.slot_negatives.n_negatives
         neg_words: list[list[str]] = [[] for _ in range(n_s * len(index))]
@@ -210,16 +280,21 @@ class LajBatches(SluBatches):
         neg_which: list[list[int]] = [[] for _ in range(n_s * len(index))]
         for r, i in enumerate(index):
             # Algorithm 1 works on the switched utterance, so the negatives share the positive's context
-            negatives = self.slot_negatives.negatives(words[i + n], labels[i + n], rng, source_words=words[i],
-                                                      source_labels=labels[i])
+            negatives = self.slot_negatives.negatives(
+                words[i + n], labels[i + n], rng, source_words=words[i], source_labels=labels[i]
+            )
             for m, (w, lab, which) in enumerate(negatives):
                 row = m * len(index) + r
                 neg_words[row], neg_labels[row], neg_which[row] = w, lab, which
         tokens, _ = self._tokenise(neg_words, neg_labels, f"{self.what} (slot-level negatives)")
         ids = tokens.input_ids
-        value_ids = [value_id_row(tokens.word_ids[row], value_spans(neg_labels[row]), first_of[row % len(index)],
-                                  neg_which[row]) for row in range(len(neg_words))]
+        value_ids = [
+            value_id_row(tokens.word_ids[row], value_spans(neg_labels[row]), first_of[row % len(index)], neg_which[row])
+            for row in range(len(neg_words))
+        ]
         every = range(len(ids))
-        return {"neg_input_ids": pad(ids, every, self.pad_id),
-                "neg_attention_mask": pad([[1] * len(x) for x in ids], every, 0),
-                "neg_value_ids": pad(value_ids, every, -1)}
+        return {
+            "neg_input_ids": pad(ids, every, self.pad_id),
+            "neg_attention_mask": pad([[1] * len(x) for x in ids], every, 0),
+            "neg_value_ids": pad(value_ids, every, -1),
+        }

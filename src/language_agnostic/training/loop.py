@@ -202,7 +202,9 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def _mean_losses(model: nn.Module, loss_fn: LossFn, batches: Iterable[Batch], accelerator: Accelerator) -> dict[str, float]:
+def _mean_losses(
+    model: nn.Module, loss_fn: LossFn, batches: Iterable[Batch], accelerator: Accelerator
+) -> dict[str, float]:
     """Mean dev losses, weighted by batch size; over several processes, of every process's share together."""
     totals: dict[str, float] = {}
     count = 0
@@ -225,8 +227,14 @@ def _summed(totals: dict[str, float], count: int, accelerator: Accelerator) -> t
         return totals, count
     # the first process's names: a process whose share was empty has none
     names = broadcast_object_list([sorted(totals)])[0]
-    summed = accelerator.reduce(torch.tensor([totals.get(k, 0.0) for k in names] + [count], dtype=torch.float64,
-                                             device=accelerator.device), reduction="sum").cpu().tolist()
+    summed = (
+        accelerator.reduce(
+            torch.tensor([totals.get(k, 0.0) for k in names] + [count], dtype=torch.float64, device=accelerator.device),
+            reduction="sum",
+        )
+        .cpu()
+        .tolist()
+    )
     return dict(zip(names, summed[:-1])), int(summed[-1])
 
 
@@ -277,8 +285,15 @@ def _share(batches: Iterable[Batch], accelerator: Accelerator, even: bool) -> It
         return batches
     loader = DataLoader(_Batches(batches), batch_size=1, shuffle=False, collate_fn=_only)
     # process p gets batches p, p + N, ...; no RNG synchronisation (our batches are drawn already)
-    return prepare_data_loader(loader, num_processes=accelerator.num_processes, process_index=accelerator.process_index,
-                               put_on_device=False, rng_types=[], dispatch_batches=False, even_batches=even)
+    return prepare_data_loader(
+        loader,
+        num_processes=accelerator.num_processes,
+        process_index=accelerator.process_index,
+        put_on_device=False,
+        rng_types=[],
+        dispatch_batches=False,
+        even_batches=even,
+    )
 
 
 def _cpu_has_bf16() -> bool:
@@ -336,11 +351,14 @@ def make_accelerator(settings: TrainSettings) -> Accelerator:
     unused = DistributedDataParallelKwargs(find_unused_parameters=True)
     # cpu=True whenever the CPU computes: Accelerate then joins the workers' gloo group (without it,
     # a CPU-only machine would run each worker alone)
-    return Accelerator(cpu=on_cpu, mixed_precision=resolve_precision(settings.mixed_precision, device),
-                       kwargs_handlers=[unused])
+    return Accelerator(
+        cpu=on_cpu, mixed_precision=resolve_precision(settings.mixed_precision, device), kwargs_handlers=[unused]
+    )
 
 
-def _optimisers(model: nn.Module, settings: TrainSettings) -> tuple[torch.optim.Optimizer, torch.optim.Optimizer | None]:
+def _optimisers(
+    model: nn.Module, settings: TrainSettings
+) -> tuple[torch.optim.Optimizer, torch.optim.Optimizer | None]:
     """The main optimiser (heads at ``lr``, encoder at ``encoder_lr``) and the adversary's, if the model has one."""
     # an adversarial method (MEAT) declares its adversary's parameters: they get their own
     # optimiser and are stepped on the "adversary" loss before the main step on "total"
@@ -350,12 +368,17 @@ def _optimisers(model: nn.Module, settings: TrainSettings) -> tuple[torch.optim.
     heads = [p for p in model.parameters() if id(p) not in taken and p.requires_grad]
     groups = [{"params": heads, "lr": settings.lr}]
     if encoder:
-        groups.append({"params": [p for p in encoder if p.requires_grad],
-                       "lr": settings.lr if settings.encoder_lr is None else settings.encoder_lr})
+        groups.append(
+            {
+                "params": [p for p in encoder if p.requires_grad],
+                "lr": settings.lr if settings.encoder_lr is None else settings.encoder_lr,
+            }
+        )
     # plain Adam without decay: the same update as the earlier loop, bit for bit
     optimiser_class = torch.optim.AdamW if settings.weight_decay else torch.optim.Adam
-    optimiser = optimiser_class(groups, lr=settings.lr, weight_decay=settings.weight_decay,
-                                **({"fused": True} if settings.fused else {}))
+    optimiser = optimiser_class(
+        groups, lr=settings.lr, weight_decay=settings.weight_decay, **({"fused": True} if settings.fused else {})
+    )
     adversary_lr = getattr(model, "adversary_lr", None) or settings.lr
     return optimiser, (torch.optim.Adam(adversary, lr=adversary_lr) if adversary else None)
 
@@ -377,13 +400,21 @@ def _planned_steps(train_data: BatchSource, settings: TrainSettings) -> int:
     # n_batches, not len(): the sources' len() counts examples, and planning warmup and decay
     # on examples would stretch the schedule by the batch size
     if not hasattr(train_data, "n_batches"):
-        raise ValueError("training.schedule / warmup_ratio need the number of training batches per epoch; "
-                         f"{type(train_data).__name__} has no n_batches()")
+        raise ValueError(
+            "training.schedule / warmup_ratio need the number of training batches per epoch; "
+            f"{type(train_data).__name__} has no n_batches()"
+        )
     return math.ceil(train_data.n_batches() / settings.gradient_accumulation_steps) * settings.max_epochs  # type: ignore[attr-defined]
 
 
-def train(model: nn.Module, loss_fn: LossFn, train_data: BatchSource, dev_data: BatchSource,
-          settings: TrainSettings, dev_score: Callable[[nn.Module], float] | None = None) -> TrainResult:
+def train(
+    model: nn.Module,
+    loss_fn: LossFn,
+    train_data: BatchSource,
+    dev_data: BatchSource,
+    settings: TrainSettings,
+    dev_score: Callable[[nn.Module], float] | None = None,
+) -> TrainResult:
     """Train ``model`` with early stopping on the dev loss (or a dev score).
 
     Args:
@@ -411,8 +442,12 @@ def train(model: nn.Module, loss_fn: LossFn, train_data: BatchSource, dev_data: 
     if should_launch(settings.processes):
         processes = resolve_processes(settings.processes)
         # the workers train copies; the best weights come back into this process's model
-        result = run_in_processes(train, (model, loss_fn, train_data, dev_data, settings, dev_score), processes,
-                                  f"training ({type(model).__name__})")
+        result = run_in_processes(
+            train,
+            (model, loss_fn, train_data, dev_data, settings, dev_score),
+            processes,
+            f"training ({type(model).__name__})",
+        )
         model.load_state_dict(result.state_dict)
         return result
     seed_everything(settings.seed)
@@ -427,11 +462,17 @@ def train(model: nn.Module, loss_fn: LossFn, train_data: BatchSource, dev_data: 
     if settings.schedule != "constant" or settings.warmup_ratio > 0:
         total = _planned_steps(train_data, settings)
         name = "constant_with_warmup" if settings.schedule == "constant" else settings.schedule
-        scheduler = get_scheduler(name, optimiser, num_warmup_steps=int(settings.warmup_ratio * total), num_training_steps=total)
+        scheduler = get_scheduler(
+            name, optimiser, num_warmup_steps=int(settings.warmup_ratio * total), num_training_steps=total
+        )
     # the model's own parts stay reachable as ``model``; ``losses`` (wrapped in DDP across processes)
     # is what the training steps call
-    prepared = accelerator.prepare(_LossModule(model, loss_fn), optimiser,
-                                   *([adversary_optimiser] if adversary_optimiser else []), *([scheduler] if scheduler else []))
+    prepared = accelerator.prepare(
+        _LossModule(model, loss_fn),
+        optimiser,
+        *([adversary_optimiser] if adversary_optimiser else []),
+        *([scheduler] if scheduler else []),
+    )
     losses_of, optimiser = prepared[0], prepared[1]
     adversary_optimiser = prepared[2] if adversary_optimiser is not None else None
     scheduler = prepared[-1] if scheduler is not None else None
@@ -450,11 +491,19 @@ def train(model: nn.Module, loss_fn: LossFn, train_data: BatchSource, dev_data: 
         """Record one evaluation; True when early stopping says stop."""
         nonlocal sums, count, best_criterion, best_epoch, best_step, best_state, stale
         model.eval()
-        dev = _mean_losses(model, loss_fn, _share(dev_data.batches(0, torch.Generator().manual_seed(settings.seed)),
-                                                  accelerator, even=False), accelerator)
+        dev = _mean_losses(
+            model,
+            loss_fn,
+            _share(dev_data.batches(0, torch.Generator().manual_seed(settings.seed)), accelerator, even=False),
+            accelerator,
+        )
         sums, count = _summed(sums, count, accelerator)  # the training losses of every process's batches
-        record = {"epoch": float(epoch), **({"step": float(step)} if settings.eval_every_steps else {}),
-                  **{f"train_{k}": v / max(count, 1) for k, v in sums.items()}, **{f"dev_{k}": v for k, v in dev.items()}}
+        record = {
+            "epoch": float(epoch),
+            **({"step": float(step)} if settings.eval_every_steps else {}),
+            **{f"train_{k}": v / max(count, 1) for k, v in sums.items()},
+            **{f"dev_{k}": v for k, v in dev.items()},
+        }
         if scheduler is not None:
             record["lr"] = float(optimiser.param_groups[0]["lr"])
         # lower is better: the dev loss, or the negated dev score
@@ -466,8 +515,11 @@ def train(model: nn.Module, loss_fn: LossFn, train_data: BatchSource, dev_data: 
             record["dev_score"] = float(broadcast_object_list(score)[0] if accelerator.num_processes > 1 else score[0])
             criterion = -record["dev_score"]
         history.append(record)
-        bar.set_postfix(train=f"{record.get('train_total', float('nan')):.4f}", dev=f"{dev['total']:.4f}",
-                        **({"score": f"{record['dev_score']:.4f}"} if dev_score is not None else {}))
+        bar.set_postfix(
+            train=f"{record.get('train_total', float('nan')):.4f}",
+            dev=f"{dev['total']:.4f}",
+            **({"score": f"{record['dev_score']:.4f}"} if dev_score is not None else {}),
+        )
         sums, count = {}, 0
         model.train()
         if criterion < best_criterion - settings.min_delta:
@@ -476,15 +528,24 @@ def train(model: nn.Module, loss_fn: LossFn, train_data: BatchSource, dev_data: 
             return False
         stale += 1
         if stale >= settings.patience:
-            logger.info("early stop at epoch %d (step %d): no dev improvement in %d evaluations since epoch %d "
-                        "(criterion %.5f)", epoch, step, stale, best_epoch, best_criterion)
+            logger.info(
+                "early stop at epoch %d (step %d): no dev improvement in %d evaluations since epoch %d "
+                "(criterion %.5f)",
+                epoch,
+                step,
+                stale,
+                best_epoch,
+                best_criterion,
+            )
             return True
         return False
 
     quiet = not settings.progress or not accelerator.is_local_main_process
     bar = tqdm(range(1, settings.max_epochs + 1), desc="training", unit="epoch", disable=quiet)
     # this process's batches (several processes share them out, see _share)
-    count_batches = getattr(train_data, "n_batches", None)  # the schedule's method (BatchSource); a source without one: no total
+    count_batches = getattr(
+        train_data, "n_batches", None
+    )  # the schedule's method (BatchSource); a source without one: no total
     n_batches = -(-count_batches() // accelerator.num_processes) if callable(count_batches) else None
     epoch = 0
     stop = False
@@ -497,21 +558,31 @@ def train(model: nn.Module, loss_fn: LossFn, train_data: BatchSource, dev_data: 
         model.train()
         # a bar inside the epoch, shown only once an epoch has run 5 s: a LAJ-MCL epoch on CPU takes
         # minutes, an FMDA head's a second (no bar, no noise in the log)
-        batch_bar = tqdm(total=n_batches, desc=f"epoch {epoch}", unit="batch", leave=False, delay=5,
-                         disable=quiet)
+        batch_bar = tqdm(total=n_batches, desc=f"epoch {epoch}", unit="batch", leave=False, delay=5, disable=quiet)
         generator = torch.Generator().manual_seed(settings.seed * 1_000_003 + epoch)
         seen = 0
         # the adversary's own batches, if the data has them: drawn from a generator of their own,
         # so the main batches do not depend on how many adversary steps are taken
-        adversary_stream = (iter(train_data.adversary_batches(epoch, torch.Generator().manual_seed(settings.seed * 1_000_003 + epoch + 500_009)))
-                            if adversary_optimiser is not None and hasattr(train_data, "adversary_batches") else None)
+        adversary_stream = (
+            iter(
+                train_data.adversary_batches(
+                    epoch, torch.Generator().manual_seed(settings.seed * 1_000_003 + epoch + 500_009)
+                )
+            )
+            if adversary_optimiser is not None and hasattr(train_data, "adversary_batches")
+            else None
+        )
         for batch, last in _lookahead(_share(train_data.batches(epoch, generator), accelerator, even=True)):
             batch = {k: v.to(device) for k, v in batch.items()}
             if adversary_optimiser is not None:
                 # MEAT's released code: the discriminator steps first, then the heads step
                 # against the updated discriminator (a fresh forward); EMU: k critic steps
                 for _ in range(adversary_steps):
-                    sub = batch if adversary_stream is None else {k: v.to(device) for k, v in next(adversary_stream).items()}
+                    sub = (
+                        batch
+                        if adversary_stream is None
+                        else {k: v.to(device) for k, v in next(adversary_stream).items()}
+                    )
                     with accelerator.autocast():
                         adversarial = losses_of(sub, "adversary")
                     if "adversary" not in adversarial:
@@ -552,8 +623,12 @@ def train(model: nn.Module, loss_fn: LossFn, train_data: BatchSource, dev_data: 
             break
     bar.close()
     if best_epoch == 0 and settings.keep_initial:
-        logger.warning("no improvement on dev: no epoch of %d beat the initial weights (dev criterion %.5f); "
-                       "keeping the initial weights", epoch, best_criterion)
+        logger.warning(
+            "no improvement on dev: no epoch of %d beat the initial weights (dev criterion %.5f); "
+            "keeping the initial weights",
+            epoch,
+            best_criterion,
+        )
     model.load_state_dict(best_state)
     return TrainResult(best_state, best_epoch, epoch, history, best_step)
 

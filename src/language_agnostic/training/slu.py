@@ -27,8 +27,15 @@ from language_agnostic.methods.registry import build_spec
 from language_agnostic.methods.slu import WEIGHTS, JointSlu, SluConfig, slu_losses
 from language_agnostic.text.code_switch import CodeSwitcher
 from language_agnostic.training.loop import TrainResult, TrainSettings, inference_autocast, train
-from language_agnostic.training.slu_data import (SluBatches, WordTokenisation, WordTokens, id_batch, tokenise_spaced_words,
-                                                 tokenise_words, word_tokenisation)
+from language_agnostic.training.slu_data import (
+    SluBatches,
+    WordTokenisation,
+    WordTokens,
+    id_batch,
+    tokenise_spaced_words,
+    tokenise_words,
+    word_tokenisation,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -89,8 +96,9 @@ def code_switch_settings(params: Mapping[str, Any], where: str = "slu.data.code_
     ratio = params["ratio"]
     if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0.0 <= float(ratio) <= 1.0:
         raise ValueError(f"{where}.ratio must be a number in [0, 1], got {ratio!r}")
-    return settings_from_params(CodeSwitchSettings, {**params, "languages": tuple(str(x) for x in languages),
-                                                     "ratio": float(ratio)}, where)
+    return settings_from_params(
+        CodeSwitchSettings, {**params, "languages": tuple(str(x) for x in languages), "ratio": float(ratio)}, where
+    )
 
 
 def _rows(table: pd.DataFrame, locale: str, partition: str) -> pd.DataFrame:
@@ -108,9 +116,16 @@ def _labels(rows: pd.DataFrame) -> list[list[str]]:
     return [[str(x) for x in labels] for labels in rows["labels"]]
 
 
-def _predict_ids(model: JointSlu, tokens: WordTokens, pad_id: int, batch_size: int, fill: int,
-                 covering: list[list[int | None]] | None = None, inside: Sequence[int] | None = None,
-                 precision: str = "no") -> tuple[np.ndarray, list[list[int]]]:
+def _predict_ids(
+    model: JointSlu,
+    tokens: WordTokens,
+    pad_id: int,
+    batch_size: int,
+    fill: int,
+    covering: list[list[int | None]] | None = None,
+    inside: Sequence[int] | None = None,
+    precision: str = "no",
+) -> tuple[np.ndarray, list[list[int]]]:
     """Intent ids and one label id per word of every tokenised utterance, in input order, under
     ``precision``'s autocast (:func:`~language_agnostic.training.loop.inference_autocast`).
 
@@ -127,15 +142,16 @@ def _predict_ids(model: JointSlu, tokens: WordTokens, pad_id: int, batch_size: i
     try:
         with torch.no_grad(), inference_autocast(device, precision):  # resolved once, not per batch
             for start in range(0, len(order), batch_size):
-                index = order[start:start + batch_size].tolist()
+                index = order[start : start + batch_size].tolist()
                 ids, mask = id_batch(tokens, index, pad_id)
                 intent_logits, slot_logits = model(ids.to(device), mask.to(device))
                 intents[index] = intent_logits.argmax(-1).cpu().numpy()
                 slots = slot_logits.argmax(-1).cpu().numpy()
                 for row, i in enumerate(index):
                     word_ids = tokens.word_ids[i]
-                    labels[i] = first_subtoken_predictions(word_ids, slots[row, : len(word_ids)].tolist(),
-                                                           n_words=tokens.n_words[i], fill=fill)
+                    labels[i] = first_subtoken_predictions(
+                        word_ids, slots[row, : len(word_ids)].tolist(), n_words=tokens.n_words[i], fill=fill
+                    )
                     if covering is not None and inside is not None:
                         own = {w for w in word_ids if w is not None}
                         for w, t in enumerate(covering[i]):
@@ -146,9 +162,16 @@ def _predict_ids(model: JointSlu, tokens: WordTokens, pad_id: int, batch_size: i
     return intents, labels
 
 
-def predict_slu(model: JointSlu, rows: pd.DataFrame | Sequence[Sequence[str]], encoder: LoadedEncoder,
-                intent_names: Sequence[str], label_names: Sequence[str], extraction: Mapping[str, Any] | None = None,
-                batch_size: int = 64, precision: str = "no") -> tuple[list[str], list[list[str]]]:
+def predict_slu(
+    model: JointSlu,
+    rows: pd.DataFrame | Sequence[Sequence[str]],
+    encoder: LoadedEncoder,
+    intent_names: Sequence[str],
+    label_names: Sequence[str],
+    extraction: Mapping[str, Any] | None = None,
+    batch_size: int = 64,
+    precision: str = "no",
+) -> tuple[list[str], list[list[str]]]:
     """Predicted intent and BIO labels of every utterance (no gradients, batches sorted by length, the model's device).
 
     A word's label is the prediction at its first sub-token. A word cut off by truncation
@@ -180,23 +203,29 @@ def predict_slu(model: JointSlu, rows: pd.DataFrame | Sequence[Sequence[str]], e
     tokens, covering = prediction_tokens(rows, encoder, word_tokenisation(encoder, extraction), "slu predictions")
     if covering is not None:
         names = list(label_names)
-        inside = [names.index("I-" + n[2:]) if n.startswith("B-") and "I-" + n[2:] in names else j
-                  for j, n in enumerate(names)]
+        inside = [
+            names.index("I-" + n[2:]) if n.startswith("B-") and "I-" + n[2:] in names else j
+            for j, n in enumerate(names)
+        ]
         intents, labels = _predict_ids(model, tokens, pad_id, batch_size, fill, covering, inside, precision)
     else:
         intents, labels = _predict_ids(model, tokens, pad_id, batch_size, fill, precision=precision)
     return [intent_names[i] for i in intents], [[label_names[j] for j in row] for row in labels]
 
 
-def prediction_tokens(rows: pd.DataFrame | Sequence[Sequence[str]], encoder: LoadedEncoder, tokenisation: WordTokenisation,
-                      what: str) -> tuple[WordTokens, list[list[int | None]] | None]:
+def prediction_tokens(
+    rows: pd.DataFrame | Sequence[Sequence[str]], encoder: LoadedEncoder, tokenisation: WordTokenisation, what: str
+) -> tuple[WordTokens, list[list[int | None]] | None]:
     """Utterances tokenised for prediction: as pre-split words, or, for rows whose ``spaced`` flags
     say some words were written together (ja/zh), as their text reads
     (:func:`~language_agnostic.training.slu_data.tokenise_spaced_words`, with the covering sub-token
     of every word; ``None`` otherwise). Too long utterances are cut."""
     words = _words(rows) if isinstance(rows, pd.DataFrame) else [[str(w) for w in x] for x in rows]
-    spaced = ([list(map(bool, s)) for s in rows["spaced"]] if isinstance(rows, pd.DataFrame) and "spaced" in rows.columns
-              else None)
+    spaced = (
+        [list(map(bool, s)) for s in rows["spaced"]]
+        if isinstance(rows, pd.DataFrame) and "spaced" in rows.columns
+        else None
+    )
     if spaced is not None and not all(all(s) for s in spaced):
         return tokenise_spaced_words(encoder.tokenizer, words, spaced, tokenisation, what=what)
     return tokenise_words(encoder.tokenizer, words, tokenisation, on_too_long="truncate", what=what), None
@@ -218,7 +247,7 @@ def first_token_states(model: torch.nn.Module, tokens: WordTokens, pad_id: int, 
     try:
         with torch.no_grad():
             for start in range(0, len(order), batch_size):
-                index = order[start:start + batch_size].tolist()
+                index = order[start : start + batch_size].tolist()
                 ids, mask = id_batch(tokens, index, pad_id)
                 out[index] = encode(ids.to(device), mask.to(device))[:, 0].float().cpu().numpy()
     finally:
@@ -226,8 +255,13 @@ def first_token_states(model: torch.nn.Module, tokens: WordTokens, pad_id: int, 
     return out
 
 
-def intent_vectors(model: JointSlu, rows: pd.DataFrame | Sequence[Sequence[str]], encoder: LoadedEncoder,
-                   extraction: Mapping[str, Any] | None = None, batch_size: int = 64) -> np.ndarray:
+def intent_vectors(
+    model: JointSlu,
+    rows: pd.DataFrame | Sequence[Sequence[str]],
+    encoder: LoadedEncoder,
+    extraction: Mapping[str, Any] | None = None,
+    batch_size: int = 64,
+) -> np.ndarray:
     """The ``[CLS]`` (intent) representation of every utterance ``(N, D)``, tokenised as :func:`predict_slu`
     tokenises it (LAJ-MCL Figure 3: "the encoder output of [CLS] is obtained as the utterance representation")."""
     if len(rows) == 0:
@@ -249,28 +283,33 @@ class SluRun:
     info: dict[str, Any]
 
 
-def _method_config(method: Mapping[str, Any], name: str, n_intents: int, n_labels: int,
-                   encoder: LoadedEncoder) -> tuple[SluConfig, dict[str, float]]:
+def _method_config(
+    method: Mapping[str, Any], name: str, n_intents: int, n_labels: int, encoder: LoadedEncoder
+) -> tuple[SluConfig, dict[str, float]]:
     where = f"slu.methods.{name}"
     fields = dict(method)
     weights = dict(fields.pop("loss_weights", None) or {})
     bad = sorted(set(weights) - set(WEIGHTS))
     if bad:
         raise ValueError(f"{where}.loss_weights: unknown {bad}; known: {list(WEIGHTS)}")
-    config = settings_from_params(SluConfig, fields, where, n_intents=n_intents, n_labels=n_labels,
-                                  encoder_config=encoder.model.config.to_dict())
+    config = settings_from_params(
+        SluConfig, fields, where, n_intents=n_intents, n_labels=n_labels, encoder_config=encoder.model.config.to_dict()
+    )
     return config, {k: float(v) for k, v in weights.items()}
 
 
-def _switcher(settings: SluData, dictionaries: Mapping[str, Mapping[str, Sequence[str]]] | None
-              ) -> tuple[CodeSwitcher | None, CodeSwitchSettings | None]:
+def _switcher(
+    settings: SluData, dictionaries: Mapping[str, Mapping[str, Sequence[str]]] | None
+) -> tuple[CodeSwitcher | None, CodeSwitchSettings | None]:
     if settings.code_switch is None:
         return None, None
     switch = code_switch_settings(settings.code_switch)
     missing = [lang for lang in switch.languages if lang not in (dictionaries or {})]
     if missing:
-        raise ValueError(f"slu.data.code_switch.languages: no dictionary for {missing} "
-                         f"(dictionaries given: {sorted(dictionaries or {})})")
+        raise ValueError(
+            f"slu.data.code_switch.languages: no dictionary for {missing} "
+            f"(dictionaries given: {sorted(dictionaries or {})})"
+        )
     assert dictionaries is not None
     return CodeSwitcher({lang: dictionaries[lang] for lang in switch.languages}, switch.ratio, switch.seed), switch
 
@@ -297,10 +336,16 @@ class SluSplit:
         """
         intents, labels = set(self.intents), set(self.labels)
         rows = self.dev_rows
-        known = rows[[intent in intents and all(str(x) in labels for x in row)
-                      for intent, row in zip(rows["intent"], rows["labels"])]].reset_index(drop=True)
+        known = rows[
+            [
+                intent in intents and all(str(x) in labels for x in row)
+                for intent, row in zip(rows["intent"], rows["labels"])
+            ]
+        ].reset_index(drop=True)
         if known.empty:
-            raise ValueError(f"slu.data.dev_locale {self.dev_locale!r}: no dev utterance has a trained intent and trained labels")
+            raise ValueError(
+                f"slu.data.dev_locale {self.dev_locale!r}: no dev utterance has a trained intent and trained labels"
+            )
         return known.iloc[:DEV_LOSS_ROWS]
 
     def dev_scorer(self, tokens: WordTokens, pad_id: int, batch_size: int = 64) -> Callable[[torch.nn.Module], float]:
@@ -311,8 +356,12 @@ class SluSplit:
 
         def dev_score(model: torch.nn.Module) -> float:
             predicted, predicted_labels = _predict_ids(model, tokens, pad_id, batch_size, fill)
-            return exact_match(gold_intents, [intents[i] for i in predicted], gold_labels,
-                               [[labels[j] for j in row] for row in predicted_labels])
+            return exact_match(
+                gold_intents,
+                [intents[i] for i in predicted],
+                gold_labels,
+                [[labels[j] for j in row] for row in predicted_labels],
+            )
 
         return dev_score
 
@@ -334,8 +383,12 @@ def slu_split(table: pd.DataFrame, data: Mapping[str, Any], training: Mapping[st
         raise ValueError(f"slu.data.max_train must be >= 1 or null, got {settings_data.max_train}")
     training = dict(training)
     train_layers = training.pop("train_layers", None)  # the encoder's, not the loop's: applied by freeze_below
-    if train_layers is not None and (isinstance(train_layers, bool) or not isinstance(train_layers, int) or train_layers < 0):
-        raise ValueError(f"slu.training.train_layers must be null (every layer trains) or an integer >= 0, got {train_layers!r}")
+    if train_layers is not None and (
+        isinstance(train_layers, bool) or not isinstance(train_layers, int) or train_layers < 0
+    ):
+        raise ValueError(
+            f"slu.training.train_layers must be null (every layer trains) or an integer >= 0, got {train_layers!r}"
+        )
     settings = settings_from_params(TrainSettings, training, "slu.training")
     dev_locale = settings_data.dev_locale or settings_data.training_locale
     train_rows = _rows(table, settings_data.training_locale, "train")
@@ -345,13 +398,16 @@ def slu_split(table: pd.DataFrame, data: Mapping[str, Any], training: Mapping[st
     if dev_rows.empty:
         raise ValueError(f"slu.data.dev_locale {dev_locale!r}: no dev utterances")
     if settings_data.max_train is not None and settings_data.max_train < len(train_rows):
-        keep = np.sort(np.random.default_rng(settings_data.seed).permutation(len(train_rows))[: settings_data.max_train])
+        keep = np.sort(
+            np.random.default_rng(settings_data.seed).permutation(len(train_rows))[: settings_data.max_train]
+        )
         train_rows = train_rows.iloc[keep].reset_index(drop=True)
     intents = sorted(set(train_rows["intent"]))
     if len(intents) < 2:
         raise ValueError(f"slu.data: the training utterances have {len(intents)} intent(s); a classifier needs 2")
-    return SluSplit(settings_data, settings, train_rows, dev_rows, dev_locale, intents, label_vocabulary(train_rows),
-                    train_layers)
+    return SluSplit(
+        settings_data, settings, train_rows, dev_rows, dev_locale, intents, label_vocabulary(train_rows), train_layers
+    )
 
 
 def encoder_layers(encoder: torch.nn.Module) -> tuple[torch.nn.Module, list[torch.nn.Module]]:
@@ -364,8 +420,10 @@ def encoder_layers(encoder: torch.nn.Module) -> tuple[torch.nn.Module, list[torc
     layers = getattr(getattr(encoder, "encoder", None), "layer", None)
     embeddings = getattr(encoder, "embeddings", None)
     if layers is None or embeddings is None:
-        raise ValueError(f"slu.training.train_layers needs a BERT-style encoder (embeddings, encoder.layer); "
-                         f"{type(encoder).__name__} is not one: set train_layers: null")
+        raise ValueError(
+            f"slu.training.train_layers needs a BERT-style encoder (embeddings, encoder.layer); "
+            f"{type(encoder).__name__} is not one: set train_layers: null"
+        )
     return embeddings, list(layers)
 
 
@@ -397,8 +455,10 @@ def freeze_below(encoder: torch.nn.Module, train_layers: int | None) -> dict[str
     if train_layers is not None:
         embeddings, layers = encoder_layers(encoder)
         if not 0 <= train_layers <= len(layers):
-            raise ValueError(f"slu.training.train_layers must be null or in 0..{len(layers)} (the encoder's layers), "
-                             f"got {train_layers}")
+            raise ValueError(
+                f"slu.training.train_layers must be null or in 0..{len(layers)} (the encoder's layers), "
+                f"got {train_layers}"
+            )
         for module in [embeddings, *layers[: len(layers) - train_layers]]:
             for parameter in module.parameters():
                 parameter.requires_grad_(False)
@@ -414,8 +474,14 @@ def timed_training(run_train: Callable[[], TrainResult]) -> tuple[TrainResult, f
     return result, time.perf_counter() - start
 
 
-def kept_checkpoint_info(info: Mapping[str, Any], result: TrainResult, dev_scores: Mapping[str, float], seconds: float,
-                         truncated_switched: int, name: str) -> dict[str, Any]:
+def kept_checkpoint_info(
+    info: Mapping[str, Any],
+    result: TrainResult,
+    dev_scores: Mapping[str, float],
+    seconds: float,
+    truncated_switched: int,
+    name: str,
+) -> dict[str, Any]:
     """What every SLU fine-tuning (``slu`` and ``lajoint`` methods alike) reports about the checkpoint it keeps.
 
     ``info`` with ``best_epoch``, ``best_step``, ``epochs_run``, the kept checkpoint's
@@ -423,13 +489,29 @@ def kept_checkpoint_info(info: Mapping[str, Any], result: TrainResult, dev_score
     ``train_seconds`` and ``train_seconds_per_epoch`` (wall clock, the per-epoch dev
     evaluation included), and the switched utterances cut (``n_truncated.train_switched``).
     """
-    out = {**info, "best_epoch": result.best_epoch, "best_step": result.best_step, "epochs_run": result.epochs_run,
-           **{f"dev_{k}": float(v) for k, v in dev_scores.items()},
-           "train_seconds": float(seconds), "train_seconds_per_epoch": float(seconds) / max(result.epochs_run, 1),
-           "n_truncated": {**dict(info["n_truncated"]), "train_switched": int(truncated_switched)}}
-    logger.info("slu %s: kept epoch %d (step %d) of %d (%.0f s an epoch): %s dev exact match %.4f, intent accuracy %.4f, "
-                "slot F1 %.4f", name, result.best_epoch, result.best_step, result.epochs_run, out["train_seconds_per_epoch"],
-                info["dev_locale"], dev_scores["exact_match"], dev_scores["intent_accuracy"], dev_scores["slot_f1"])
+    out = {
+        **info,
+        "best_epoch": result.best_epoch,
+        "best_step": result.best_step,
+        "epochs_run": result.epochs_run,
+        **{f"dev_{k}": float(v) for k, v in dev_scores.items()},
+        "train_seconds": float(seconds),
+        "train_seconds_per_epoch": float(seconds) / max(result.epochs_run, 1),
+        "n_truncated": {**dict(info["n_truncated"]), "train_switched": int(truncated_switched)},
+    }
+    logger.info(
+        "slu %s: kept epoch %d (step %d) of %d (%.0f s an epoch): %s dev exact match %.4f, intent accuracy %.4f, "
+        "slot F1 %.4f",
+        name,
+        result.best_epoch,
+        result.best_step,
+        result.epochs_run,
+        out["train_seconds_per_epoch"],
+        info["dev_locale"],
+        dev_scores["exact_match"],
+        dev_scores["intent_accuracy"],
+        dev_scores["slot_f1"],
+    )
     return out
 
 
@@ -446,14 +528,23 @@ def load_over_base(model: torch.nn.Module, artifact: Mapping[str, Any], what: st
     except RuntimeError as exc:  # a tensor of another shape
         raise ValueError(f"this {what} artifact does not fit the encoder: {str(exc)[:300]}") from None
     if unexpected or any(not k.startswith("encoder.") for k in missing):
-        raise ValueError(f"this {what} artifact does not fit the encoder: unexpected {unexpected[:3]}, missing {missing[:3]}")
+        raise ValueError(
+            f"this {what} artifact does not fit the encoder: unexpected {unexpected[:3]}, missing {missing[:3]}"
+        )
     model.eval()
     return model
 
 
-def prepare_slu(table: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[str, Any], data: Mapping[str, Any],
-                training: Mapping[str, Any], extraction: Mapping[str, Any] | None = None,
-                dictionaries: Mapping[str, Mapping[str, Sequence[str]]] | None = None, name: str = "zsjoint") -> SluRun:
+def prepare_slu(
+    table: pd.DataFrame,
+    encoder: LoadedEncoder,
+    method: Mapping[str, Any],
+    data: Mapping[str, Any],
+    training: Mapping[str, Any],
+    extraction: Mapping[str, Any] | None = None,
+    dictionaries: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
+    name: str = "zsjoint",
+) -> SluRun:
     """The model, batches, settings and dev scorer of one SLU fine-tuning (the arguments of :func:`train_slu`)."""
     split = slu_split(table, data, training)
     settings_data, settings, train_rows, dev_rows = split.data, split.settings, split.train_rows, split.dev_rows
@@ -463,41 +554,86 @@ def prepare_slu(table: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[str
     config, weights = _method_config(method, name, len(intents), len(labels), encoder)
     switcher, switch = _switcher(settings_data, dictionaries)
 
-    train_data = SluBatches(encoder, _words(train_rows), _labels(train_rows), train_rows["intent"].map(intent_index).tolist(),
-                            label_to_id, extraction, settings_data.batch_size, shuffle=True, switcher=switcher,
-                            switch_seed=switch.seed if switch else 0, ignore_index=config.ignore_index,
-                            what=f"slu {name} train", keep_source=bool(switch and switch.keep_source),
-                            group_by_length=settings_data.group_by_length)
+    train_data = SluBatches(
+        encoder,
+        _words(train_rows),
+        _labels(train_rows),
+        train_rows["intent"].map(intent_index).tolist(),
+        label_to_id,
+        extraction,
+        settings_data.batch_size,
+        shuffle=True,
+        switcher=switcher,
+        switch_seed=switch.seed if switch else 0,
+        ignore_index=config.ignore_index,
+        what=f"slu {name} train",
+        keep_source=bool(switch and switch.keep_source),
+        group_by_length=settings_data.group_by_length,
+    )
     known = split.dev_loss_rows()
-    dev_data = SluBatches(encoder, _words(known), _labels(known), known["intent"].map(intent_index).tolist(), label_to_id,
-                          extraction, 64, shuffle=False, ignore_index=config.ignore_index, what=f"slu {name} dev")
+    dev_data = SluBatches(
+        encoder,
+        _words(known),
+        _labels(known),
+        known["intent"].map(intent_index).tolist(),
+        label_to_id,
+        extraction,
+        64,
+        shuffle=False,
+        ignore_index=config.ignore_index,
+        what=f"slu {name} dev",
+    )
     # selection: exact match on the whole dev split (utterances of untrained intents or labels count as misses)
-    dev_tokens = tokenise_words(encoder.tokenizer, _words(dev_rows), word_tokenisation(encoder, extraction),
-                                on_too_long="truncate", what=f"slu {name} dev")
+    dev_tokens = tokenise_words(
+        encoder.tokenizer,
+        _words(dev_rows),
+        word_tokenisation(encoder, extraction),
+        on_too_long="truncate",
+        what=f"slu {name} dev",
+    )
     dev_score = split.dev_scorer(dev_tokens, int(encoder.tokenizer.pad_token_id))
 
     torch.manual_seed(settings.seed)
     model = JointSlu(copy.deepcopy(encoder.model), int(encoder.model.config.hidden_size), config)
     parameters = freeze_below(model.encoder, split.train_layers)
     info: dict[str, Any] = {
-        "name": name, "intents": intents, "labels": labels, "training_locale": settings_data.training_locale,
-        "dev_locale": dev_locale, "n_train": len(train_rows), "n_dev": len(dev_rows), "n_dev_loss": len(known),
+        "name": name,
+        "intents": intents,
+        "labels": labels,
+        "training_locale": settings_data.training_locale,
+        "dev_locale": dev_locale,
+        "n_train": len(train_rows),
+        "n_dev": len(dev_rows),
+        "n_dev_loss": len(known),
         "loss_weights": {"intent": 1.0, "slot": 1.0, **weights},
-        "code_switch": None if switch is None else {"ratio": switch.ratio, "languages": list(switch.languages), "seed": switch.seed,
-                                                    "keep_source": switch.keep_source},
+        "code_switch": None
+        if switch is None
+        else {
+            "ratio": switch.ratio,
+            "languages": list(switch.languages),
+            "seed": switch.seed,
+            "keep_source": switch.keep_source,
+        },
         "n_truncated": {"train": train_data.n_truncated, "dev": int(dev_tokens.truncated.sum())},
         "dev_words_cut": int(dev_tokens.words_cut.sum()),
-        "train_layers": split.train_layers, "encoder_parameters": parameters,
+        "train_layers": split.train_layers,
+        "encoder_parameters": parameters,
     }
     if switcher is not None:
         info["code_switch"]["coverage"] = switcher.coverage(train_data.words)
     return SluRun(model, train_data, dev_data, settings, dev_score, weights, info)
 
 
-def train_slu(table: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[str, Any], data: Mapping[str, Any],
-              training: Mapping[str, Any], extraction: Mapping[str, Any] | None = None,
-              dictionaries: Mapping[str, Mapping[str, Sequence[str]]] | None = None, name: str = "zsjoint"
-              ) -> tuple[JointSlu, TrainResult, dict[str, Any]]:
+def train_slu(
+    table: pd.DataFrame,
+    encoder: LoadedEncoder,
+    method: Mapping[str, Any],
+    data: Mapping[str, Any],
+    training: Mapping[str, Any],
+    extraction: Mapping[str, Any] | None = None,
+    dictionaries: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
+    name: str = "zsjoint",
+) -> tuple[JointSlu, TrainResult, dict[str, Any]]:
     """Fine-tune a copy of ``encoder`` as a joint intent / slot model, selected on dev exact match.
 
     Args:
@@ -521,23 +657,45 @@ def train_slu(table: pd.DataFrame, encoder: LoadedEncoder, method: Mapping[str, 
     """
     run = prepare_slu(table, encoder, method, data, training, extraction, dictionaries, name)
     info = run.info
-    logger.info("slu %s: %d %s train utterances (%d intents, %d labels), dev %s (%d), code-switch %s, encoder lr %s",
-                name, info["n_train"], info["training_locale"], len(info["intents"]), len(info["labels"]),
-                info["dev_locale"], info["n_dev"], info["code_switch"], run.settings.encoder_lr)
+    logger.info(
+        "slu %s: %d %s train utterances (%d intents, %d labels), dev %s (%d), code-switch %s, encoder lr %s",
+        name,
+        info["n_train"],
+        info["training_locale"],
+        len(info["intents"]),
+        len(info["labels"]),
+        info["dev_locale"],
+        info["n_dev"],
+        info["code_switch"],
+        run.settings.encoder_lr,
+    )
     weights = run.loss_weights
-    result, seconds = timed_training(lambda: train(run.model, lambda m, b: slu_losses(m, b, weights), run.train_data,
-                                                   run.dev_data, run.settings, run.dev_score))
+    result, seconds = timed_training(
+        lambda: train(
+            run.model, lambda m, b: slu_losses(m, b, weights), run.train_data, run.dev_data, run.settings, run.dev_score
+        )
+    )
     dev_rows = _rows(table, info["dev_locale"], "dev")
     info["mixed_precision"] = run.settings.mixed_precision  # test is predicted as dev was scored (evaluate_slu_variant)
-    predicted, predicted_labels = predict_slu(run.model, dev_rows, encoder, info["intents"], info["labels"], extraction,
-                                              precision=run.settings.mixed_precision)
+    predicted, predicted_labels = predict_slu(
+        run.model,
+        dev_rows,
+        encoder,
+        info["intents"],
+        info["labels"],
+        extraction,
+        precision=run.settings.mixed_precision,
+    )
     scores = slu_scores(dev_rows["intent"].tolist(), predicted, _labels(dev_rows), predicted_labels)
     info = kept_checkpoint_info(info, result, scores, seconds, sum(run.train_data.truncated_by_epoch.values()), name)
     return run.model, result, info
 
 
 SPEC_KEYS = {"method", "loss_weights", "options", "training", "data"}
-SLU_METHODS = ("slu", "lajoint")  # the joint baseline (methods/slu.py); LAJoint / LAJ-MCL (methods/lajoint.py, lajmcl.py)
+SLU_METHODS = (
+    "slu",
+    "lajoint",
+)  # the joint baseline (methods/slu.py); LAJoint / LAJ-MCL (methods/lajoint.py, lajmcl.py)
 
 
 def method_kind(spec: Mapping[str, Any] | None, name: str) -> str:
@@ -580,7 +738,11 @@ def slu_artifact(model: JointSlu, encoder: LoadedEncoder, **extra: Any) -> dict[
     """The trained model as saved: its build spec (``methods.registry``, with the encoder config), weights and ``extra``."""
     options = asdict(model.config)
     options["encoder_config"] = dict(model.config.encoder_config or model.encoder.config.to_dict())
-    return {"build": build_spec("slu", int(encoder.hidden_size), 1, options), "state_dict": trained_state(model), **extra}
+    return {
+        "build": build_spec("slu", int(encoder.hidden_size), 1, options),
+        "state_dict": trained_state(model),
+        **extra,
+    }
 
 
 def rebuild_slu(encoder: LoadedEncoder, artifact: Mapping[str, Any]) -> JointSlu:

@@ -45,8 +45,9 @@ def word_tokenisation(encoder: LoadedEncoder, extraction: Mapping[str, object] |
     Raises:
         ExtractionError: ``max_length`` beyond the encoder's, or an unknown ``on_too_long``.
     """
-    settings = ExtractionSettings(**{k: v for k, v in dict(extraction or {}).items()
-                                     if k in ("prefix", "max_length", "on_too_long")})
+    settings = ExtractionSettings(
+        **{k: v for k, v in dict(extraction or {}).items() if k in ("prefix", "max_length", "on_too_long")}
+    )
     limit = settings.max_length or encoder.max_length
     if limit > encoder.max_length:
         raise ExtractionError(f"max_length {limit} exceeds the encoder's maximum {encoder.max_length}")
@@ -82,8 +83,13 @@ class WordTokens:
         return np.fromiter((len(x) for x in self.input_ids), dtype=np.int64, count=len(self.input_ids))
 
 
-def tokenise_words(tokenizer: object, words: Sequence[Sequence[str]], tokenisation: WordTokenisation,
-                   on_too_long: str | None = None, what: str = "utterances") -> WordTokens:
+def tokenise_words(
+    tokenizer: object,
+    words: Sequence[Sequence[str]],
+    tokenisation: WordTokenisation,
+    on_too_long: str | None = None,
+    what: str = "utterances",
+) -> WordTokens:
     """Tokenise pre-split utterances with the prefix as leading words; cut or refuse the too long.
 
     Args:
@@ -101,8 +107,14 @@ def tokenise_words(tokenizer: object, words: Sequence[Sequence[str]], tokenisati
     if empty:
         raise ExtractionError(f"{what}: {len(empty)} utterance(s) without words, first at position {empty[0]}")
     prefix = tokenisation.prefix.split()
-    encoded = tokenizer([[*prefix, *map(str, w)] for w in words], is_split_into_words=True, add_special_tokens=True,
-                        truncation=False, return_attention_mask=False, verbose=False)
+    encoded = tokenizer(
+        [[*prefix, *map(str, w)] for w in words],
+        is_split_into_words=True,
+        add_special_tokens=True,
+        truncation=False,
+        return_attention_mask=False,
+        verbose=False,
+    )
     limit = tokenisation.max_length
     ids_out: list[list[int]] = []
     word_ids_out: list[list[int | None]] = []
@@ -114,7 +126,8 @@ def tokenise_words(tokenizer: object, words: Sequence[Sequence[str]], tokenisati
             if policy == "error":
                 raise ExtractionError(
                     f"{what}: utterance {i} has {len(ids)} sub-tokens, more than max_length {limit}: "
-                    f"{' '.join(map(str, words[i]))[:80]!r}. Set on_too_long: truncate to cut it (its cut words are counted).")
+                    f"{' '.join(map(str, words[i]))[:80]!r}. Set on_too_long: truncate to cut it (its cut words are counted)."
+                )
             before = {w for w in word_ids if w is not None}
             if word_ids[-1] is None:  # keep the end-of-sequence token
                 ids, word_ids = ids[: limit - 1] + [ids[-1]], word_ids[: limit - 1] + [None]
@@ -125,14 +138,25 @@ def tokenise_words(tokenizer: object, words: Sequence[Sequence[str]], tokenisati
         ids_out.append(list(ids))
         word_ids_out.append(word_ids)
     if truncated.any():
-        logger.warning("%s: %d of %d utterances cut to %d sub-tokens, %d words lost every sub-token "
-                       "(no label trained on them; predicted 'O')", what, int(truncated.sum()), len(words), limit,
-                       int(words_cut.sum()))
+        logger.warning(
+            "%s: %d of %d utterances cut to %d sub-tokens, %d words lost every sub-token "
+            "(no label trained on them; predicted 'O')",
+            what,
+            int(truncated.sum()),
+            len(words),
+            limit,
+            int(words_cut.sum()),
+        )
     return WordTokens(ids_out, word_ids_out, [len(w) for w in words], truncated, words_cut)
 
 
-def tokenise_spaced_words(tokenizer: object, words: Sequence[Sequence[str]], spaced: Sequence[Sequence[bool]],
-                          tokenisation: WordTokenisation, what: str = "utterances") -> tuple[WordTokens, list[list[int | None]]]:
+def tokenise_spaced_words(
+    tokenizer: object,
+    words: Sequence[Sequence[str]],
+    spaced: Sequence[Sequence[bool]],
+    tokenisation: WordTokenisation,
+    what: str = "utterances",
+) -> tuple[WordTokens, list[list[int | None]]]:
     """Tokenise utterances as their text reads, for words that are not all space-separated (ja, zh).
 
     Pre-split words given to the tokenizer one by one each get a word-start marker: ja/zh split
@@ -160,8 +184,15 @@ def tokenise_spaced_words(tokenizer: object, words: Sequence[Sequence[str]], spa
             text += str(w)
         texts.append(text)
         spans.append(starts)
-    encoded = tokenizer(texts, add_special_tokens=True, truncation=True, max_length=tokenisation.max_length,
-                        return_offsets_mapping=True, return_attention_mask=False, verbose=False)
+    encoded = tokenizer(
+        texts,
+        add_special_tokens=True,
+        truncation=True,
+        max_length=tokenisation.max_length,
+        return_offsets_mapping=True,
+        return_attention_mask=False,
+        verbose=False,
+    )
     ids_out, word_ids_out, covering_out = [], [], []
     truncated = np.zeros(len(words), dtype=bool)
     words_cut = np.zeros(len(words), dtype=np.int64)
@@ -183,13 +214,24 @@ def tokenise_spaced_words(tokenizer: object, words: Sequence[Sequence[str]], spa
         word_ids_out.append(word_ids)
         covering_out.append(covering)
     if truncated.any():
-        logger.warning("%s: %d of %d utterances cut to %d sub-tokens, %d words lost every sub-token (predicted 'O')",
-                       what, int(truncated.sum()), len(words), tokenisation.max_length, int(words_cut.sum()))
+        logger.warning(
+            "%s: %d of %d utterances cut to %d sub-tokens, %d words lost every sub-token (predicted 'O')",
+            what,
+            int(truncated.sum()),
+            len(words),
+            tokenisation.max_length,
+            int(words_cut.sum()),
+        )
     return WordTokens(ids_out, word_ids_out, [len(w) for w in words], truncated, words_cut), covering_out
 
 
-def slot_label_ids(tokens: WordTokens, labels: Sequence[Sequence[str]], label_to_id: Mapping[str, int],
-                   ignore_index: int = -100, what: str = "utterances") -> list[list[int]]:
+def slot_label_ids(
+    tokens: WordTokens,
+    labels: Sequence[Sequence[str]],
+    label_to_id: Mapping[str, int],
+    ignore_index: int = -100,
+    what: str = "utterances",
+) -> list[list[int]]:
     """Per sub-token, the word's label id on its first sub-token and ``ignore_index`` elsewhere.
 
     Raises:
@@ -259,13 +301,27 @@ class SluBatches:
             or ``batch_size`` < 1.
     """
 
-    def __init__(self, encoder: LoadedEncoder, words: Sequence[Sequence[str]], labels: Sequence[Sequence[str]],
-                 intents: Sequence[int], label_to_id: Mapping[str, int], extraction: Mapping[str, object] | None = None,
-                 batch_size: int = 32, shuffle: bool = True, switcher: CodeSwitcher | None = None, switch_seed: int = 0,
-                 ignore_index: int = -100, what: str = "utterances", keep_source: bool = False,
-                 group_by_length: bool = False) -> None:
+    def __init__(
+        self,
+        encoder: LoadedEncoder,
+        words: Sequence[Sequence[str]],
+        labels: Sequence[Sequence[str]],
+        intents: Sequence[int],
+        label_to_id: Mapping[str, int],
+        extraction: Mapping[str, object] | None = None,
+        batch_size: int = 32,
+        shuffle: bool = True,
+        switcher: CodeSwitcher | None = None,
+        switch_seed: int = 0,
+        ignore_index: int = -100,
+        what: str = "utterances",
+        keep_source: bool = False,
+        group_by_length: bool = False,
+    ) -> None:
         if not len(words) == len(labels) == len(intents):
-            raise ValueError(f"{what}: {len(words)} utterances, {len(labels)} label lists and {len(intents)} intents; they must align")
+            raise ValueError(
+                f"{what}: {len(words)} utterances, {len(labels)} label lists and {len(intents)} intents; they must align"
+            )
         if len(words) == 0:
             raise ValueError(f"{what}: no utterances")
         if batch_size < 1:
@@ -339,8 +395,13 @@ class SluBatches:
         ids_rows, slot_labels = self.tokens.input_ids, self.slot_labels
         if self.switcher is not None:
             words, labels = self.switched(generator)
-            tokens = tokenise_words(self.tokenizer, words, self.tokenisation, on_too_long="truncate",
-                                    what=f"{self.what} (code-switched, epoch {epoch})")
+            tokens = tokenise_words(
+                self.tokenizer,
+                words,
+                self.tokenisation,
+                on_too_long="truncate",
+                what=f"{self.what} (code-switched, epoch {epoch})",
+            )
             switched_labels = slot_label_ids(tokens, labels, self.label_to_id, self.ignore_index, self.what)
             self.truncated_by_epoch[epoch] = int(tokens.truncated.sum())
             if self.keep_source:  # rows n.. are the switched versions of rows ..n
@@ -353,5 +414,9 @@ class SluBatches:
             rows = index + [i + n for i in index] if self.keep_source else index
             ids = pad(ids_rows, rows, self.pad_id)
             mask = pad([[1] * len(ids_rows[i]) for i in rows], range(len(rows)), 0)
-            yield {"input_ids": ids, "attention_mask": mask, "intents": self.intents[index].repeat(2 if self.keep_source else 1),
-                   "slot_labels": pad(slot_labels, rows, self.ignore_index)}
+            yield {
+                "input_ids": ids,
+                "attention_mask": mask,
+                "intents": self.intents[index].repeat(2 if self.keep_source else 1),
+                "slot_labels": pad(slot_labels, rows, self.ignore_index),
+            }

@@ -30,7 +30,9 @@ def load_encoder_node(encoder: Mapping[str, Any]) -> tuple[LoadedEncoder, dict[s
     Returns:
         ``(encoder, identity)``; the identity is saved to MLflow with the run.
     """
-    loaded = load_encoder(str(encoder["name"]), encoder.get("bundled_dir", "data/06_models/encoders/multilingual-e5-small-q4"))
+    loaded = load_encoder(
+        str(encoder["name"]), encoder.get("bundled_dir", "data/06_models/encoders/multilingual-e5-small-q4")
+    )
     return loaded, dict(loaded.identity)
 
 
@@ -56,12 +58,21 @@ def embed_pair_texts(
     """
     unknown = sorted(set(partitions) - set(pairs["partition"].unique()))
     if unknown:
-        raise ValueError(f"embeddings.partitions: {unknown} not in the pair table (has {sorted(pairs['partition'].unique())})")
+        raise ValueError(
+            f"embeddings.partitions: {unknown} not in the pair table (has {sorted(pairs['partition'].unique())})"
+        )
     rows = pairs[pairs["partition"].isin(partitions)]
     settings = extraction_settings(extraction)
-    sets = extract_embedding_sets(encoder, {side: rows[f"{side}_utt"].tolist() for side in ("source", "target")}, settings, store)
-    logger.info("embedded %d %s pairs (%s → %s)", len(rows), "+".join(partitions),
-                rows["source_locale"].iloc[0], rows["target_locale"].iloc[0])
+    sets = extract_embedding_sets(
+        encoder, {side: rows[f"{side}_utt"].tolist() for side in ("source", "target")}, settings, store
+    )
+    logger.info(
+        "embedded %d %s pairs (%s → %s)",
+        len(rows),
+        "+".join(partitions),
+        rows["source_locale"].iloc[0],
+        rows["target_locale"].iloc[0],
+    )
     return {
         "sets": sets,
         "ids": rows["id"].tolist(),
@@ -71,7 +82,9 @@ def embed_pair_texts(
     }
 
 
-def evaluate_raw_retrieval(manifest: Mapping[str, Any], poolings: list[str], identity: Mapping[str, Any]) -> pd.DataFrame:
+def evaluate_raw_retrieval(
+    manifest: Mapping[str, Any], poolings: list[str], identity: Mapping[str, Any]
+) -> pd.DataFrame:
     """Cross-lingual retrieval accuracy@1 of the raw encoder, both directions, per pooling.
 
     Returns:
@@ -84,17 +97,29 @@ def evaluate_raw_retrieval(manifest: Mapping[str, Any], poolings: list[str], ide
         a, b = source.vectors(pooling), target.vectors(pooling)
         for q_locale, k_locale, queries, keys in ((src, tgt, a, b), (tgt, src, b, a)):
             value = retrieval_accuracy_at_1(queries, keys)
-            rows.append({
-                "pipeline": "embeddings", "method": "raw", "embedding": pooling,
-                "task": "cross_lingual_retrieval", "dataset": "massive_" + "+".join(manifest["partitions"]),
-                "source": q_locale, "target": k_locale, "metric": "accuracy@1", "value": round(value, 6),
-                "encoder": str(identity.get("name")),
-            })
-            logger.info("raw %s retrieval %s → %s: accuracy@1 %.4f (%d pairs)", pooling, q_locale, k_locale, value, len(a))
+            rows.append(
+                {
+                    "pipeline": "embeddings",
+                    "method": "raw",
+                    "embedding": pooling,
+                    "task": "cross_lingual_retrieval",
+                    "dataset": "massive_" + "+".join(manifest["partitions"]),
+                    "source": q_locale,
+                    "target": k_locale,
+                    "metric": "accuracy@1",
+                    "value": round(value, 6),
+                    "encoder": str(identity.get("name")),
+                }
+            )
+            logger.info(
+                "raw %s retrieval %s → %s: accuracy@1 %.4f (%d pairs)", pooling, q_locale, k_locale, value, len(a)
+            )
     return pd.DataFrame(rows)
 
 
-def report_raw_retrieval(identity: Mapping[str, Any], *tables: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any], str]:
+def report_raw_retrieval(
+    identity: Mapping[str, Any], *tables: pd.DataFrame
+) -> tuple[pd.DataFrame, dict[str, Any], str]:
     """Merge the per-pair rows: the metrics table, MLflow metrics and a markdown table.
 
     The markdown has the rows and columns of the design note's reference table (pooling ×

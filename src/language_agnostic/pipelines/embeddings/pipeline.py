@@ -17,8 +17,13 @@ def create_pair_pipeline() -> Pipeline:
         [
             node(
                 nodes.embed_pair_texts,
-                inputs=["massive_pairs", "encoder", "embedding_store", "params:embeddings.extraction",
-                        "params:embeddings.partitions"],
+                inputs=[
+                    "massive_pairs",
+                    "encoder",
+                    "embedding_store",
+                    "params:embeddings.extraction",
+                    "params:embeddings.partitions",
+                ],
                 outputs="massive_pair_embeddings",
                 name="embed_pair_texts_node",
             ),
@@ -34,8 +39,16 @@ def create_pair_pipeline() -> Pipeline:
 
 def load_encoder_pipeline() -> Pipeline:
     """The one node that loads the encoder; every pipeline that embeds includes it (Kedro merges the copies)."""
-    return Pipeline([node(nodes.load_encoder_node, inputs="params:embeddings.encoder",
-                          outputs=["encoder", "encoder_identity"], name="load_encoder_node")])
+    return Pipeline(
+        [
+            node(
+                nodes.load_encoder_node,
+                inputs="params:embeddings.encoder",
+                outputs=["encoder", "encoder_identity"],
+                name="load_encoder_node",
+            )
+        ]
+    )
 
 
 def create_pipeline(pairs: list[str] | None = None) -> Pipeline:

@@ -14,15 +14,18 @@ from typing import Any
 
 from kedro.pipeline import Pipeline, node
 
-from language_agnostic.pipelines.emu import nodes
 from language_agnostic.pipelines.embeddings.pipeline import load_encoder_pipeline
+from language_agnostic.pipelines.emu import nodes
 from language_agnostic.pipelines.project_config import bind, configuration_error_pipeline, load_parameters
 
 DEFAULT_METHODS: dict[str, Any] = {"emu": {"method": "emu", "loss": "emu"}}
 
 
-def create_pipeline(methods: Mapping[str, Any] | None = None, save_encoders: list[str] | None = None,
-                    figure: Mapping[str, Any] | None = None) -> Pipeline:
+def create_pipeline(
+    methods: Mapping[str, Any] | None = None,
+    save_encoders: list[str] | None = None,
+    figure: Mapping[str, Any] | None = None,
+) -> Pipeline:
     """Build ``emu`` from ``emu.methods``, ``emu.save_encoders`` and ``emu.figure`` (arguments given here replace the configuration;
     with ``methods`` given and no ``figure``, no figure is drawn).
 
@@ -37,8 +40,11 @@ def create_pipeline(methods: Mapping[str, Any] | None = None, save_encoders: lis
     return _create_pipeline(methods, save_encoders, figure)
 
 
-def _create_pipeline(methods: Mapping[str, Any] | None = None, save_encoders: list[str] | None = None,
-                     figure: Mapping[str, Any] | None = None) -> Pipeline:
+def _create_pipeline(
+    methods: Mapping[str, Any] | None = None,
+    save_encoders: list[str] | None = None,
+    figure: Mapping[str, Any] | None = None,
+) -> Pipeline:
     params = load_parameters().get("emu") or {} if methods is None or save_encoders is None else {}
     if methods is None:
         methods = dict(params.get("methods") or DEFAULT_METHODS)
@@ -61,31 +67,81 @@ def _create_pipeline(methods: Mapping[str, Any] | None = None, save_encoders: li
     if figure is None:
         figure = dict(params.get("figure") or {})
     figure_methods = [str(n) for n in figure.get("methods") or [] if n == "raw" or n in methods]
-    parts = [node(nodes.evaluate_raw, inputs=[*shared, "params:embeddings.extraction", "encoder_identity", "params:emu.evaluation",
-                          "params:emu.figure"],
-                  outputs=["emu_rows_raw", "emu_raw_correct", "emu_figure_sets_raw", "emu_outcomes_raw"],
-                  name="evaluate_emu_raw_node")]
+    parts = [
+        node(
+            nodes.evaluate_raw,
+            inputs=[
+                *shared,
+                "params:embeddings.extraction",
+                "encoder_identity",
+                "params:emu.evaluation",
+                "params:emu.figure",
+            ],
+            outputs=["emu_rows_raw", "emu_raw_correct", "emu_figure_sets_raw", "emu_outcomes_raw"],
+            name="evaluate_emu_raw_node",
+        )
+    ]
     for name in methods:
         key = name.replace("-", "_")  # dataset names: emu-no_ld -> emu_no_ld
         parts += [
-            node(bind(nodes.train_emu_variant, name=name),
-                 inputs=[*shared[:2], f"params:emu.methods.{name}", "params:emu.data", "params:emu.training",
-                         "params:embeddings.extraction"],
-                 outputs=[f"emu_model_{key}", f"emu_history_{key}"], name=f"train_{key}_node"),
-            node(nodes.evaluate_emu_variant,
-                 inputs=[*shared[:2], f"emu_model_{key}", "params:emu.data", "params:embeddings.extraction",
-                         "emu_raw_correct", "encoder_identity", "params:emu.evaluation", "params:emu.figure"],
-                 outputs=[f"emu_rows_{key}", f"emu_figure_sets_{key}", f"emu_outcomes_{key}"], name=f"evaluate_{key}_node"),
+            node(
+                bind(nodes.train_emu_variant, name=name),
+                inputs=[
+                    *shared[:2],
+                    f"params:emu.methods.{name}",
+                    "params:emu.data",
+                    "params:emu.training",
+                    "params:embeddings.extraction",
+                ],
+                outputs=[f"emu_model_{key}", f"emu_history_{key}"],
+                name=f"train_{key}_node",
+            ),
+            node(
+                nodes.evaluate_emu_variant,
+                inputs=[
+                    *shared[:2],
+                    f"emu_model_{key}",
+                    "params:emu.data",
+                    "params:embeddings.extraction",
+                    "emu_raw_correct",
+                    "encoder_identity",
+                    "params:emu.evaluation",
+                    "params:emu.figure",
+                ],
+                outputs=[f"emu_rows_{key}", f"emu_figure_sets_{key}", f"emu_outcomes_{key}"],
+                name=f"evaluate_{key}_node",
+            ),
         ]
         if name in save_encoders:
-            parts.append(node(nodes.tuned_encoder, inputs=["encoder", f"emu_model_{key}"], outputs=f"emu_encoder_{key}",
-                              name=f"save_{key}_encoder_node"))
+            parts.append(
+                node(
+                    nodes.tuned_encoder,
+                    inputs=["encoder", f"emu_model_{key}"],
+                    outputs=f"emu_encoder_{key}",
+                    name=f"save_{key}_encoder_node",
+                )
+            )
     keys = ["raw", *[n.replace("-", "_") for n in methods]]
-    parts.append(node(nodes.report_emu, inputs=["params:emu.data", "emu_outcomes_before", *[f"emu_rows_{k}" for k in keys],
-                                                *[f"emu_outcomes_{k}" for k in keys]],
-                      outputs=["emu_metrics_table", "emu_metrics", "emu_tables_markdown", "emu_outcomes"], name="report_emu_node"))
+    parts.append(
+        node(
+            nodes.report_emu,
+            inputs=[
+                "params:emu.data",
+                "emu_outcomes_before",
+                *[f"emu_rows_{k}" for k in keys],
+                *[f"emu_outcomes_{k}" for k in keys],
+            ],
+            outputs=["emu_metrics_table", "emu_metrics", "emu_tables_markdown", "emu_outcomes"],
+            name="report_emu_node",
+        )
+    )
     if figure_methods and figure.get("locales"):  # Figure 2; emu.figure.methods: [] = no figure
-        parts.append(node(bind(nodes.plot_emu_figure, names=figure_methods),
-                          inputs=["params:emu.figure", *[f"emu_figure_sets_{n.replace('-', '_')}" for n in figure_methods]],
-                          outputs="emu_figure", name="plot_emu_figure_node"))
+        parts.append(
+            node(
+                bind(nodes.plot_emu_figure, names=figure_methods),
+                inputs=["params:emu.figure", *[f"emu_figure_sets_{n.replace('-', '_')}" for n in figure_methods]],
+                outputs="emu_figure",
+                name="plot_emu_figure_node",
+            )
+        )
     return Pipeline([load_encoder_pipeline(), *parts], tags="emu")

@@ -15,22 +15,51 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from language_agnostic.encoders.extraction import EmbeddingSet, EmbeddingStore, extract_embedding_sets, extraction_settings
+from language_agnostic.encoders.extraction import (
+    EmbeddingSet,
+    EmbeddingStore,
+    extract_embedding_sets,
+    extraction_settings,
+)
 from language_agnostic.encoders.loading import LoadedEncoder
-from language_agnostic.reporting.fmda import fmda_tables
-from language_agnostic.reporting.tracking import metric_key
 
 # the training, scoring and figure nodes are the core functions themselves
 from language_agnostic.evaluation.fmda import evaluate_baselines, evaluate_fmda, evaluate_head
 from language_agnostic.reporting.figures import plot_embeddings
+from language_agnostic.reporting.fmda import fmda_tables
+from language_agnostic.reporting.tracking import metric_key
 from language_agnostic.training.fmda import (
-    ALL_TOGETHER, POOLED_METHODS, SELECTION, method_name, pool_rows, pooled_head_spec, train_fmda, train_fmda_two_stage,
-    train_fmda_unified, train_pooled_head,
+    ALL_TOGETHER,
+    POOLED_METHODS,
+    SELECTION,
+    method_name,
+    pool_rows,
+    pooled_head_spec,
+    train_fmda,
+    train_fmda_two_stage,
+    train_fmda_unified,
+    train_pooled_head,
 )
 
-__all__ = ["ALL_TOGETHER", "POOLED_METHODS", "SELECTION", "embed_fmda_inputs", "embed_template_pairs", "evaluate_baselines",
-           "evaluate_fmda", "evaluate_head", "method_name", "plot_embeddings", "pool_rows", "pooled_head_spec", "report_fmda",
-           "train_fmda", "train_fmda_two_stage", "train_fmda_unified", "train_pooled_head"]
+__all__ = [
+    "ALL_TOGETHER",
+    "POOLED_METHODS",
+    "SELECTION",
+    "embed_fmda_inputs",
+    "embed_template_pairs",
+    "evaluate_baselines",
+    "evaluate_fmda",
+    "evaluate_head",
+    "method_name",
+    "plot_embeddings",
+    "pool_rows",
+    "pooled_head_spec",
+    "report_fmda",
+    "train_fmda",
+    "train_fmda_two_stage",
+    "train_fmda_unified",
+    "train_pooled_head",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -43,8 +72,13 @@ def _split_rows(masked: pd.DataFrame, locale: str, split: str) -> pd.DataFrame:
 
 
 def embed_fmda_inputs(
-    masked: pd.DataFrame, single: pd.DataFrame, multi: pd.DataFrame, pair: Mapping[str, str],
-    encoder: LoadedEncoder, store: EmbeddingStore, extraction: Mapping[str, Any],
+    masked: pd.DataFrame,
+    single: pd.DataFrame,
+    multi: pd.DataFrame,
+    pair: Mapping[str, str],
+    encoder: LoadedEncoder,
+    store: EmbeddingStore,
+    extraction: Mapping[str, Any],
 ) -> dict[str, Any]:
     """Everything FMDA and its baselines read, via the embedding cache.
 
@@ -71,7 +105,9 @@ def embed_fmda_inputs(
     sizes = {}
     for name, table in (("single", single), ("multi", multi)):
         for side, locale in locales.items():
-            rows = table[table["locale"] == locale].sort_values(["source_id", "target_index"], key=lambda c: c.astype(int))
+            rows = table[table["locale"] == locale].sort_values(
+                ["source_id", "target_index"], key=lambda c: c.astype(int)
+            )
             if rows.empty:
                 logger.warning("no %s template-retrieval set for %s: not evaluated", name, locale)
                 continue
@@ -85,14 +121,31 @@ def embed_fmda_inputs(
         **extract_embedding_sets(encoder, with_tokens, extraction_settings(extraction, token_states=True), store),
         **extract_embedding_sets(encoder, sentences, extraction_settings(extraction), store),
     }
-    logger.info("fmda inputs for %s-%s: %s pairs (train/dev/test), template sets %s",
-                locales["source"], locales["target"], [len(ids[s]) for s in SPLITS], sizes)
-    return {"sets": sets, "ids": ids, "source_locale": locales["source"], "target_locale": locales["target"],
-            "template_sizes": sizes}
+    logger.info(
+        "fmda inputs for %s-%s: %s pairs (train/dev/test), template sets %s",
+        locales["source"],
+        locales["target"],
+        [len(ids[s]) for s in SPLITS],
+        sizes,
+    )
+    return {
+        "sets": sets,
+        "ids": ids,
+        "source_locale": locales["source"],
+        "target_locale": locales["target"],
+        "template_sizes": sizes,
+    }
 
 
-def embed_template_pairs(pairs: pd.DataFrame, masked: pd.DataFrame, pair: Mapping[str, str], encoder: LoadedEncoder,
-                         store: EmbeddingStore, extraction: Mapping[str, Any], holdout: Mapping[str, Any]) -> dict[str, Any]:
+def embed_template_pairs(
+    pairs: pd.DataFrame,
+    masked: pd.DataFrame,
+    pair: Mapping[str, str],
+    encoder: LoadedEncoder,
+    store: EmbeddingStore,
+    extraction: Mapping[str, Any],
+    holdout: Mapping[str, Any],
+) -> dict[str, Any]:
     """Monolingual template pairs of both languages of ``pair``, for stage 1 of two-stage FMDA (§4.6).
 
     Each pair is a train utterance and a copy with other slot values (``massive_template_train_pairs``).
@@ -110,20 +163,28 @@ def embed_template_pairs(pairs: pd.DataFrame, masked: pd.DataFrame, pair: Mappin
     ids: dict[str, list[str]] = {}
     for side in ("source", "target"):
         locale = pair[side]
-        rows = pairs[pairs["locale"] == locale].sort_values("source_id", key=lambda c: c.astype(int)).reset_index(drop=True)
+        rows = (
+            pairs[pairs["locale"] == locale]
+            .sort_values("source_id", key=lambda c: c.astype(int))
+            .reset_index(drop=True)
+        )
         if rows.empty:
             raise ValueError(f"no template train pairs for {locale}: check massive.template_pairs")
         texts = _split_rows(masked, locale, "train").set_index("id")["template_text"]
         missing = sorted(set(rows["source_id"]) - set(texts.index))
         if missing:
-            raise ValueError(f"template pairs of {locale} name {len(missing)} utterance(s) not in train, e.g. {missing[:3]}")
+            raise ValueError(
+                f"template pairs of {locale} name {len(missing)} utterance(s) not in train, e.g. {missing[:3]}"
+            )
         dev = np.random.default_rng(seed).random(len(rows)) < fraction
         for split, chosen in (("train", rows[~dev]), ("dev", rows[dev])):
             ids[f"{split}.{side}"] = chosen["source_id"].tolist()
             with_tokens[f"{split}.{side}.a"] = chosen["source_utt"].tolist()
             with_tokens[f"{split}.{side}.b"] = chosen["target_utt"].tolist()
             sentences[f"{split}.{side}.tp"] = texts.loc[chosen["source_id"]].tolist()
-        logger.info("template pairs %s: %d train / %d held out for early stopping", locale, int((~dev).sum()), int(dev.sum()))
+        logger.info(
+            "template pairs %s: %d train / %d held out for early stopping", locale, int((~dev).sum()), int(dev.sum())
+        )
     sets: dict[str, EmbeddingSet] = {
         **extract_embedding_sets(encoder, with_tokens, extraction_settings(extraction, token_states=True), store),
         **extract_embedding_sets(encoder, sentences, extraction_settings(extraction), store),
@@ -136,5 +197,3 @@ def report_fmda(*tables: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any], st
     rows = pd.concat(tables, ignore_index=True)
     metrics = {metric_key(r): {"value": float(r.value), "step": 0} for r in rows.itertuples()}
     return rows, metrics, fmda_tables(rows)
-
-

@@ -15,13 +15,30 @@ from kedro.pipeline import Pipeline, node
 from language_agnostic.pipelines.embeddings.pipeline import load_encoder_pipeline
 from language_agnostic.pipelines.fmda import nodes
 from language_agnostic.pipelines.massive.pipeline import DEFAULT_PAIRS
-from language_agnostic.pipelines.project_config import bind, configuration_error_pipeline, configured_namespaces, load_parameters
+from language_agnostic.pipelines.project_config import (
+    bind,
+    configuration_error_pipeline,
+    configured_namespaces,
+    load_parameters,
+)
 
-SHARED_INPUTS = {"massive_masked_texts", "massive_template_retrieval_single", "massive_template_retrieval_multi",
-                 "massive_negative_pools", "massive_template_train_pairs", "encoder", "embedding_store",
-                 "encoder_identity"}
-SHARED_PARAMS = {"params:embeddings.extraction", "params:fmda.model", "params:fmda.training",
-                 "params:fmda.template_pairs_holdout", "params:fmda.loss"}
+SHARED_INPUTS = {
+    "massive_masked_texts",
+    "massive_template_retrieval_single",
+    "massive_template_retrieval_multi",
+    "massive_negative_pools",
+    "massive_template_train_pairs",
+    "encoder",
+    "embedding_store",
+    "encoder_identity",
+}
+SHARED_PARAMS = {
+    "params:embeddings.extraction",
+    "params:fmda.model",
+    "params:fmda.training",
+    "params:fmda.template_pairs_holdout",
+    "params:fmda.loss",
+}
 VARIANT_KEYS = {"pairs", "ablation", "two_stage", "loss_weights", "loss", "training"}
 # fmda.methods.<name>: the qe/sts method schema (training/heads.py:HeadSpec) plus the pairs it is trained on
 # and where its partners come from (training/fmda.py:NEGATIVES)
@@ -29,8 +46,9 @@ METHOD_KEYS = {"pairs", "method", "pooling", "activation", "loss_weights", "trai
 DEFAULT_VARIANTS: dict[str, Any] = {nodes.ALL_TOGETHER: {"pairs": "all"}}
 
 
-def variant_pairs(variants: Mapping[str, Any], pairs: list[str], where: str = "fmda.variants",
-                  keys: set[str] = VARIANT_KEYS) -> dict[str, list[str]]:
+def variant_pairs(
+    variants: Mapping[str, Any], pairs: list[str], where: str = "fmda.variants", keys: set[str] = VARIANT_KEYS
+) -> dict[str, list[str]]:
     """``{variant: [pair namespaces]}``; ``pairs: all`` (or no ``pairs``) means every configured pair.
 
     Raises:
@@ -53,8 +71,9 @@ def variant_pairs(variants: Mapping[str, Any], pairs: list[str], where: str = "f
     return out
 
 
-def create_pair_pipeline(variants: Mapping[str, Any], methods: Mapping[str, Any] | None = None,
-                         sources: Mapping[str, str] | None = None) -> Pipeline:
+def create_pair_pipeline(
+    variants: Mapping[str, Any], methods: Mapping[str, Any] | None = None, sources: Mapping[str, str] | None = None
+) -> Pipeline:
     """One language pair (instantiated per namespace) with the given FMDA variants and heads over pooled vectors.
 
     ``sources`` names the parameter section each variant is read from (``fmda``, or
@@ -62,44 +81,114 @@ def create_pair_pipeline(variants: Mapping[str, Any], methods: Mapping[str, Any]
     """
     sources = sources or {}
     nodes_ = [
-        node(nodes.embed_fmda_inputs,
-             inputs=["massive_masked_texts", "massive_template_retrieval_single", "massive_template_retrieval_multi",
-                     "params:pair", "encoder", "embedding_store", "params:embeddings.extraction"],
-             outputs="fmda_inputs", name="embed_fmda_inputs_node"),
-        node(nodes.evaluate_baselines, inputs=["fmda_inputs", "encoder_identity"],
-             outputs="baseline_rows", name="evaluate_baselines_node"),
+        node(
+            nodes.embed_fmda_inputs,
+            inputs=[
+                "massive_masked_texts",
+                "massive_template_retrieval_single",
+                "massive_template_retrieval_multi",
+                "params:pair",
+                "encoder",
+                "embedding_store",
+                "params:embeddings.extraction",
+            ],
+            outputs="fmda_inputs",
+            name="embed_fmda_inputs_node",
+        ),
+        node(
+            nodes.evaluate_baselines,
+            inputs=["fmda_inputs", "encoder_identity"],
+            outputs="baseline_rows",
+            name="evaluate_baselines_node",
+        ),
     ]
     if any((spec or {}).get("two_stage") for spec in variants.values()):
-        nodes_.append(node(nodes.embed_template_pairs,
-                           inputs=["massive_template_train_pairs", "massive_masked_texts", "params:pair", "encoder",
-                                   "embedding_store", "params:embeddings.extraction", "params:fmda.template_pairs_holdout"],
-                           outputs="fmda_template_pairs", name="embed_template_pairs_node"))
+        nodes_.append(
+            node(
+                nodes.embed_template_pairs,
+                inputs=[
+                    "massive_template_train_pairs",
+                    "massive_masked_texts",
+                    "params:pair",
+                    "encoder",
+                    "embedding_store",
+                    "params:embeddings.extraction",
+                    "params:fmda.template_pairs_holdout",
+                ],
+                outputs="fmda_template_pairs",
+                name="embed_template_pairs_node",
+            )
+        )
     for name, spec in variants.items():
         if (spec or {}).get("two_stage"):
-            train = node(bind(nodes.train_fmda_two_stage, variant=name),
-                         inputs=["fmda_inputs", "fmda_template_pairs", "massive_negative_pools", "params:fmda.model",
-                                 f"params:{sources.get(name, 'fmda')}.variants.{name}", "params:fmda.training", "params:fmda.loss"],
-                         outputs=[f"fmda_model_{name}", f"fmda_history_{name}"], name=f"train_fmda_{name}_node")
+            train = node(
+                bind(nodes.train_fmda_two_stage, variant=name),
+                inputs=[
+                    "fmda_inputs",
+                    "fmda_template_pairs",
+                    "massive_negative_pools",
+                    "params:fmda.model",
+                    f"params:{sources.get(name, 'fmda')}.variants.{name}",
+                    "params:fmda.training",
+                    "params:fmda.loss",
+                ],
+                outputs=[f"fmda_model_{name}", f"fmda_history_{name}"],
+                name=f"train_fmda_{name}_node",
+            )
         else:
-            train = node(bind(nodes.train_fmda, variant=name),
-                         inputs=["fmda_inputs", "massive_negative_pools", "params:fmda.model",
-                                 f"params:{sources.get(name, 'fmda')}.variants.{name}", "params:fmda.training", "params:fmda.loss"],
-                         outputs=[f"fmda_model_{name}", f"fmda_history_{name}"], name=f"train_fmda_{name}_node")
-        nodes_ += [train, node(nodes.evaluate_fmda, inputs=["fmda_inputs", f"fmda_model_{name}", "encoder_identity"],
-                               outputs=f"fmda_rows_{name}", name=f"evaluate_fmda_{name}_node")]
+            train = node(
+                bind(nodes.train_fmda, variant=name),
+                inputs=[
+                    "fmda_inputs",
+                    "massive_negative_pools",
+                    "params:fmda.model",
+                    f"params:{sources.get(name, 'fmda')}.variants.{name}",
+                    "params:fmda.training",
+                    "params:fmda.loss",
+                ],
+                outputs=[f"fmda_model_{name}", f"fmda_history_{name}"],
+                name=f"train_fmda_{name}_node",
+            )
+        nodes_ += [
+            train,
+            node(
+                nodes.evaluate_fmda,
+                inputs=["fmda_inputs", f"fmda_model_{name}", "encoder_identity"],
+                outputs=f"fmda_rows_{name}",
+                name=f"evaluate_fmda_{name}_node",
+            ),
+        ]
     for name in methods or {}:
-        nodes_ += [node(bind(nodes.train_pooled_head, name=name),
-                        inputs=["fmda_inputs", "massive_negative_pools", f"params:fmda.methods.{name}", "params:fmda.training",
-                                "params:fmda.loss"],
-                        outputs=[f"head_model_{name}", f"head_history_{name}"], name=f"train_{name}_node"),
-                   node(nodes.evaluate_head, inputs=["fmda_inputs", f"head_model_{name}", "encoder_identity"],
-                        outputs=f"head_rows_{name}", name=f"evaluate_{name}_node")]
+        nodes_ += [
+            node(
+                bind(nodes.train_pooled_head, name=name),
+                inputs=[
+                    "fmda_inputs",
+                    "massive_negative_pools",
+                    f"params:fmda.methods.{name}",
+                    "params:fmda.training",
+                    "params:fmda.loss",
+                ],
+                outputs=[f"head_model_{name}", f"head_history_{name}"],
+                name=f"train_{name}_node",
+            ),
+            node(
+                nodes.evaluate_head,
+                inputs=["fmda_inputs", f"head_model_{name}", "encoder_identity"],
+                outputs=f"head_rows_{name}",
+                name=f"evaluate_{name}_node",
+            ),
+        ]
     return Pipeline(nodes_)
 
 
-def create_pipeline(pairs: list[str] | None = None, variants: Mapping[str, Any] | None = None,
-                    unified: list[str] | None = None, figure_pair: str | None = None,
-                    methods: Mapping[str, Any] | None = None) -> Pipeline:
+def create_pipeline(
+    pairs: list[str] | None = None,
+    variants: Mapping[str, Any] | None = None,
+    unified: list[str] | None = None,
+    figure_pair: str | None = None,
+    methods: Mapping[str, Any] | None = None,
+) -> Pipeline:
     """Build ``fmda`` from ``massive.pairs``, ``fmda.variants`` (+ ``fmda_paper.variants``), ``fmda.methods``,
     ``fmda_paper.unified.pairs`` and ``fmda.figure.pair``.
 
@@ -116,9 +205,13 @@ def create_pipeline(pairs: list[str] | None = None, variants: Mapping[str, Any] 
     return _create_pipeline(pairs, variants, unified, figure_pair, methods)
 
 
-def _create_pipeline(pairs: list[str] | None = None, variants: Mapping[str, Any] | None = None,
-                     unified: list[str] | None = None, figure_pair: str | None = None,
-                     methods: Mapping[str, Any] | None = None) -> Pipeline:
+def _create_pipeline(
+    pairs: list[str] | None = None,
+    variants: Mapping[str, Any] | None = None,
+    unified: list[str] | None = None,
+    figure_pair: str | None = None,
+    methods: Mapping[str, Any] | None = None,
+) -> Pipeline:
     params = load_parameters() if None in (pairs, variants, unified, figure_pair, methods) else {}
     fmda = params.get("fmda", {})
     # the paper-only experiment set (Tables 4 and 9): empty in base, filled by `--env paper`
@@ -142,8 +235,10 @@ def _create_pipeline(pairs: list[str] | None = None, variants: Mapping[str, Any]
         figure_pair = pairs[0] if pairs else ""
     if methods is None:
         methods = fmda.get("methods") or {}
-    trained_on = {**variant_pairs({k: v for k, v in variants.items() if k not in sources}, pairs),
-                  **variant_pairs({k: v for k, v in variants.items() if k in sources}, pairs, "fmda_paper.variants")}
+    trained_on = {
+        **variant_pairs({k: v for k, v in variants.items() if k not in sources}, pairs),
+        **variant_pairs({k: v for k, v in variants.items() if k in sources}, pairs, "fmda_paper.variants"),
+    }
     heads_on = variant_pairs(methods, pairs, "fmda.methods", METHOD_KEYS)
     missing = sorted(set(unified) - set(pairs))
     if missing:
@@ -155,30 +250,70 @@ def _create_pipeline(pairs: list[str] | None = None, variants: Mapping[str, Any]
         pipe = create_pair_pipeline(mine, my_heads, sources)
         used = pipe.inputs()  # a pair without a two-stage variant reads no template pairs
         variant_params = [f"params:{sources.get(v, 'fmda')}.variants.{v}" for v in mine]
-        parameters = {**{p: p for p in SHARED_PARAMS & used}, **{p: p for p in variant_params},
-                      **{f"params:fmda.methods.{h}": f"params:fmda.methods.{h}" for h in my_heads},
-                      "params:pair": f"params:massive.pairs.{name}"}
+        parameters = {
+            **{p: p for p in SHARED_PARAMS & used},
+            **{p: p for p in variant_params},
+            **{f"params:fmda.methods.{h}": f"params:fmda.methods.{h}" for h in my_heads},
+            "params:pair": f"params:massive.pairs.{name}",
+        }
         per_pair.append(Pipeline(pipe, namespace=name, inputs=SHARED_INPUTS & used, parameters=parameters))
-        rows += [f"{name}.baseline_rows"] + [f"{name}.fmda_rows_{v}" for v in mine] + [f"{name}.head_rows_{h}" for h in my_heads]
+        rows += (
+            [f"{name}.baseline_rows"]
+            + [f"{name}.fmda_rows_{v}" for v in mine]
+            + [f"{name}.head_rows_{h}" for h in my_heads]
+        )
     extra = []
     if unified:
-        extra.append(node(nodes.train_fmda_unified,
-                          inputs=["massive_negative_pools", "params:fmda.model", "params:fmda_paper.unified", "params:fmda.training",
-                                  "params:fmda.loss", *[f"{name}.fmda_inputs" for name in unified]],
-                          outputs=["fmda_model_unified", "fmda_history_unified"], name="train_fmda_unified_node"))
+        extra.append(
+            node(
+                nodes.train_fmda_unified,
+                inputs=[
+                    "massive_negative_pools",
+                    "params:fmda.model",
+                    "params:fmda_paper.unified",
+                    "params:fmda.training",
+                    "params:fmda.loss",
+                    *[f"{name}.fmda_inputs" for name in unified],
+                ],
+                outputs=["fmda_model_unified", "fmda_history_unified"],
+                name="train_fmda_unified_node",
+            )
+        )
         for name in unified:
-            extra.append(node(nodes.evaluate_fmda, inputs=[f"{name}.fmda_inputs", "fmda_model_unified", "encoder_identity"],
-                              outputs=f"fmda_rows_unified_{name}", name=f"evaluate_fmda_unified_{name}_node"))
+            extra.append(
+                node(
+                    nodes.evaluate_fmda,
+                    inputs=[f"{name}.fmda_inputs", "fmda_model_unified", "encoder_identity"],
+                    outputs=f"fmda_rows_unified_{name}",
+                    name=f"evaluate_fmda_unified_{name}_node",
+                )
+            )
             rows.append(f"fmda_rows_unified_{name}")
     if figure_pair:
         if nodes.ALL_TOGETHER not in variants or figure_pair not in trained_on[nodes.ALL_TOGETHER]:
             raise ValueError(f"fmda.figure.pair {figure_pair!r} needs the all_together variant trained on it")
-        template_model = "two_stage" if "two_stage" in variants and figure_pair in trained_on["two_stage"] else nodes.ALL_TOGETHER
-        extra.append(node(nodes.plot_embeddings,
-                          inputs=[f"{figure_pair}.fmda_inputs", f"{figure_pair}.fmda_model_{nodes.ALL_TOGETHER}",
-                                  f"{figure_pair}.fmda_model_{template_model}", "massive_utterances", "massive_masked_texts",
-                                  "params:fmda.figure"],
-                          outputs="fmda_figure", name="plot_embeddings_node"))
-    report = node(nodes.report_fmda, inputs=rows, outputs=["fmda_metrics_table", "fmda_metrics", "fmda_tables_markdown"],
-                  name="report_fmda_node")
+        template_model = (
+            "two_stage" if "two_stage" in variants and figure_pair in trained_on["two_stage"] else nodes.ALL_TOGETHER
+        )
+        extra.append(
+            node(
+                nodes.plot_embeddings,
+                inputs=[
+                    f"{figure_pair}.fmda_inputs",
+                    f"{figure_pair}.fmda_model_{nodes.ALL_TOGETHER}",
+                    f"{figure_pair}.fmda_model_{template_model}",
+                    "massive_utterances",
+                    "massive_masked_texts",
+                    "params:fmda.figure",
+                ],
+                outputs="fmda_figure",
+                name="plot_embeddings_node",
+            )
+        )
+    report = node(
+        nodes.report_fmda,
+        inputs=rows,
+        outputs=["fmda_metrics_table", "fmda_metrics", "fmda_tables_markdown"],
+        name="report_fmda_node",
+    )
     return Pipeline([load_encoder_pipeline(), *per_pair, *extra, report], tags="fmda")

@@ -57,8 +57,7 @@ def validate_massive_config(
         check_locale_code(locale, f"{where}[{i}]")
         if locale not in available:
             raise CorpusFormatError(
-                f"{where}[{i}]: the archive has no file {massive_member(locale)!r} "
-                f"(locales in it: {sorted(available)})"
+                f"{where}[{i}]: the archive has no file {massive_member(locale)!r} (locales in it: {sorted(available)})"
             )
     for name, pair in pairs.items():
         for side in ("source", "target"):
@@ -137,20 +136,25 @@ def parse_massive(
     return utterances, pd.DataFrame(rejects, columns=REJECT_COLUMNS), counts
 
 
-def _stop_on_unpaired(merged: pd.DataFrame, both: pd.DataFrame, disagree: pd.Series, src_locale: str, tgt_locale: str) -> None:
+def _stop_on_unpaired(
+    merged: pd.DataFrame, both: pd.DataFrame, disagree: pd.Series, src_locale: str, tgt_locale: str
+) -> None:
     """``on_bad_row: error``: raise on the first id without a partner (or disagreeing), naming both files."""
     files = {loc: massive_member(loc) for loc in (src_locale, tgt_locale)}
     hint = "(massive.ingest.on_bad_row: error; 'skip' counts and reports such ids instead)"
     for side, here, there in (("left_only", src_locale, tgt_locale), ("right_only", tgt_locale, src_locale)):
         ids = merged.loc[merged["_merge"] == side, "id"]
         if len(ids):
-            raise CorpusFormatError(f"{files[here]}: id {ids.iloc[0]!r} has no parallel row in {files[there]} "
-                                    f"({len(ids)} such ids) {hint}")
+            raise CorpusFormatError(
+                f"{files[here]}: id {ids.iloc[0]!r} has no parallel row in {files[there]} ({len(ids)} such ids) {hint}"
+            )
     if disagree.any():
         first = both.loc[disagree].iloc[0]
-        raise CorpusFormatError(f"{files[src_locale]} and {files[tgt_locale]}: id {first['id']!r} disagrees on partition or "
-                                f"intent ({first['partition_src']}/{first['intent_src']} against "
-                                f"{first['partition_tgt']}/{first['intent_tgt']}) {hint}")
+        raise CorpusFormatError(
+            f"{files[src_locale]} and {files[tgt_locale]}: id {first['id']!r} disagrees on partition or "
+            f"intent ({first['partition_src']}/{first['intent_src']} against "
+            f"{first['partition_tgt']}/{first['intent_tgt']}) {hint}"
+        )
 
 
 def build_pair_table(
@@ -176,16 +180,12 @@ def build_pair_table(
     tgt = utterances.loc[utterances["locale"] == tgt_locale, keep]
     for locale, side in ((src_locale, src), (tgt_locale, tgt)):
         if side.empty:
-            raise CorpusFormatError(
-                f"language pair {src_locale}->{tgt_locale}: no parsed utterances for {locale!r}"
-            )
+            raise CorpusFormatError(f"language pair {src_locale}->{tgt_locale}: no parsed utterances for {locale!r}")
     merged = src.merge(tgt, on="id", how="outer", suffixes=("_src", "_tgt"), indicator=True)
     only_src = int((merged["_merge"] == "left_only").sum())
     only_tgt = int((merged["_merge"] == "right_only").sum())
     both = merged[merged["_merge"] == "both"]
-    disagree = (both["partition_src"] != both["partition_tgt"]) | (
-        both["intent_src"] != both["intent_tgt"]
-    )
+    disagree = (both["partition_src"] != both["partition_tgt"]) | (both["intent_src"] != both["intent_tgt"])
     if (ingest or {}).get("on_bad_row", "error") == "error":
         _stop_on_unpaired(merged, both, disagree, src_locale, tgt_locale)
     if disagree.any():
@@ -199,7 +199,12 @@ def build_pair_table(
     if only_src or only_tgt:
         logger.warning(
             "pair %s-%s: %d ids only in %s, %d only in %s; rejected",
-            src_locale, tgt_locale, only_src, src_locale, only_tgt, tgt_locale,
+            src_locale,
+            tgt_locale,
+            only_src,
+            src_locale,
+            only_tgt,
+            tgt_locale,
         )
     good = both[~disagree]
     table = pd.DataFrame(
@@ -228,7 +233,11 @@ def build_pair_table(
     }
     logger.info(
         "pair %s-%s: %d + %d rows in, %d pairs out (%s), %d rejected",
-        src_locale, tgt_locale, len(src), len(tgt), len(table),
+        src_locale,
+        tgt_locale,
+        len(src),
+        len(tgt),
+        len(table),
         ", ".join(f"{p} {n}" for p, n in per_partition.items()),
         only_src + only_tgt + int(disagree.sum()),
     )
@@ -250,7 +259,9 @@ def resolve_mask_token(masking: Mapping[str, Any], encoder: Mapping[str, Any]) -
         return token
     from language_agnostic.encoders.loading import load_tokenizer
 
-    tokenizer = load_tokenizer(str(encoder["name"]), encoder.get("bundled_dir", "data/06_models/encoders/multilingual-e5-small-q4"))
+    tokenizer = load_tokenizer(
+        str(encoder["name"]), encoder.get("bundled_dir", "data/06_models/encoders/multilingual-e5-small-q4")
+    )
     if not tokenizer.mask_token:
         raise CorpusFormatError(
             f"massive.masking.mask_token is 'auto' but encoder {encoder['name']!r} has no mask token; set one explicitly"
@@ -276,9 +287,7 @@ def build_masked_texts(
     unit = masking.get("unit", "token")
     records = []
     for row in utterances.itertuples(index=False):
-        template, residual = template_and_residual(
-            row.utt, row.token_starts, row.token_ends, row.bio, mask_token, unit
-        )
+        template, residual = template_and_residual(row.utt, row.token_starts, row.token_ends, row.bio, mask_token, unit)
         records.append(
             {
                 "locale": row.locale,
@@ -300,14 +309,20 @@ def build_masked_texts(
     }
     logger.info(
         "masked texts: %d utterances in, %d out (%d have no slot: template text = utterance)",
-        len(utterances), len(texts), counts["masked_texts"]["without_slots"],
+        len(utterances),
+        len(texts),
+        counts["masked_texts"]["without_slots"],
     )
     return texts, counts
 
 
 def _template_sets(
-    utterances: pd.DataFrame, partition: str, value_partitions: list[str], n_targets: int,
-    seed: int, name: str,
+    utterances: pd.DataFrame,
+    partition: str,
+    value_partitions: list[str],
+    n_targets: int,
+    seed: int,
+    name: str,
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Template sets of ``n_targets`` per source for every locale (see ``text.templates``)."""
     frames = []
@@ -322,8 +337,14 @@ def _template_sets(
         logger.info(
             "template set %r %s: %d %s utterances in, %d sets of %d out; skipped %d without "
             "slots, %d without enough other values",
-            name, locale, c["sources_in"], partition, c["sets_out"], n_targets,
-            c.get("skipped_no_slot", 0), c.get("skipped_no_alternative", 0),
+            name,
+            locale,
+            c["sources_in"],
+            partition,
+            c["sets_out"],
+            n_targets,
+            c.get("skipped_no_slot", 0),
+            c.get("skipped_no_alternative", 0),
         )
     return pd.concat(frames, ignore_index=True), counts
 
@@ -361,15 +382,17 @@ def build_template_train_pairs(
         ``(pairs, counts)``.
     """
     pairs, counts = _template_sets(
-        utterances, params["partition"], list(params["value_partitions"]), 1,
-        int(params["seed"]), "train_pairs",
+        utterances,
+        params["partition"],
+        list(params["value_partitions"]),
+        1,
+        int(params["seed"]),
+        "train_pairs",
     )
     return pairs, {"template_train_pairs": counts}
 
 
-def build_negative_pools(
-    utterances: pd.DataFrame, params: Mapping[str, Any]
-) -> tuple[pd.DataFrame, dict[str, Any]]:
+def build_negative_pools(utterances: pd.DataFrame, params: Mapping[str, Any]) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Per-locale, per-partition negative pools: utterances with no similar other utterance of the same partition.
 
     FMDA draws training negatives from the train pool (§4.2); the dev pool, built by the same
@@ -424,8 +447,14 @@ def build_negative_pools(
             logger.info(
                 "negative pool %s %s (tokenize=%s, smooth=%s, threshold=%s, direction=%s): %d "
                 "utterances in, %d in the pool (%.1f %%)",
-                locale, partition, settings.tokenize, settings.smooth_method, params["threshold"],
-                params.get("direction", "both"), len(rows), len(pooled),
+                locale,
+                partition,
+                settings.tokenize,
+                settings.smooth_method,
+                params["threshold"],
+                params.get("direction", "both"),
+                len(rows),
+                len(pooled),
                 100 * len(pooled) / max(len(rows), 1),
             )
     return pd.concat(frames, ignore_index=True), {"negative_pool": counts}

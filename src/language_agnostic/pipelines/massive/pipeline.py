@@ -92,7 +92,10 @@ def create_pipeline(pairs: list[str] | None = None) -> Pipeline:
             # counts leave the namespace under a plain name: a dotted input outside the
             # namespace would make Kedro warn about dataset names
             outputs={"massive_pair_counts": f"massive_pair_counts_{name}"},
-            parameters={"params:pair": f"params:massive.pairs.{name}", "params:massive.ingest": "params:massive.ingest"},
+            parameters={
+                "params:pair": f"params:massive.pairs.{name}",
+                "params:massive.ingest": "params:massive.ingest",
+            },
         )
         for name in pairs
     ]

@@ -12,9 +12,9 @@ from typing import Any
 
 import pandas as pd
 
+from language_agnostic.corpora.evaluation_sets import CORPUS_COLUMNS, read_member
 from language_agnostic.corpora.parallel import mlqe_pe_pairs, read_line_aligned
 from language_agnostic.datasets.archive import ArchiveMembers
-from language_agnostic.corpora.evaluation_sets import CORPUS_COLUMNS, read_member
 
 logger = logging.getLogger(__name__)
 
@@ -28,8 +28,16 @@ def mlqe_pe_archive_names(pairs: Sequence[str], splits: Sequence[str]) -> list[s
 
 def _frame(pairs: list[tuple[str, str]], pair: str, origin: str) -> pd.DataFrame:
     src, tgt = pair.split("-")
-    return pd.DataFrame({"pair": pair, "source_lang": src, "target_lang": tgt, "source": [s for s, _ in pairs],
-                         "target": [t for _, t in pairs], "origin": origin})[CORPUS_COLUMNS]
+    return pd.DataFrame(
+        {
+            "pair": pair,
+            "source_lang": src,
+            "target_lang": tgt,
+            "source": [s for s, _ in pairs],
+            "target": [t for _, t in pairs],
+            "origin": origin,
+        }
+    )[CORPUS_COLUMNS]
 
 
 def build_qe_candidates(params: Mapping[str, Any], flores: ArchiveMembers, *mlqe: ArchiveMembers) -> pd.DataFrame:
@@ -55,17 +63,23 @@ def build_qe_candidates(params: Mapping[str, Any], flores: ArchiveMembers, *mlqe
             archive = next(archives)
             base = f"{pair}-{split}/{split}"
             where = f"{getattr(archive, 'source', pair)}:{base}.src/.pe"
-            found = mlqe_pe_pairs(read_member(archive, f"{base}.src", "MLQE-PE sources"),
-                                  read_member(archive, f"{base}.pe", "MLQE-PE post-edits"), pair, where)
+            found = mlqe_pe_pairs(
+                read_member(archive, f"{base}.src", "MLQE-PE sources"),
+                read_member(archive, f"{base}.pe", "MLQE-PE post-edits"),
+                pair,
+                where,
+            )
             frames.append(_frame(found, pair, f"mlqe-pe:{split}"))
     flores_params = dict(params.get("flores") or {})
     for pair in flores_params.get("pairs", []):
         src, tgt = str(pair).split("-")
         for split in flores_params.get("splits", ["dev", "devtest"]):
             base = f"{FLORES_DIR}/wikipedia.{split}.{pair}"
-            found = read_line_aligned(read_member(flores, f"{base}.{src}", "FLoRes v1"),
-                                      read_member(flores, f"{base}.{tgt}", "FLoRes v1"),
-                                      f"{getattr(flores, 'source', 'flores')}:{base}")
+            found = read_line_aligned(
+                read_member(flores, f"{base}.{src}", "FLoRes v1"),
+                read_member(flores, f"{base}.{tgt}", "FLoRes v1"),
+                f"{getattr(flores, 'source', 'flores')}:{base}",
+            )
             frames.append(_frame(found, str(pair), f"flores-v1:{split}"))
     table = pd.concat(frames, ignore_index=True)
     logger.info("QE corpus candidates: %s", table.groupby(["pair", "origin"]).size().to_dict())

@@ -61,18 +61,33 @@ def load_model(model: Mapping[str, Any], mode: str, identity: Mapping[str, Any])
     return {"mode": mode, "source": source, "saved": saved}
 
 
-def embed_texts(texts: pd.DataFrame, model: Mapping[str, Any], encoder: LoadedEncoder, store: EmbeddingStore,
-                extraction: Mapping[str, Any], raw_pooling: str) -> np.ndarray:
+def embed_texts(
+    texts: pd.DataFrame,
+    model: Mapping[str, Any],
+    encoder: LoadedEncoder,
+    store: EmbeddingStore,
+    extraction: Mapping[str, Any],
+    raw_pooling: str,
+) -> np.ndarray:
     """The texts' embeddings in the model's mode (encoder states cached in the embedding store)."""
     settings = extraction_settings(extraction, token_states=needs_token_states(model["mode"], model["saved"]))
     entry = extract_embeddings(encoder, texts["text"].tolist(), settings, store)
     return embed(entry, model["mode"], model["saved"], raw_pooling)
 
 
-def find_neighbours(queries: pd.DataFrame, query_vectors: np.ndarray, corpus: pd.DataFrame, corpus_vectors: np.ndarray,
-                    top_k: int, how: str, options: Mapping[str, Any] | None) -> pd.DataFrame:
+def find_neighbours(
+    queries: pd.DataFrame,
+    query_vectors: np.ndarray,
+    corpus: pd.DataFrame,
+    corpus_vectors: np.ndarray,
+    top_k: int,
+    how: str,
+    options: Mapping[str, Any] | None,
+) -> pd.DataFrame:
     """The ``top_k`` corpus utterances per query with their cosine scores (``evaluation/neighbours.py``)."""
     indices, scores = search(query_vectors, corpus_vectors, int(top_k), str(how), options, "retrieve.search")
     table = neighbours_table(queries, corpus, indices, scores)
-    logger.info("retrieve: %d queries x top-%d of %d utterances (%s search)", len(queries), indices.shape[1], len(corpus), how)
+    logger.info(
+        "retrieve: %d queries x top-%d of %d utterances (%s search)", len(queries), indices.shape[1], len(corpus), how
+    )
     return table

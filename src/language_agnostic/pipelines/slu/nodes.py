@@ -18,11 +18,25 @@ from language_agnostic.evaluation.slu import exact_match_correct, slot_error_sta
 from language_agnostic.reporting.figures import parallel_intent_sample, plot_parallel_tsne
 from language_agnostic.reporting.slu import slu_rows, slu_tables, summary
 from language_agnostic.reporting.tracking import log_child_metrics, log_child_run, metric_key
+from language_agnostic.training.lajmcl import (
+    MclData,
+    lajmcl_artifact,
+    lajmcl_intent_vectors,
+    predict_lajmcl,
+    rebuild_lajmcl,
+    train_lajmcl,
+)
 from language_agnostic.training.loop import history_metrics
-from language_agnostic.training.lajmcl import (MclData, lajmcl_artifact, lajmcl_intent_vectors, predict_lajmcl, rebuild_lajmcl,
-                                               train_lajmcl)
-from language_agnostic.training.slu import (SluData, intent_vectors, method_kind, method_settings, predict_slu, rebuild_slu,
-                                            slu_artifact, train_slu)
+from language_agnostic.training.slu import (
+    SluData,
+    intent_vectors,
+    method_kind,
+    method_settings,
+    predict_slu,
+    rebuild_slu,
+    slu_artifact,
+    train_slu,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -62,8 +76,9 @@ def grid_methods(methods: Mapping[str, Any]) -> dict[str, tuple[int, int]]:
     return grid if len(grid) >= 2 else {}
 
 
-def parse_slu_locales(archive: Mapping[str, Any], locales: list[str], data: Mapping[str, Any], ingest: Mapping[str, Any]
-                      ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
+def parse_slu_locales(
+    archive: Mapping[str, Any], locales: list[str], data: Mapping[str, Any], ingest: Mapping[str, Any]
+) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
     """The MASSIVE utterances of ``slu.locales`` (the ``massive`` stage's parser and checks), rejects and counts.
 
     Raises:
@@ -80,16 +95,28 @@ def parse_slu_locales(archive: Mapping[str, Any], locales: list[str], data: Mapp
     if training_locale not in locales:
         raise CorpusFormatError(f"slu.data.training_locale {training_locale!r} is not in slu.locales {locales}")
     utterances, rejects, counts = parse_massive(archive, locales, {}, ingest, where="slu.locales")
-    metrics = {f"slu.massive.{locale}.{k}": {"value": float(v), "step": 0} for locale, c in counts.items() for k, v in c.items()}
+    metrics = {
+        f"slu.massive.{locale}.{k}": {"value": float(v), "step": 0}
+        for locale, c in counts.items()
+        for k, v in c.items()
+    }
     return utterances, rejects, metrics
 
 
-def build_slu_rows(utterances: pd.DataFrame, ingest: Mapping[str, Any]) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
+def build_slu_rows(
+    utterances: pd.DataFrame, ingest: Mapping[str, Any]
+) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
     """Words and BIO labels of every MASSIVE utterance (ja/zh split into characters), rejects and counts."""
     table, rejects, counts = slu_table(utterances, on_bad_row=str(ingest.get("on_bad_row", "error")))
-    logger.info("slu rows: %d in, %d out, %d rejected", counts["all"]["rows_in"], counts["all"]["rows_out"],
-                counts["all"]["rejected"])
-    metrics = {f"slu.rows.{locale}.{k}": {"value": float(v), "step": 0} for locale, c in counts.items() for k, v in c.items()}
+    logger.info(
+        "slu rows: %d in, %d out, %d rejected",
+        counts["all"]["rows_in"],
+        counts["all"]["rows_out"],
+        counts["all"]["rejected"],
+    )
+    metrics = {
+        f"slu.rows.{locale}.{k}": {"value": float(v), "step": 0} for locale, c in counts.items() for k, v in c.items()
+    }
     return table.assign(words=table["words"].map(list), labels=table["labels"].map(list)), rejects, metrics
 
 
@@ -112,8 +139,9 @@ def code_switch_languages(code_switch: Mapping[str, Any], rows: pd.DataFrame, mu
     return [lang for lang in muse.languages() if lang in locales]
 
 
-def load_dictionaries(muse: MuseDirectory, code_switch: Mapping[str, Any], rows: pd.DataFrame
-                      ) -> tuple[dict[str, dict[str, list[str]]], dict[str, Any]]:
+def load_dictionaries(
+    muse: MuseDirectory, code_switch: Mapping[str, Any], rows: pd.DataFrame
+) -> tuple[dict[str, dict[str, list[str]]], dict[str, Any]]:
     """The MUSE dictionaries of the code-switching languages, and their sizes for MLflow."""
     languages = code_switch_languages(code_switch, rows, muse)
     dictionaries, metrics = {}, {}
@@ -124,37 +152,68 @@ def load_dictionaries(muse: MuseDirectory, code_switch: Mapping[str, Any], rows:
     return dictionaries, metrics
 
 
-def train_slu_variant(rows: pd.DataFrame, encoder: LoadedEncoder, spec: Mapping[str, Any], data: Mapping[str, Any],
-                      code_switch: Mapping[str, Any], training: Mapping[str, Any], extraction: Mapping[str, Any],
-                      dictionaries: Mapping[str, Mapping[str, list[str]]] | None, name: str
-                      ) -> tuple[dict[str, Any], dict[str, Any]]:
+def train_slu_variant(
+    rows: pd.DataFrame,
+    encoder: LoadedEncoder,
+    spec: Mapping[str, Any],
+    data: Mapping[str, Any],
+    code_switch: Mapping[str, Any],
+    training: Mapping[str, Any],
+    extraction: Mapping[str, Any],
+    dictionaries: Mapping[str, Mapping[str, list[str]]] | None,
+    name: str,
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Fine-tune the model of one ``slu.methods`` entry (``method: slu`` the joint baseline, ``lajoint`` LAJoint /
     LAJ-MCL; ``code_switch: true`` = trained on code-switched English); the artifact."""
-    method, training_overrides, data_overrides = method_settings(name, {k: v for k, v in spec.items() if k != "code_switch"})
+    method, training_overrides, data_overrides = method_settings(
+        name, {k: v for k, v in spec.items() if k != "code_switch"}
+    )
     data = {**dict(data), **data_overrides}
     if spec.get("code_switch"):
         # slu.code_switch, then the method's own data.code_switch (e.g. keep_source: false for a control)
-        data["code_switch"] = {"languages": list(dictionaries or {}), **{k: v for k, v in code_switch.items() if k != "languages"},
-                               **dict(data_overrides.get("code_switch") or {})}
+        data["code_switch"] = {
+            "languages": list(dictionaries or {}),
+            **{k: v for k, v in code_switch.items() if k != "languages"},
+            **dict(data_overrides.get("code_switch") or {}),
+        }
     training = {**dict(training), **training_overrides}
     lajoint = method_kind(spec, name) == "lajoint"
     trainer, saver = (train_lajmcl, lajmcl_artifact) if lajoint else (train_slu, slu_artifact)
     model, result, info = trainer(rows, encoder, method, data, training, extraction, dictionaries, name)
     run_id = log_child_run(f"slu/{name}", {"name": name, **method, **training, **data}, result.history)
-    artifact = saver(model, encoder, method=name, base_encoder=dict(encoder.identity), mlflow_run_id=run_id,
-                     **{k: v for k, v in info.items() if k not in ("n_truncated",)},
-                     n_truncated={k: int(v) for k, v in info["n_truncated"].items()})
+    artifact = saver(
+        model,
+        encoder,
+        method=name,
+        base_encoder=dict(encoder.identity),
+        mlflow_run_id=run_id,
+        **{k: v for k, v in info.items() if k not in ("n_truncated",)},
+        n_truncated={k: int(v) for k, v in info["n_truncated"].items()},
+    )
     metrics = history_metrics(result.history, metric_prefix(name))
     # the kept checkpoint's dev scores and the training's pace, the same for both kinds (Table 10's training column)
-    metrics.update({f"{metric_prefix(name)}.kept.{k}": {"value": float(info[k]), "step": int(info["best_epoch"])}
-                    for k in ("dev_exact_match", "dev_intent_accuracy", "dev_slot_f1")})
-    metrics[f"{metric_prefix(name)}.train_seconds_per_epoch"] = {"value": float(info["train_seconds_per_epoch"]), "step": 0}
+    metrics.update(
+        {
+            f"{metric_prefix(name)}.kept.{k}": {"value": float(info[k]), "step": int(info["best_epoch"])}
+            for k in ("dev_exact_match", "dev_intent_accuracy", "dev_slot_f1")
+        }
+    )
+    metrics[f"{metric_prefix(name)}.train_seconds_per_epoch"] = {
+        "value": float(info["train_seconds_per_epoch"]),
+        "step": 0,
+    }
     return artifact, metrics
 
 
-def evaluate_slu_variant(rows: pd.DataFrame, encoder: LoadedEncoder, artifact: Mapping[str, Any], locales: list[str] | None,
-                         extraction: Mapping[str, Any], identity: Mapping[str, Any], figure: Mapping[str, Any] | None = None
-                         ) -> tuple[pd.DataFrame, dict[str, Any]]:
+def evaluate_slu_variant(
+    rows: pd.DataFrame,
+    encoder: LoadedEncoder,
+    artifact: Mapping[str, Any],
+    locales: list[str] | None,
+    extraction: Mapping[str, Any],
+    identity: Mapping[str, Any],
+    figure: Mapping[str, Any] | None = None,
+) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Intent accuracy, slot F1 and exact match on the test split of every test locale, and the details the
     tables and the figure read. Predicted under the artifact's ``mixed_precision`` (the training's), as dev was.
 
@@ -175,44 +234,79 @@ def evaluate_slu_variant(rows: pd.DataFrame, encoder: LoadedEncoder, artifact: M
         test = rows[(rows["locale"] == locale) & (rows["partition"] == "test")]
         start = time.perf_counter()
         if lajoint:
-            intents, labels = predict_lajmcl(model, test, encoder, intent_names, label_names, len(artifact["slots"]), extraction,
-                                             precision=precision)
+            intents, labels = predict_lajmcl(
+                model, test, encoder, intent_names, label_names, len(artifact["slots"]), extraction, precision=precision
+            )
         else:
-            intents, labels = predict_slu(model, test, encoder, intent_names, label_names, extraction, precision=precision)
+            intents, labels = predict_slu(
+                model, test, encoder, intent_names, label_names, extraction, precision=precision
+            )
         seconds[locale], n_test[locale] = time.perf_counter() - start, len(test)
         gold = [list(x) for x in test["labels"]]
         scores[locale] = slu_scores(test["intent"].tolist(), intents, gold, labels)
-        outcomes.append(pd.DataFrame({"pipeline": "slu", "method": name, "task": "slu_exact_match", "source": "",
-                                      "target": locale, "query": test["id"].astype(str).to_numpy(),
-                                      "correct": exact_match_correct(test["intent"].tolist(), intents, gold, labels)}))
+        outcomes.append(
+            pd.DataFrame(
+                {
+                    "pipeline": "slu",
+                    "method": name,
+                    "task": "slu_exact_match",
+                    "source": "",
+                    "target": locale,
+                    "query": test["id"].astype(str).to_numpy(),
+                    "correct": exact_match_correct(test["intent"].tolist(), intents, gold, labels),
+                }
+            )
+        )
         errors[locale] = slot_error_statistics(gold, labels)
         logger.info("slu %s on %s: %s", name, locale, {k: round(v, 4) for k, v in scores[locale].items()})
     training_locale = str(artifact.get("training_locale", "en-US"))
     table = slu_rows(scores, name, str(identity.get("name")), training_locale)
     log_child_metrics(artifact.get("mlflow_run_id"), table)
     details: dict[str, Any] = {
-        "method": name, "train_seconds_per_epoch": artifact.get("train_seconds_per_epoch"), "epochs_run": artifact.get("epochs_run"),
-        "inference_seconds": seconds, "n_test": n_test, "slot_errors": errors, "figure": None,
-        "outcomes": pd.concat(outcomes, ignore_index=True)}
+        "method": name,
+        "train_seconds_per_epoch": artifact.get("train_seconds_per_epoch"),
+        "epochs_run": artifact.get("epochs_run"),
+        "inference_seconds": seconds,
+        "n_test": n_test,
+        "slot_errors": errors,
+        "figure": None,
+        "outcomes": pd.concat(outcomes, ignore_index=True),
+    }
     if figure is not None:
         details["figure"] = figure_vectors(rows, encoder, model, artifact, extraction, figure, wanted, training_locale)
     return table, details
 
 
-def figure_vectors(rows: pd.DataFrame, encoder: LoadedEncoder, model: Any, artifact: Mapping[str, Any],
-                   extraction: Mapping[str, Any], figure: Mapping[str, Any], locales: list[str], training_locale: str
-                   ) -> dict[str, Any]:
+def figure_vectors(
+    rows: pd.DataFrame,
+    encoder: LoadedEncoder,
+    model: Any,
+    artifact: Mapping[str, Any],
+    extraction: Mapping[str, Any],
+    figure: Mapping[str, Any],
+    locales: list[str],
+    training_locale: str,
+) -> dict[str, Any]:
     """Figure 3's ``[CLS]`` vectors: the same ``slu.figure.n_utterances`` test utterances of ``slu.figure.intent``
     (seeded) in every locale of ``slu.figure.locales`` ([]: the test locales)."""
     figure_locales = list(figure.get("locales") or locales)
-    ids = parallel_intent_sample(rows, figure_locales, str(figure.get("intent", "play_music")),
-                                 int(figure.get("n_utterances", 100)), int(figure.get("seed", 0)), training_locale)
+    ids = parallel_intent_sample(
+        rows,
+        figure_locales,
+        str(figure.get("intent", "play_music")),
+        int(figure.get("n_utterances", 100)),
+        int(figure.get("seed", 0)),
+        training_locale,
+    )
     vectors = {}
     for locale in figure_locales:
         test = rows[(rows["locale"] == locale) & (rows["partition"] == "test")]
         picked = test.set_index(test["id"].astype(str)).loc[ids].reset_index(drop=True)
-        vectors[locale] = (lajmcl_intent_vectors(model, picked, encoder, len(artifact["slots"]), extraction)
-                           if artifact["build"]["method"] == "lajoint" else intent_vectors(model, picked, encoder, extraction))
+        vectors[locale] = (
+            lajmcl_intent_vectors(model, picked, encoder, len(artifact["slots"]), extraction)
+            if artifact["build"]["method"] == "lajoint"
+            else intent_vectors(model, picked, encoder, extraction)
+        )
     return {"ids": ids, "vectors": vectors}
 
 
@@ -221,8 +315,14 @@ def plot_slu_figure(figure: Mapping[str, Any], *details: Mapping[str, Any], name
     return plot_parallel_tsne({name: d["figure"]["vectors"] for name, d in zip(names, details, strict=True)}, figure)
 
 
-def report_slu(data: Mapping[str, Any], earlier: pd.DataFrame, earlier_outcomes: pd.DataFrame, *parts: Any, names: list[str],
-               grid: Mapping[str, tuple[int, int]] | None = None) -> tuple[pd.DataFrame, dict[str, Any], str, pd.DataFrame]:
+def report_slu(
+    data: Mapping[str, Any],
+    earlier: pd.DataFrame,
+    earlier_outcomes: pd.DataFrame,
+    *parts: Any,
+    names: list[str],
+    grid: Mapping[str, tuple[int, int]] | None = None,
+) -> tuple[pd.DataFrame, dict[str, Any], str, pd.DataFrame]:
     """All rows: the metrics table, MLflow metrics (the averages, seconds and slot error counts too), the markdown
     tables and this run's per-utterance exact-match outcomes.
 
@@ -238,22 +338,38 @@ def report_slu(data: Mapping[str, Any], earlier: pd.DataFrame, earlier_outcomes:
     """
     if len(parts) != 2 * len(names):
         raise ValueError(f"report_slu: {len(parts)} inputs for {len(names)} methods (rows and details of each)")
-    tables, details = parts[: len(names)], parts[len(names):]
+    tables, details = parts[: len(names)], parts[len(names) :]
     rows = pd.concat(tables, ignore_index=True)
     training_locale = str(data.get("training_locale", SluData.training_locale))
     metrics = {metric_key(r): {"value": float(r.value), "step": 0} for r in rows.itertuples()}
     for method, values in summary(rows, training_locale).items():
-        metrics.update({f"{metric_prefix(method)}.avg_non_{training_locale.split('-')[0]}.{k}": {"value": v, "step": 0}
-                        for k, v in values.items() if v == v})
+        metrics.update(
+            {
+                f"{metric_prefix(method)}.avg_non_{training_locale.split('-')[0]}.{k}": {"value": v, "step": 0}
+                for k, v in values.items()
+                if v == v
+            }
+        )
     for d in details:
         prefix = metric_prefix(d["method"])
         for locale, value in d["inference_seconds"].items():
             metrics[f"{prefix}.{locale}.inference_seconds"] = {"value": float(value), "step": 0}
         for locale, counts in d["slot_errors"].items():
-            metrics.update({f"{prefix}.{locale}.slot_errors.{k}": {"value": float(v), "step": 0} for k, v in counts.items()})
+            metrics.update(
+                {f"{prefix}.{locale}.slot_errors.{k}": {"value": float(v), "step": 0} for k, v in counts.items()}
+            )
     mine = pd.concat([d["outcomes"] for d in details if d.get("outcomes") is not None], ignore_index=True)
-    older = earlier_outcomes[(earlier_outcomes["pipeline"] == "slu") & ~earlier_outcomes["method"].isin(set(mine["method"]))] \
-        if len(earlier_outcomes) else earlier_outcomes
+    older = (
+        earlier_outcomes[
+            (earlier_outcomes["pipeline"] == "slu") & ~earlier_outcomes["method"].isin(set(mine["method"]))
+        ]
+        if len(earlier_outcomes)
+        else earlier_outcomes
+    )
     outcomes = pd.concat([mine, older], ignore_index=True)
-    return (rows, metrics, slu_tables(rows, training_locale, details=details, grid=grid, earlier=earlier, outcomes=outcomes),
-            mine)
+    return (
+        rows,
+        metrics,
+        slu_tables(rows, training_locale, details=details, grid=grid, earlier=earlier, outcomes=outcomes),
+        mine,
+    )

@@ -51,36 +51,87 @@ def _create_pipeline(methods: Mapping[str, Any], figure: Mapping[str, Any]) -> P
     parts = [
         # the SLU locales are read here, not through massive.locales, so that testing on six
         # locales does not change what FMDA and EMU train and evaluate on
-        node(nodes.parse_slu_locales, inputs=["massive_archive", "params:slu.locales", "params:slu.data", "params:massive.ingest"],
-             outputs=["slu_utterances", "slu_massive_rejects", "slu_ingest_counts"], name="parse_slu_massive_node"),
-        node(nodes.build_slu_rows, inputs=["slu_utterances", "params:massive.ingest"],
-             outputs=["slu_rows", "slu_rejects", "slu_row_counts"], name="build_slu_rows_node"),
+        node(
+            nodes.parse_slu_locales,
+            inputs=["massive_archive", "params:slu.locales", "params:slu.data", "params:massive.ingest"],
+            outputs=["slu_utterances", "slu_massive_rejects", "slu_ingest_counts"],
+            name="parse_slu_massive_node",
+        ),
+        node(
+            nodes.build_slu_rows,
+            inputs=["slu_utterances", "params:massive.ingest"],
+            outputs=["slu_rows", "slu_rejects", "slu_row_counts"],
+            name="build_slu_rows_node",
+        ),
     ]
     if any(dict(spec or {}).get("code_switch") for spec in methods.values()):
-        parts.append(node(nodes.load_dictionaries, inputs=["muse_dictionaries", "params:slu.code_switch", "slu_rows"],
-                          outputs=["slu_dictionaries", "slu_dictionary_counts"], name="load_muse_dictionaries_node"))
+        parts.append(
+            node(
+                nodes.load_dictionaries,
+                inputs=["muse_dictionaries", "params:slu.code_switch", "slu_rows"],
+                outputs=["slu_dictionaries", "slu_dictionary_counts"],
+                name="load_muse_dictionaries_node",
+            )
+        )
     for name, spec in methods.items():
         key = keys[str(name)]
         switched = bool(dict(spec or {}).get("code_switch"))
         drawn = str(name) in figure_methods
         parts += [
-            node(bind(nodes.train_slu_variant, name=str(name)) if switched
-                 else bind(nodes.train_slu_variant, name=str(name), dictionaries=None),
-                 inputs=["slu_rows", "encoder", f"params:slu.methods.{name}", "params:slu.data", "params:slu.code_switch",
-                         "params:slu.training", "params:embeddings.extraction", *(["slu_dictionaries"] if switched else [])],
-                 outputs=[f"slu_model_{key}", f"slu_history_{key}"], name=f"train_{key}_node"),
-            node(nodes.evaluate_slu_variant,
-                 inputs=["slu_rows", "encoder", f"slu_model_{key}", "params:slu.locales", "params:embeddings.extraction",
-                         "encoder_identity", *(["params:slu.figure"] if drawn else [])],
-                 outputs=[f"slu_rows_{key}", f"slu_details_{key}"], name=f"evaluate_{key}_node"),
+            node(
+                bind(nodes.train_slu_variant, name=str(name))
+                if switched
+                else bind(nodes.train_slu_variant, name=str(name), dictionaries=None),
+                inputs=[
+                    "slu_rows",
+                    "encoder",
+                    f"params:slu.methods.{name}",
+                    "params:slu.data",
+                    "params:slu.code_switch",
+                    "params:slu.training",
+                    "params:embeddings.extraction",
+                    *(["slu_dictionaries"] if switched else []),
+                ],
+                outputs=[f"slu_model_{key}", f"slu_history_{key}"],
+                name=f"train_{key}_node",
+            ),
+            node(
+                nodes.evaluate_slu_variant,
+                inputs=[
+                    "slu_rows",
+                    "encoder",
+                    f"slu_model_{key}",
+                    "params:slu.locales",
+                    "params:embeddings.extraction",
+                    "encoder_identity",
+                    *(["params:slu.figure"] if drawn else []),
+                ],
+                outputs=[f"slu_rows_{key}", f"slu_details_{key}"],
+                name=f"evaluate_{key}_node",
+            ),
         ]
     names = [str(n) for n in methods]
-    parts.append(node(bind(nodes.report_slu, names=names, grid=nodes.grid_methods(methods)),
-                      inputs=["params:slu.data", "slu_metrics_before", "slu_outcomes_before", *[f"slu_rows_{keys[n]}" for n in names],
-                              *[f"slu_details_{keys[n]}" for n in names]],
-                      outputs=["slu_metrics_table", "slu_metrics", "slu_tables_markdown", "slu_outcomes"], name="report_slu_node"))
+    parts.append(
+        node(
+            bind(nodes.report_slu, names=names, grid=nodes.grid_methods(methods)),
+            inputs=[
+                "params:slu.data",
+                "slu_metrics_before",
+                "slu_outcomes_before",
+                *[f"slu_rows_{keys[n]}" for n in names],
+                *[f"slu_details_{keys[n]}" for n in names],
+            ],
+            outputs=["slu_metrics_table", "slu_metrics", "slu_tables_markdown", "slu_outcomes"],
+            name="report_slu_node",
+        )
+    )
     if figure_methods:
-        parts.append(node(bind(nodes.plot_slu_figure, names=figure_methods),
-                          inputs=["params:slu.figure", *[f"slu_details_{keys[n]}" for n in figure_methods]],
-                          outputs="slu_figure", name="plot_slu_figure_node"))
+        parts.append(
+            node(
+                bind(nodes.plot_slu_figure, names=figure_methods),
+                inputs=["params:slu.figure", *[f"slu_details_{keys[n]}" for n in figure_methods]],
+                outputs="slu_figure",
+                name="plot_slu_figure_node",
+            )
+        )
     return Pipeline([load_encoder_pipeline(), *parts], tags="slu")

@@ -11,10 +11,14 @@ from typing import Any
 
 import pandas as pd
 
-from language_agnostic.corpora.parallel import (
-    OPUS_TATOEBA_LABELS, OPUS_TATOEBA_VERSION, filter_by_labels, opus_tatoeba_files, read_line_aligned,
-)
 from language_agnostic.corpora.evaluation_sets import CORPUS_COLUMNS, Members, read_member
+from language_agnostic.corpora.parallel import (
+    OPUS_TATOEBA_LABELS,
+    OPUS_TATOEBA_VERSION,
+    filter_by_labels,
+    opus_tatoeba_files,
+    read_line_aligned,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -44,9 +48,18 @@ def build_tatoeba_candidates(params: Mapping[str, Any], files: Members) -> tuple
             labels_file = labels_file or f"{src_file}.labels"
             pairs, dropped = filter_by_labels(pairs, read_member(files, labels_file, what), keep[lang3], labels_file)
         counts.append({"language": lang3, "read": len(pairs) + dropped, "dropped_by_labels": dropped})
-        frames.append(pd.DataFrame({"pair": f"{lang2}-en", "source_lang": str(lang2), "target_lang": "en",
-                                    "source": [s for s, _ in pairs], "target": [t for _, t in pairs],
-                                    "origin": f"opus-tatoeba:{version}"})[CORPUS_COLUMNS])
+        frames.append(
+            pd.DataFrame(
+                {
+                    "pair": f"{lang2}-en",
+                    "source_lang": str(lang2),
+                    "target_lang": "en",
+                    "source": [s for s, _ in pairs],
+                    "target": [t for _, t in pairs],
+                    "origin": f"opus-tatoeba:{version}",
+                }
+            )[CORPUS_COLUMNS]
+        )
     table = pd.DataFrame(counts)
     logger.info("Tatoeba candidates:\n%s", table.to_string(index=False))
     return pd.concat(frames, ignore_index=True), table

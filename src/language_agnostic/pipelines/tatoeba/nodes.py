@@ -13,7 +13,14 @@ from language_agnostic.corpora.tatoeba import ingest_tatoeba, text_index
 from language_agnostic.encoders.extraction import EmbeddingStore, extract_embeddings, extraction_settings
 from language_agnostic.encoders.loading import LoadedEncoder
 from language_agnostic.evaluation.tatoeba import evaluate_tatoeba
-from language_agnostic.methods.apply import SOURCES, ModelSpec, expected_models, load_models, spec_rows, training_languages
+from language_agnostic.methods.apply import (
+    SOURCES,
+    ModelSpec,
+    expected_models,
+    load_models,
+    spec_rows,
+    training_languages,
+)
 from language_agnostic.reporting import tatoeba as report
 
 logger = logging.getLogger(__name__)
@@ -30,8 +37,15 @@ def _check(params: Mapping[str, Any], known: set[str], where: str) -> dict[str, 
     return params
 
 
-def plan_tatoeba_models(models: Mapping[str, Any], qe: Mapping[str, Any], sts: Mapping[str, Any], massive: Mapping[str, Any],
-                        fmda: Mapping[str, Any], fmda_paper: Mapping[str, Any], emu: Mapping[str, Any]) -> dict[str, Any]:
+def plan_tatoeba_models(
+    models: Mapping[str, Any],
+    qe: Mapping[str, Any],
+    sts: Mapping[str, Any],
+    massive: Mapping[str, Any],
+    fmda: Mapping[str, Any],
+    fmda_paper: Mapping[str, Any],
+    emu: Mapping[str, Any],
+) -> dict[str, Any]:
     """The models the configured pipelines train and the languages of each training source, from their parameters.
 
     Args:
@@ -52,15 +66,18 @@ def plan_tatoeba_models(models: Mapping[str, Any], qe: Mapping[str, Any], sts: M
         only = [only] if isinstance(only, str) else [str(n) for n in only]
         unknown = sorted(set(only) - {s.name for s in specs})
         if unknown:
-            raise ValueError(f"tatoeba.models.only: {unknown} are not models of the configured sources; "
-                             f"known: {sorted(s.name for s in specs)}")
+            raise ValueError(
+                f"tatoeba.models.only: {unknown} are not models of the configured sources; "
+                f"known: {sorted(s.name for s in specs)}"
+            )
         specs = [s for s in specs if s.name in only]
     logger.info("tatoeba: %d models expected from %s; training languages %s", len(specs), sources, languages)
     return {"sources": languages, "models": [asdict(s) for s in specs]}
 
 
-def ingest_tatoeba_pairs(files: Any, params: Mapping[str, Any], plan: Mapping[str, Any]
-                         ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, dict[str, Any]]:
+def ingest_tatoeba_pairs(
+    files: Any, params: Mapping[str, Any], plan: Mapping[str, Any]
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, dict[str, Any]]:
     """``tatoeba/v1`` → the pairs, the rejects, the languages (codes, script, seen) and the counts."""
     return ingest_tatoeba(files, params, plan["sources"])
 
@@ -72,18 +89,26 @@ def load_tatoeba_models(shelf: Any, plan: Mapping[str, Any], identity: Mapping[s
     return {"models": loaded, "skipped": skipped}
 
 
-def embed_tatoeba_texts(pairs: pd.DataFrame, encoder: LoadedEncoder, store: EmbeddingStore,
-                        extraction: Mapping[str, Any], models: Mapping[str, Any]) -> dict[str, Any]:
+def embed_tatoeba_texts(
+    pairs: pd.DataFrame,
+    encoder: LoadedEncoder,
+    store: EmbeddingStore,
+    extraction: Mapping[str, Any],
+    models: Mapping[str, Any],
+) -> dict[str, Any]:
     """The configured encoder's vectors of every distinct Tatoeba sentence, via the cache (token states when FMDA is evaluated)."""
     texts, _, _ = text_index(pairs)
     token_states = any(m.spec.kind == "fmda" for m in models["models"])
     entry = extract_embeddings(encoder, texts, extraction_settings(extraction, token_states=token_states), store)
-    logger.info("tatoeba: %d distinct sentences of %d pairs embedded (token states: %s)", len(texts), len(pairs), token_states)
+    logger.info(
+        "tatoeba: %d distinct sentences of %d pairs embedded (token states: %s)", len(texts), len(pairs), token_states
+    )
     return {"sets": {"raw": entry}, "n_texts": len(texts), "n_pairs": len(pairs)}
 
 
-def embed_tatoeba_finetuned(pairs: pd.DataFrame, shelf: Any, store: EmbeddingStore, extraction: Mapping[str, Any],
-                            models: Mapping[str, Any]) -> dict[str, Any]:
+def embed_tatoeba_finetuned(
+    pairs: pd.DataFrame, shelf: Any, store: EmbeddingStore, extraction: Mapping[str, Any], models: Mapping[str, Any]
+) -> dict[str, Any]:
     """Each fine-tuned encoder's vectors of the same sentences, via the same cache (keyed on that encoder's weights)."""
     texts, _, _ = text_index(pairs)
     sets = {}
@@ -96,28 +121,58 @@ def embed_tatoeba_finetuned(pairs: pd.DataFrame, shelf: Any, store: EmbeddingSto
     return {"sets": sets, "n_texts": len(texts)}
 
 
-def evaluate_tatoeba_node(pairs: pd.DataFrame, raw: Mapping[str, Any], finetuned: Mapping[str, Any],
-                          models: Mapping[str, Any], evaluation: Mapping[str, Any]) -> pd.DataFrame:
+def evaluate_tatoeba_node(
+    pairs: pd.DataFrame,
+    raw: Mapping[str, Any],
+    finetuned: Mapping[str, Any],
+    models: Mapping[str, Any],
+    evaluation: Mapping[str, Any],
+) -> pd.DataFrame:
     """Accuracy@1 of every method on every language, both directions, cosine and ratio margin."""
     evaluation = _check(evaluation, EVALUATION_KEYS, "tatoeba.evaluation")
-    return evaluate_tatoeba(pairs, raw["sets"]["raw"], finetuned["sets"], models["models"],
-                            [str(p) for p in evaluation.get("poolings", ["mean", "cls"])], int(evaluation.get("margin_k", 4)),
-                            bool(evaluation.get("progress", True)))
+    return evaluate_tatoeba(
+        pairs,
+        raw["sets"]["raw"],
+        finetuned["sets"],
+        models["models"],
+        [str(p) for p in evaluation.get("poolings", ["mean", "cls"])],
+        int(evaluation.get("margin_k", 4)),
+        bool(evaluation.get("progress", True)),
+    )
 
 
-def report_tatoeba(scores: pd.DataFrame, languages: pd.DataFrame, models: Mapping[str, Any], counts: Mapping[str, Any],
-                   identity: Mapping[str, Any], evaluation: Mapping[str, Any], params: Mapping[str, Any]
-                   ) -> tuple[pd.DataFrame, dict[str, Any], str, pd.DataFrame]:
+def report_tatoeba(
+    scores: pd.DataFrame,
+    languages: pd.DataFrame,
+    models: Mapping[str, Any],
+    counts: Mapping[str, Any],
+    identity: Mapping[str, Any],
+    evaluation: Mapping[str, Any],
+    params: Mapping[str, Any],
+) -> tuple[pd.DataFrame, dict[str, Any], str, pd.DataFrame]:
     """The metrics-table rows, MLflow metrics (counts, averages), the markdown report and the per-language table."""
     rows = spec_rows(models["models"])
-    markdown = report.tatoeba_markdown(scores, languages, counts, rows, models["skipped"], identity,
-                                       {**dict(params or {}), "margin_k": int(evaluation.get("margin_k", 4))})
+    markdown = report.tatoeba_markdown(
+        scores,
+        languages,
+        counts,
+        rows,
+        models["skipped"],
+        identity,
+        {**dict(params or {}), "margin_k": int(evaluation.get("margin_k", 4))},
+    )
     wide = report.per_language(scores).merge(languages, on="language", how="left")
-    return (report.metric_rows(scores, str(identity.get("name"))), report.mlflow_metrics(scores, languages, counts, rows),
-            markdown, wide)
+    return (
+        report.metric_rows(scores, str(identity.get("name"))),
+        report.mlflow_metrics(scores, languages, counts, rows),
+        markdown,
+        wide,
+    )
 
 
-def plot_tatoeba_node(scores: pd.DataFrame, languages: pd.DataFrame, models: Mapping[str, Any], figure: Mapping[str, Any]) -> Any:
+def plot_tatoeba_node(
+    scores: pd.DataFrame, languages: pd.DataFrame, models: Mapping[str, Any], figure: Mapping[str, Any]
+) -> Any:
     """The per-language figure of ``tatoeba.figure.methods`` (``auto``: raw/mean and each training source's best)."""
     figure = _check(figure, {"methods", "scoring"}, "tatoeba.figure")
     methods = figure.get("methods", "auto")
