@@ -22,7 +22,10 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	KEDRO_DISABLE_TELEMETRY=true $(BIN)/kedro run --pipelines=$(PIPELINES)
 
+# the linter and the format check first (config: [tool.ruff] in pyproject.toml), then the tests
 test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	KEDRO_DISABLE_TELEMETRY=true $(BIN)/pytest
 
 clean-venv:

@@ -19,7 +19,8 @@ Usage::
 ``--negatives pool|all`` draws DREAM's partners from the BLEU negative pool (FMDA's data) or from
 every utterance of the split, and prints the kept model's dev accuracy@1 of its meaning embedding::
 
-    .venv/bin/python -u benchmarks/dev_lr_check.py --pair en_de --method dream --lrs 1e-3 --max-epochs 200 --negatives all
+    .venv/bin/python -u benchmarks/dev_lr_check.py --pair en_de --method dream --lrs 1e-3 --max-epochs 200 \\
+        --negatives all
 
 ``--variant`` trains an ``fmda.variants`` entry (its ``loss`` and ``training`` overrides) and
 ``--loss KEY=VALUE ...`` overrides ``fmda.loss`` on top; every FMDA run prints the kept model's
@@ -160,7 +161,8 @@ def main() -> None:
             if training["select_on"] == "dev_retrieval":
                 scores = [p["value"] for p in history[f"fmda.{args.variant}.{pair}.dev_score"]]
                 print(
-                    f"dev accuracy@1 of emb_m per epoch: {[round(x, 3) for x in scores]}; kept epoch {trained['best_epoch']}"
+                    f"dev accuracy@1 of emb_m per epoch: {[round(x, 3) for x in scores]}; "
+                    f"kept epoch {trained['best_epoch']}"
                 )
             if args.test:
                 rows = fmda_evaluation.evaluate_fmda(manifest, trained, {"name": "bundled"})
@@ -180,7 +182,8 @@ def main() -> None:
         best, epoch = min(dev)
         print(f"| {lr:g} | {best:.4f} | {epoch} | {len(dev)} | {seconds:.0f} |", flush=True)
         print(
-            "(best dev total is the lowest dev loss seen; with --select-on dev_retrieval the kept epoch is printed above)"
+            "(best dev total is the lowest dev loss seen; "
+            "with --select-on dev_retrieval the kept epoch is printed above)"
         )
 
 

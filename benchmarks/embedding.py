@@ -143,7 +143,8 @@ def main() -> None:
     stage_median = statistics.median(results["stage"])
     if results["plain loop (fp32, unsorted)"]:
         print(
-            f"stage speed-up over the plain loop: {statistics.median(results['plain loop (fp32, unsorted)']) / stage_median:.2f}x"
+            "stage speed-up over the plain loop: "
+            f"{statistics.median(results['plain loop (fp32, unsorted)']) / stage_median:.2f}x"
         )
     print(f"stage time / bare forward time: {stage_median / statistics.median(results['bare forward']):.3f}")
 

@@ -88,7 +88,8 @@ def main() -> None:
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16"):
             rates = [forward_rate(encoder.model, tok, pad_id, batch_size, 40, seed) for seed in range(args.repeats)]
         print(
-            f"| forward, no gradients, {'fp32' if precision == 'no' else 'bf16 autocast'} | {statistics.median(rates):.1f} | "
+            f"| forward, no gradients, {'fp32' if precision == 'no' else 'bf16 autocast'} | "
+            f"{statistics.median(rates):.1f} | "
             f"{[round(r, 1) for r in rates]} |",
             flush=True,
         )
@@ -114,7 +115,8 @@ def main() -> None:
             rates.append(len(run.train_data.labels) / (time.perf_counter() - start))
         precision = training.get("mixed_precision", "no")
         print(
-            f"| {name} (mixed_precision {precision}): one epoch, labelled sentences | {statistics.median(rates):.1f} | {[round(r, 1) for r in rates]} |",
+            f"| {name} (mixed_precision {precision}): one epoch, labelled sentences | {statistics.median(rates):.1f} | "
+            f"{[round(r, 1) for r in rates]} |",
             flush=True,
         )
 

@@ -72,7 +72,8 @@ def main() -> None:
     order = np.lexsort((np.arange(len(texts)), tok.lengths))
     pad = int(encoder.tokenizer.pad_token_id or 0)
     print(
-        f"machine: {platform.processor() or platform.machine()}, torch {torch.__version__}, threads {torch.get_num_threads()}, "
+        f"machine: {platform.processor() or platform.machine()}, torch {torch.__version__}, "
+        f"threads {torch.get_num_threads()}, "
         f"{dtype}; {len(texts)} sentences of {args.languages}, {tok.lengths.mean():.1f} tokens on average\n"
     )
 

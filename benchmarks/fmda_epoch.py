@@ -115,10 +115,12 @@ def main() -> None:
     )
     per_epoch = (time.perf_counter() - start) / args.epochs
     print(
-        f"machine: {platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, {torch.get_num_threads()} threads"
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, "
+        f"{torch.get_num_threads()} threads"
     )
     print(
-        f"pair {args.source}-{args.target}: {len(sets['train'][args.source]['ids'])} train / {len(sets['dev'][args.source]['ids'])} dev pairs"
+        f"pair {args.source}-{args.target}: {len(sets['train'][args.source]['ids'])} train / "
+        f"{len(sets['dev'][args.source]['ids'])} dev pairs"
     )
     print(f"extraction (cached after the first run): {timings['extraction (s)']:.1f} s")
     lengths = sets["train"][args.source]["states"].lengths
@@ -130,7 +132,8 @@ def main() -> None:
     )
     print(
         f"training: {per_epoch:.1f} s per epoch (incl. dev loss), batch {args.batch_size}, fp32, "
-        f"{'random' if args.no_bucket else 'length-bucketed'} batches, {'token-wise' if args.tokenwise else 'affine fast path'}"
+        f"{'random' if args.no_bucket else 'length-bucketed'} batches, "
+        f"{'token-wise' if args.tokenwise else 'affine fast path'}"
     )
     for record in result.history:
         print({k: round(v, 4) for k, v in record.items() if k in ("epoch", "train_total", "dev_total")})

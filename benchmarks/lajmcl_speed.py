@@ -68,7 +68,8 @@ def main() -> None:
         f"{torch.get_num_threads()}, {args.max_train} en-US utterances, median of {args.repeats}"
     )
     print(
-        "| variant | train_layers | setup (s) | one epoch (utterances/s) | runs | mean padded batch (rows x sub-tokens) "
+        "| variant | train_layers | setup (s) | one epoch (utterances/s) | runs "
+        "| mean padded batch (rows x sub-tokens) "
         f"| one epoch of {n_full:,} (min) |\n|---|---|---:|---:|---|---|---:|"
     )
     for name in variants:

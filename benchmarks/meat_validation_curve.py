@@ -74,7 +74,8 @@ def main() -> None:
     print("|---:|---:|---:|---:|---:|---:|")
     for r in result.history:
         print(
-            f"| {int(r['epoch'])} | {r['dev_total']:.4f} | {r['dev_uniform']:.4f} | {r['dev_total'] - r['dev_uniform']:.4f} "
+            f"| {int(r['epoch'])} | {r['dev_total']:.4f} | {r['dev_uniform']:.4f} "
+            f"| {r['dev_total'] - r['dev_uniform']:.4f} "
             f"| {r['dev_adversary']:.4f} | {r['dev_score']:.4f} |",
             flush=True,
         )

@@ -56,7 +56,8 @@ def main() -> None:
         run_in_processes(_nothing, (), args.processes, "benchmark")
         startup.append(time.perf_counter() - tick)
     print(
-        f"start-up of {args.processes} workers: median {statistics.median(startup):.1f} s ({', '.join(f'{s:.1f}' for s in startup)})"
+        f"start-up of {args.processes} workers: median {statistics.median(startup):.1f} s "
+        f"({', '.join(f'{s:.1f}' for s in startup)})"
     )
 
     frame = pd.read_parquet(args.utterances)

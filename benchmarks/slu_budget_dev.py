@@ -99,13 +99,15 @@ def main() -> None:
         "train_layers", args.train_layers
     )  # --set train_layers=null (every layer) wins over --train-layers
     print(
-        f"machine: {platform.processor() or platform.machine()}, torch {torch.__version__}, threads {torch.get_num_threads()}; "
+        f"machine: {platform.processor() or platform.machine()}, torch {torch.__version__}, "
+        f"threads {torch.get_num_threads()}; "
         f"{args.max_train} en-US utterances, {args.epochs} epoch(s), "
         f"{'every layer' if layers is None else f'top {layers} layers'} training, set {sets} data {data_sets} "
         f"options {options}"
     )
     print(
-        "| method | seconds | kept epoch | dev exact match | dev intent accuracy | dev slot F1 |\n|---|---:|---:|---:|---:|---:|"
+        "| method | seconds | kept epoch | dev exact match | dev intent accuracy | dev slot F1 |\n"
+        "|---|---:|---:|---:|---:|---:|"
     )
     for name in args.methods:
         if name not in params["methods"]:

@@ -111,7 +111,8 @@ def main() -> None:
     widest = np.array([lengths[order[i : i + batch_size]].max() for i in range(0, len(order), batch_size)])
     print(
         f"| random batches of {batch_size} en-US train utterances: mean sub-tokens, mean batch maximum, padding | "
-        f"{lengths.mean():.1f}, {widest.mean():.1f}, {1 - lengths.sum() / (widest * batch_size).sum():.0%} | one draw |",
+        f"{lengths.mean():.1f}, {widest.mean():.1f}, "
+        f"{1 - lengths.sum() / (widest * batch_size).sum():.0%} | one draw |",
         flush=True,
     )
     model = encoder.model
@@ -119,7 +120,8 @@ def main() -> None:
     for kind in ("default", "foreach", "fused"):
         seconds = [step_seconds(model, kind, batch_size, 3, precision) for _ in range(args.repeats)]
         print(
-            f"| Adam step over the encoder ({sum(p.numel() for p in model.parameters()) / 1e6:.0f}M parameters), {kind} | "
+            f"| Adam step over the encoder ({sum(p.numel() for p in model.parameters()) / 1e6:.0f}M parameters), "
+            f"{kind} | "
             f"{statistics.median(seconds):.3f} s | {[round(s, 3) for s in seconds]} |",
             flush=True,
         )

@@ -106,7 +106,8 @@ def main() -> None:
         print(table.to_string(index=False))
         print(
             f"\nbaseline metric cells: {len(cells)}; identical: {int((cells['change'] == 0).sum())}; "
-            f"largest move {cells['change'].abs().max():.6f}; moved by more than 0.002: {int((cells['change'].abs() > 0.002).sum())}"
+            f"largest move {cells['change'].abs().max():.6f}; "
+            f"moved by more than 0.002: {int((cells['change'].abs() > 0.002).sum())}"
         )
         moved = cells[cells["change"] != 0].sort_values("change", key=abs, ascending=False)
         if len(moved):

@@ -84,7 +84,8 @@ def main() -> None:
         extract_embeddings(encoder, texts, extraction_settings(extraction, token_states=fmda), store)
         warm = time.perf_counter() - start
         print(
-            f"encode (token states: {fmda}): {cold:.1f} s cold ({len(texts) / cold:.0f} sentences/s), {warm:.2f} s warm; "
+            f"encode (token states: {fmda}): {cold:.1f} s cold ({len(texts) / cold:.0f} sentences/s), "
+            f"{warm:.2f} s warm; "
             f"112 languages: about {ALL_TEXTS / (len(texts) / cold) / 60:.1f} min"
         )
         finetuned = {}
@@ -105,7 +106,8 @@ def main() -> None:
             fmda_meaning_table(model, raw)
         took = time.perf_counter() - start
         print(
-            f"FMDA meaning tables of {len(fmda_models)} models (cold; cached after): {took:.1f} s; 112 languages: about "
+            f"FMDA meaning tables of {len(fmda_models)} models (cold; cached after): {took:.1f} s; "
+            "112 languages: about "
             f"{took * ALL_TEXTS / len(texts) / 60:.1f} min"
         )
         start = time.perf_counter()

@@ -1,8 +1,8 @@
 """Kedro settings: kept near-empty on purpose (see docs/architecture.md)."""
 
-from kedro.config import OmegaConfigLoader
 from omegaconf.resolvers import oc
 
+from language_agnostic.pipelines.config_loader import ProjectConfigLoader
 from language_agnostic.pipelines.project_config import RunConfigHook
 from language_agnostic.pipelines.tracking_hook import EmbeddingStoreHook, TrainingExperimentHook
 
@@ -11,11 +11,13 @@ from language_agnostic.pipelines.tracking_hook import EmbeddingStoreHook, Traini
 # store's counts (texts requested, encoded, reused) go to every run
 HOOKS = (RunConfigHook(), TrainingExperimentHook(), EmbeddingStoreHook())
 
-CONFIG_LOADER_CLASS = OmegaConfigLoader
+# an environment's parameters hold only what differs from conf/base (pipelines/config_loader.py)
+CONFIG_LOADER_CLASS = ProjectConfigLoader
 CONFIG_LOADER_ARGS = {
     "base_env": "base",
     "default_run_env": "local",
     # environment variables in conf/ (Kedro allows them only in credentials by default);
     # used for LANGUAGE_AGNOSTIC_DATA_ROOT in globals.yml
     "custom_resolvers": {"oc.env": oc.env},
+    "merge_strategy": {"parameters": "soft"},
 }

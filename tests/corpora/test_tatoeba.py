@@ -1,4 +1,6 @@
-"""The Tatoeba reader: the real file layout (sizes, alignment), the language table, and every error naming file and line."""
+"""The Tatoeba reader: the real file layout (sizes, alignment), the language table, and every error
+naming file and line.
+"""
 
 from __future__ import annotations
 

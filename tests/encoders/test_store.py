@@ -26,7 +26,9 @@ from language_agnostic.encoders.extraction import (
 from language_agnostic.encoders.loading import load_encoder
 from language_agnostic.encoders.store import USAGE
 
-WORDS = "wake me up at nine am set an alarm for six play some jazz music what is the weather today weck mich um neun".split()
+WORDS = (
+    "wake me up at nine am set an alarm for six play some jazz music what is the weather today weck mich um neun"
+).split()
 SETTINGS = ExtractionSettings(
     prefix="", dtype="float32", device="cpu", batch_size=4, chunk_size=8, progress=False, token_states=True
 )

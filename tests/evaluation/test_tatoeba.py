@@ -1,4 +1,6 @@
-"""Every method per language on hand-built vectors: the raw encoder's average over languages against a hand computation."""
+"""Every method per language on hand-built vectors: the raw encoder's average over languages against
+a hand computation.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Which trained models and training languages follow from the project's configuration, and which models are skipped, why."""
+"""Which trained models and training languages follow from the project's configuration, and which
+models are skipped, why.
+"""
 
 from __future__ import annotations
 

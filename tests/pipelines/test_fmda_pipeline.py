@@ -384,7 +384,8 @@ def test_two_stage_stage_one_selects_on_held_out_template_retrieval(tiny_hub_mod
     (first, state), _ = stages
     scores = [record["dev_score"] for record in first.history]
     assert len(scores) == 3 and first.best_epoch == int(np.argmax(scores))  # [0]: the initial weights
-    # the kept stage-1 score is emb_tp's accuracy@1 between the held-out pairs' two utterances, both ways, both languages
+    # the kept stage-1 score is emb_tp's accuracy@1 between the held-out pairs' two utterances,
+    # both ways, both languages
     model = fmda_training._new_model(catalog["en_de.fmda_inputs"].load(), {}, 2, 0)
     model.load_state_dict(state)
     expected = []
@@ -574,7 +575,9 @@ def test_meaning_embeddings_against_centring_table():
 
 
 def test_mcnemar_rows_against_centring(tiny_hub_model: Path, tmp_path: Path):
-    """Each direction's p-value is McNemar's on the hits of the meaning embedding and of mean centring, recomputed here."""
+    """Each direction's p-value is McNemar's on the hits of the meaning embedding and of mean centring,
+    recomputed here.
+    """
     from language_agnostic.evaluation.fmda import centering_of, evaluate_head
     from language_agnostic.evaluation.intent_nn import mcnemar
     from language_agnostic.evaluation.retrieval import retrieval_hits
@@ -614,7 +617,9 @@ def test_mcnemar_rows_against_centring(tiny_hub_model: Path, tmp_path: Path):
 
 
 def test_dev_negatives_follow_the_training_rule(tiny_hub_model: Path, tmp_path: Path):
-    """Train negatives come from the train pool, dev negatives from the dev pool: one rule, so the dev loss measures training's."""
+    """Train negatives come from the train pool, dev negatives from the dev pool: one rule,
+    so the dev loss measures training's.
+    """
     from language_agnostic.pipelines.fmda import nodes
 
     manifest = nodes.embed_fmda_inputs(

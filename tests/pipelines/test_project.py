@@ -93,9 +93,8 @@ def _conf_with_env(
     conf = tmp_path / "conf"
     shutil.copytree(PROJECT_ROOT / "conf" / "base", conf / "base")
     (conf / "local").mkdir()
-    massive = yaml.safe_load((conf / "base" / "parameters_massive.yml").read_text())["massive"]
-    # Kedro's default merge replaces a top-level key of base wholesale, so the env restates massive
-    params = {"massive": {**massive, "pairs": massive_pairs}, **({"fmda": fmda} if fmda else {})}
+    # parameters merge softly (pipelines/config_loader.py): the env's pairs replace base's
+    params = {"massive": {"pairs": {"_replace": True, **massive_pairs}}, **({"fmda": fmda} if fmda else {})}
     if paper:  # the paper experiment set, whose Table 4 ablations name en_de
         params.update(yaml.safe_load((PROJECT_ROOT / "conf" / "paper" / "parameters_fmda_paper.yml").read_text()))
     (conf / env).mkdir()
@@ -203,13 +202,26 @@ def yaml_base(name: str) -> dict:
     return yaml.safe_load((PROJECT_ROOT / "conf" / "base" / name).read_text())
 
 
-def test_the_fmda_en_de_env_is_base_on_the_first_pair(project: Path, forget_env):
+def resolved(env: str) -> dict:
+    """The parameters a run with ``--env=<env>`` gets (conf/base with the env merged in, as Kedro does)."""
+    from language_agnostic import settings
+
+    args = dict(settings.CONFIG_LOADER_ARGS)
+    return settings.CONFIG_LOADER_CLASS(conf_source=str(PROJECT_ROOT / "conf"), env=env, **args)["parameters"]
+
+
+def env_file(env: str, name: str) -> dict:
     import yaml
+
+    return yaml.safe_load((PROJECT_ROOT / "conf" / env / f"parameters_{name}.yml").read_text())
+
+
+def test_the_fmda_en_de_env_is_base_on_the_first_pair(project: Path, forget_env):
 
     from language_agnostic.pipeline_registry import register_pipelines
 
     base = yaml_base("parameters_massive.yml")["massive"]
-    env = yaml.safe_load((PROJECT_ROOT / "conf" / "fmda_en_de" / "parameters_massive.yml").read_text())["massive"]
+    env = resolved("fmda_en_de")["massive"]
     assert env["pairs"] == {"en_de": base["pairs"]["en_de"]}
     assert {k: v for k, v in env.items() if k != "pairs"} == {k: v for k, v in base.items() if k != "pairs"}
     with KedroSession.create(PROJECT_ROOT, env="fmda_en_de") as session:
@@ -220,13 +232,13 @@ def test_the_fmda_en_de_env_is_base_on_the_first_pair(project: Path, forget_env)
 
 
 def test_the_emu_seeds_env_restates_base_but_for_its_methods(project: Path, forget_env):
-    import yaml
 
     from language_agnostic.pipeline_registry import register_pipelines
 
     base = yaml_base("parameters_emu.yml")["emu"]
-    env = yaml.safe_load((PROJECT_ROOT / "conf" / "emu_seeds" / "parameters_emu.yml").read_text())["emu"]
+    env = resolved("emu_seeds")["emu"]
     changed = {"methods", "figure", "save_encoders"}
+    assert set(env_file("emu_seeds", "emu")["emu"]) == changed  # the file holds only what differs
     assert {k: v for k, v in env.items() if k not in changed} == {k: v for k, v in base.items() if k not in changed}
     # each method is a base method with only the training seed changed
     for name, spec in env["methods"].items():
@@ -240,12 +252,11 @@ def test_the_emu_seeds_env_restates_base_but_for_its_methods(project: Path, forg
 
 
 def test_the_similarity_seeds_env_restates_base_but_for_its_seed_runs(project: Path, forget_env):
-    import yaml
 
     from language_agnostic.pipeline_registry import register_pipelines
 
     base = yaml_base("parameters_qe.yml")["qe"]
-    env = yaml.safe_load((PROJECT_ROOT / "conf" / "similarity_seeds" / "parameters_qe.yml").read_text())["qe"]
+    env = resolved("similarity_seeds")["qe"]
     assert {k: v for k, v in env.items() if k != "ablations"} == {k: v for k, v in base.items() if k != "ablations"}
     runs = env["ablations"]  # the seed runs only: the loss ablations are the default run's
     # each seed run is a trained method with only its seed changed
@@ -260,13 +271,11 @@ def test_the_similarity_seeds_env_restates_base_but_for_its_seed_runs(project: P
 
 
 def test_the_emu_languages_env_restates_base_but_for_the_study(project: Path, forget_env):
-    """The env restates two top-level keys (Kedro replaces them wholesale): they must not drift from conf/base."""
-    import yaml
-
+    """The env adds fr-FR to the locales and trains the study's methods; everything else is conf/base's."""
     from language_agnostic.pipeline_registry import register_pipelines
 
     def load(env: str, name: str) -> dict:
-        return yaml.safe_load((PROJECT_ROOT / "conf" / env / f"parameters_{name}.yml").read_text())
+        return resolved(env) if env != "base" else yaml_base(f"parameters_{name}.yml")
 
     base, study = load("base", "massive")["massive"], load("emu_languages", "massive")["massive"]
     assert study["locales"] == [*base["locales"], "fr-FR"]
@@ -281,10 +290,8 @@ def test_the_emu_languages_env_restates_base_but_for_the_study(project: Path, fo
 
 
 def test_the_paper_env_trains_slu_at_paper_scale_and_nothing_else_differs(project: Path, forget_env):
-    import yaml
-
     def load(env: str) -> dict:
-        return yaml.safe_load((PROJECT_ROOT / "conf" / env / "parameters_slu.yml").read_text())["slu"]
+        return resolved(env)["slu"] if env != "base" else yaml_base("parameters_slu.yml")["slu"]
 
     base, paper, controls = load("base"), load("paper"), load("slu_controls")
     assert set(controls["methods"]) == {"cosda-cs_only"}
@@ -334,9 +341,7 @@ BUDGET_CONTROLS = {"zsjoint-laj_budget": False, "cosda-laj_budget": True}
 
 
 def _slu(env: str) -> dict:
-    import yaml
-
-    return yaml.safe_load((PROJECT_ROOT / "conf" / env / "parameters_slu.yml").read_text())["slu"]
+    return resolved(env)["slu"] if env != "base" else yaml_base("parameters_slu.yml")["slu"]
 
 
 def test_the_default_slu_run_has_the_laj_methods_in_a_reduced_setting(project: Path, forget_env):

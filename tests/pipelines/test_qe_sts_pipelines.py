@@ -638,7 +638,8 @@ def test_unknown_training_keys_and_methods_are_named():
         ),
         (
             {"no_lm": {"method": "seed", "loss_weights": {"meaning": 0}}},
-            r"qe.ablations.no_lm: unknown key\(s\) \['method'\] \('method' is now 'base'\); known: \['base', 'loss_weights', 'seed'\]",
+            r"qe.ablations.no_lm: unknown key\(s\) \['method'\] \('method' is now 'base'\); "
+            r"known: \['base', 'loss_weights', 'seed'\]",
         ),
     ],
 )

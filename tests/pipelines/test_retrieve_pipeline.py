@@ -180,7 +180,8 @@ def test_a_model_of_another_encoder_is_refused(tmp_path: Path):
         ValueError,
         match=(
             rf"^retrieve.model: {wide} was trained on 32-dimensional encoder states, but the "
-            r"configured encoder 'tiny' \(embeddings.encoder.name\) gives 16; configure the encoder it was trained with$"
+            r"configured encoder 'tiny' \(embeddings.encoder.name\) gives 16; "
+            r"configure the encoder it was trained with$"
         ),
     ):
         nodes.load_model({"path": str(wide)}, "meaning", ours)

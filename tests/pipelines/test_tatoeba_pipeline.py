@@ -1,4 +1,6 @@
-"""The ``tatoeba`` pipeline end to end on tiny data: a tiny encoder, three tiny language pairs, a few tiny trained models."""
+"""The ``tatoeba`` pipeline end to end on tiny data: a tiny encoder, three tiny language pairs,
+a few tiny trained models.
+"""
 
 from __future__ import annotations
 
@@ -209,7 +211,9 @@ def test_every_present_model_on_every_language_both_directions(
 
 @pytest.fixture
 def project(monkeypatch: pytest.MonkeyPatch):
-    """The project bootstrapped from its root, as tests/pipelines/test_project.py does; pipelines built from conf/ again after."""
+    """The project bootstrapped from its root, as tests/pipelines/test_project.py does;
+    pipelines built from conf/ again after.
+    """
     from kedro.framework.startup import bootstrap_project
 
     from language_agnostic.pipelines.project_config import forget_session_config

@@ -153,7 +153,8 @@ ZS = "ZSJoint above LAJoint on XLM-R (Tables 2, 3; the text's mBERT claim is the
 
 
 def test_the_claims_compare_average_em_over_the_non_training_locales():
-    # EM over de, ja: lajoint (0.5 + 0.3) / 2 = 0.40, zsjoint-laj_budget 0.30, zsjoint 0.45; lajoint-cs+ucl 0.20 vs lajoint-cs 0.25
+    # EM over de, ja: lajoint (0.5 + 0.3) / 2 = 0.40, zsjoint-laj_budget 0.30, zsjoint 0.45;
+    # lajoint-cs+ucl 0.20 vs lajoint-cs 0.25
     rows = _rows(
         {
             "lajoint": _three((0.9, 0.5, 0.3)),

@@ -1,4 +1,6 @@
-"""Tatoeba reports on hand-made scores: averages (all, seen, unseen, own), the widest spreads, metric rows, markdown, figure."""
+"""Tatoeba reports on hand-made scores: averages (all, seen, unseen, own), the widest spreads,
+metric rows, markdown, figure.
+"""
 
 from __future__ import annotations
 

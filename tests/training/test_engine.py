@@ -16,7 +16,9 @@ from language_agnostic.training.loop import TrainSettings, resolve_precision, tr
 
 
 class Batches:
-    """Fixed batches of ``(x, y)``, shuffled by the epoch's generator; ``len()`` counts examples, as the project's sources do."""
+    """Fixed batches of ``(x, y)``, shuffled by the epoch's generator; ``len()`` counts examples,
+    as the project's sources do.
+    """
 
     def __init__(self, x: torch.Tensor, y: torch.Tensor, size: int, shuffle: bool = True) -> None:
         self.x, self.y, self.size, self.shuffle = x, y, size, shuffle

@@ -1,4 +1,6 @@
-"""SLU batches on a tiny local tokenizer: first-sub-token labels, the prefix, truncation counted, code-switching per epoch."""
+"""SLU batches on a tiny local tokenizer: first-sub-token labels, the prefix, truncation counted,
+code-switching per epoch.
+"""
 
 from __future__ import annotations
 

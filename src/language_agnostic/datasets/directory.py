@@ -1,4 +1,5 @@
-"""Directories as datasets: raw text files read in place, and the trained models other pipelines leave in ``data/06_models``.
+"""Directories as datasets: raw text files read in place, and the trained models other pipelines
+leave in ``data/06_models``.
 
 Both load a small object that reads on demand, so a node asks only for what its parameters
 name and nothing is read up front (as ``ArchiveMembers`` does for archives).

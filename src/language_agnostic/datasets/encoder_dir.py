@@ -11,7 +11,9 @@ from language_agnostic.encoders.loading import LoadedEncoder, load_encoder, save
 
 
 class EncoderDirectoryDataset(AbstractDataset[LoadedEncoder, LoadedEncoder]):
-    """Saves a :class:`LoadedEncoder` with :func:`save_encoder` (weights, tokenizer, ``finetuned.json``); loads it back."""
+    """Saves a :class:`LoadedEncoder` with :func:`save_encoder` (weights, tokenizer, ``finetuned.json``);
+    loads it back.
+    """
 
     def __init__(self, path: str, metadata: dict[str, Any] | None = None) -> None:
         self._path = Path(path)

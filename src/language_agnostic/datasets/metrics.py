@@ -96,7 +96,9 @@ def upsert(old: pd.DataFrame, new: pd.DataFrame, keys: list[str]) -> pd.DataFram
 
 
 def write_leaderboard(metrics: pd.DataFrame, stem: Path) -> list[Path]:
-    """Write ``<stem>.md`` and ``<stem>.csv`` from the whole metrics table; log them to the active MLflow run, if any."""
+    """Write ``<stem>.md`` and ``<stem>.csv`` from the whole metrics table;
+    log them to the active MLflow run, if any.
+    """
     from language_agnostic.reporting.leaderboard import leaderboard_markdown, leaderboard_table
 
     board = leaderboard_table(metrics)

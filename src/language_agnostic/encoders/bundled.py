@@ -243,7 +243,8 @@ def bert_state_dict(bundle: BundledFile) -> dict[str, np.ndarray]:
     extra = sorted(set(bundle.tensors) - set(expected))
     if missing or extra:
         raise BundledFormatError(
-            f"tensor names differ from a {bundle.header.layers}-layer BERT: missing {missing[:5]}, unexpected {extra[:5]}"
+            f"tensor names differ from a {bundle.header.layers}-layer BERT: "
+            f"missing {missing[:5]}, unexpected {extra[:5]}"
         )
     state: dict[str, np.ndarray] = {}
     for name, (target, shape) in expected.items():

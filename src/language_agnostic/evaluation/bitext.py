@@ -36,7 +36,9 @@ def cosine_matrix(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def mean_top_k(similarities: np.ndarray, k: int, axis: int) -> np.ndarray:
-    """The mean of the ``k`` largest similarities of each row (``axis=1``) or column (``axis=0``); ``k`` capped at their number."""
+    """The mean of the ``k`` largest similarities of each row (``axis=1``) or column (``axis=0``);
+    ``k`` capped at their number.
+    """
     import torch
 
     k = min(int(k), similarities.shape[axis])

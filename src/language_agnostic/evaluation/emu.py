@@ -53,7 +53,9 @@ def directions(training_locale: str, locales: Sequence[str], which: str = "train
 def intent_nn_correct(
     sets: Mapping[str, LocaleSet], training_locale: str, which: str = "training"
 ) -> dict[str, np.ndarray]:
-    """Per direction ``"<query>><candidate>"`` (:func:`directions`), the per-query correctness of nearest-neighbour intent."""
+    """Per direction ``"<query>><candidate>"`` (:func:`directions`), the per-query correctness of
+    nearest-neighbour intent.
+    """
     out = {}
     for q, c in directions(training_locale, list(sets), which):
         a, b = sets[q], sets[c]
@@ -140,7 +142,9 @@ def intent_nn_rows(
 def classifier_predictions(
     model: Any, vectors: Mapping[str, np.ndarray], intents: Sequence[str]
 ) -> dict[str, np.ndarray]:
-    """The semantic classifier's intent for each sentence embedding ``u`` (EMU: over ``α u/‖u‖``; softmax: over ``u``)."""
+    """The semantic classifier's intent for each sentence embedding ``u``
+    (EMU: over ``α u/‖u‖``; softmax: over ``u``).
+    """
     import torch
 
     from language_agnostic.methods.emu import l2_constrained_logits

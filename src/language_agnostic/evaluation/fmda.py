@@ -29,7 +29,9 @@ logger = logging.getLogger(__name__)
 
 
 def evaluate_head(manifest: Mapping[str, Any], head: Mapping[str, Any], identity: Mapping[str, Any]) -> pd.DataFrame:
-    """A head over pooled vectors (``fmda.methods``: DREAM, a control) on the pair's test sets, as ``<method>/meaning`` rows."""
+    """A head over pooled vectors (``fmda.methods``: DREAM, a control) on the pair's test sets,
+    as ``<method>/meaning`` rows.
+    """
     _, model = load_trained(head)
     method = str(head["method"])
 
@@ -193,7 +195,9 @@ def evaluate_baselines(manifest: Mapping[str, Any], identity: Mapping[str, Any])
 
 
 def evaluate_fmda(manifest: Mapping[str, Any], fmda: Mapping[str, Any], identity: Mapping[str, Any]) -> pd.DataFrame:
-    """An FMDA variant's meaning (``m``), template (``tp``) and residual (``rs``) embeddings, as ``fmda[-<variant>]`` rows."""
+    """An FMDA variant's meaning (``m``), template (``tp``) and residual (``rs``) embeddings,
+    as ``fmda[-<variant>]`` rows.
+    """
     _, model = load_trained(fmda)
     method = str(fmda.get("method", "fmda"))
 

@@ -1,4 +1,5 @@
-"""Tatoeba bitext retrieval of every method, language by language: the raw encoder, centering, heads, FMDA, fine-tuned encoders.
+"""Tatoeba bitext retrieval of every method, language by language: the raw encoder, centering,
+heads, FMDA, fine-tuned encoders.
 
 Every method's embedding of a language's two sides is computed from the cached encoder
 output (sentence vectors; a fine-tuned encoder's own entry; FMDA's meaning of every distinct

@@ -1,4 +1,5 @@
-"""Every trained model the other pipelines leave in ``data/06_models``, found from their parameters and applied to new text.
+"""Every trained model the other pipelines leave in ``data/06_models``, found from their parameters
+and applied to new text.
 
 Which models exist, where their files are and which languages each was trained on follow
 from the configuration of the pipelines that train them, never from a hand-kept list:
@@ -68,7 +69,9 @@ class ModelSpec:
 
 @dataclass
 class LoadedModel:
-    """An expected model that was found and loaded: its spec, languages and weights (``None`` for an encoder, loaded when embedding)."""
+    """An expected model that was found and loaded: its spec, languages and weights
+    (``None`` for an encoder, loaded when embedding).
+    """
 
     spec: ModelSpec
     languages: list[str]
@@ -270,9 +273,11 @@ def load_models(
             ):
                 skip(
                     spec,
-                    f"{where} was fine-tuned from encoder {base.get('name')!r} (weights {str(base['weights_sha256'])[:12]}), "
+                    f"{where} was fine-tuned from encoder {base.get('name')!r} "
+                    f"(weights {str(base['weights_sha256'])[:12]}), "
                     f"but embeddings.encoder.name configures {identity.get('name')!r} "
-                    f"(weights {str(identity['weights_sha256'])[:12]}); its rows would be compared with another encoder's",
+                    f"(weights {str(identity['weights_sha256'])[:12]}); "
+                    "its rows would be compared with another encoder's",
                 )
                 continue
             loaded.append(LoadedModel(spec, list(languages.get(spec.source, [])), pooling=spec.embedding))

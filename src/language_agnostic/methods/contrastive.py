@@ -68,7 +68,9 @@ def pairwise_contrastive(
     negative: str = "hinge",
     margin: float = 0.0,
 ) -> torch.Tensor:
-    """FMDA eq. 3-4: ``−cos(x¹, x²) + n(cos(x¹, neg¹)) + n(cos(x², neg²))``, batch mean, ``n`` = :func:`negative_term`."""
+    """FMDA eq. 3-4: ``−cos(x¹, x²) + n(cos(x¹, neg¹)) + n(cos(x², neg²))``, batch mean,
+    ``n`` = :func:`negative_term`.
+    """
     cos = F.cosine_similarity
     return (
         -cos(x1, x2, dim=-1)

@@ -208,7 +208,9 @@ class PooledEncoder(nn.Module):
 
 
 class Emu(nn.Module):
-    """The encoder ``E`` being fine-tuned, the classifier ``C``, the intent centres and one critic per training language."""
+    """The encoder ``E`` being fine-tuned, the classifier ``C``, the intent centres and one critic per
+    training language.
+    """
 
     def __init__(self, encoder: nn.Module, dim: int, config: EmuConfig) -> None:
         super().__init__()

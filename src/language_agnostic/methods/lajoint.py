@@ -233,7 +233,9 @@ class LAJoint(nn.Module):
         return LajointOutputs(states, self.intent_head(states[:, 0]), slot_logits, words, labels)
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(intent_logits (B, n_intents), slot_logits (B, L, n_labels))``, as :class:`~language_agnostic.methods.slu.JointSlu`."""
+        """``(intent_logits (B, n_intents), slot_logits (B, L, n_labels))``,
+        as :class:`~language_agnostic.methods.slu.JointSlu`.
+        """
         out = self.outputs(input_ids, attention_mask)
         return out.intent_logits, out.slot_logits
 

@@ -46,7 +46,9 @@ class Method:
     """How to build, train and use one method (see the module docstring)."""
 
     name: str
-    inputs: str  # "vectors" (pooled sentence vectors) | "tokens" (token states and mask) | "ids" (input ids and mask: fine-tunes the encoder)
+    # "vectors" (pooled sentence vectors) | "tokens" (token states and mask) |
+    # "ids" (input ids and mask: fine-tunes the encoder)
+    inputs: str
     build: Callable[[int, int, Options], nn.Module]
     losses: Callable[[nn.Module, Batch, Mapping[str, float], Options], dict[str, torch.Tensor]]
     encode: Callable[[nn.Module, Any], dict[str, torch.Tensor]]
@@ -157,7 +159,8 @@ METHODS: dict[str, Method] = {
         losses=emu_losses,
         encode=encode_emu,
         options=EMU_OPTIONS,
-        description="Hirota et al. 2020: the encoder fine-tuned with an L2-constrained softmax, center loss and a WGAN language critic",
+        description="Hirota et al. 2020: the encoder fine-tuned with an L2-constrained softmax, center loss "
+        "and a WGAN language critic",
     ),
     "slu": Method(
         "slu",

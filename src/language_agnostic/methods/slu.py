@@ -152,5 +152,7 @@ def build_slu(dim: int, n_languages: int, options: Mapping[str, Any]) -> JointSl
 
 
 def encode_slu(model: JointSlu, inputs: tuple[torch.Tensor, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """``{"utterance": the first token's final state}`` of ``(input_ids, attention_mask)``: what the intent head reads."""
+    """``{"utterance": the first token's final state}`` of ``(input_ids, attention_mask)``:
+    what the intent head reads.
+    """
     return {"utterance": model.states(*inputs)[:, 0]}

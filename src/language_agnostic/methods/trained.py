@@ -132,7 +132,8 @@ def check_encoder(
     if dim and hidden and dim != hidden:
         raise ValueError(
             f"{where}: {source} was trained on {dim}-dimensional encoder states, but the configured encoder "
-            f"{identity.get('name')!r} (embeddings.encoder.name) gives {hidden}; configure the encoder it was trained with"
+            f"{identity.get('name')!r} (embeddings.encoder.name) gives {hidden}; "
+            "configure the encoder it was trained with"
         )
     trained = trained_encoder(saved, tracking_uri)
     if trained is None:

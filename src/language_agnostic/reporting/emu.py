@@ -119,7 +119,9 @@ def classifier_table(rows: pd.DataFrame) -> list[str]:
 
 
 def table3_relative(rows: pd.DataFrame) -> list[str]:
-    """EMU Table 3's layout: each method's accuracy@1 relative to the raw encoder's, per direction, ``(acc / raw − 1)`` in %."""
+    """EMU Table 3's layout: each method's accuracy@1 relative to the raw encoder's, per direction,
+    ``(acc / raw − 1)`` in %.
+    """
     acc = _accuracy(rows)
     cells = {(r.method, r.source, r.target): r.value for r in acc.itertuples()}
     directions = list(dict.fromkeys(zip(acc["source"], acc["target"])))
@@ -134,7 +136,9 @@ def table3_relative(rows: pd.DataFrame) -> list[str]:
 
 
 def selection_table(rows: pd.DataFrame) -> list[str]:
-    """Per trained method: the kept epoch, its dev accuracy and the starting encoder's; epoch 0 says "no improvement on dev"."""
+    """Per trained method: the kept epoch, its dev accuracy and the starting encoder's;
+    epoch 0 says "no improvement on dev".
+    """
     picked = rows[rows["task"] == "model_selection"]
     if picked.empty:
         return ["(no model-selection rows: a run from before the initial weights were scored)"]

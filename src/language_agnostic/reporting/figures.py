@@ -1,4 +1,6 @@
-"""Figures: FMDA's Figure 4, EMU's Figure 2 and LAJ-MCL's Figure 3 (t-SNE), and the PCA of a head's meaning and language embeddings (SEED Fig. 1, DREAM Fig. 5)."""
+"""Figures: FMDA's Figure 4, EMU's Figure 2 and LAJ-MCL's Figure 3 (t-SNE), and the PCA of a head's
+meaning and language embeddings (SEED Fig. 1, DREAM Fig. 5).
+"""
 
 from __future__ import annotations
 
@@ -26,7 +28,8 @@ def plot_embeddings(
     masked: pd.DataFrame,
     params: Mapping[str, Any],
 ) -> Any:
-    """Figure 4: t-SNE of FMDA's language and meaning embeddings of test pairs, and of template embeddings of one intent.
+    """Figure 4: t-SNE of FMDA's language and meaning embeddings of test pairs, and of template
+    embeddings of one intent.
 
     Args:
         manifest: The pair's FMDA inputs (test token states).
@@ -293,7 +296,8 @@ def plot_intent_tsne(panels: Mapping[str, Mapping[str, Any]], params: Mapping[st
 def parallel_intent_sample(
     rows: pd.DataFrame, locales: Sequence[str], intent: str, n: int, seed: int, source: str
 ) -> list[str]:
-    """LAJ-MCL Figure 3's utterances: ``n`` parallel test utterances of one intent, the same MASSIVE ids in every locale.
+    """LAJ-MCL Figure 3's utterances: ``n`` parallel test utterances of one intent, the same MASSIVE ids
+    in every locale.
 
     The ids of ``source``'s test utterances of ``intent`` that every locale of ``locales`` has
     in its test split with the same intent; ``n`` of them drawn with ``seed`` (all if fewer), sorted.

@@ -183,7 +183,8 @@ def fmda_tables(rows: pd.DataFrame) -> str:
     both = [first, first[::-1]]
     out += [
         "",
-        f"## Table 4: ablations, cross-lingual semantic retrieval of the meaning embedding ({short_locale(first[0])}-{short_locale(first[1])}), accuracy@1",
+        "## Table 4: ablations, cross-lingual semantic retrieval of the meaning embedding "
+        f"({short_locale(first[0])}-{short_locale(first[1])}), accuracy@1",
         "",
     ]
     body = [

@@ -142,7 +142,8 @@ def leaderboard_table(metrics: pd.DataFrame) -> pd.DataFrame:
 
 
 def leaderboard_markdown(board: pd.DataFrame, methods: pd.DataFrame | None = None) -> str:
-    """The leaderboard as markdown: one table per encoder, rows ``method/embedding``, one column per group and direction set.
+    """The leaderboard as markdown: one table per encoder, rows ``method/embedding``, one column per
+    group and direction set.
 
     Args:
         board: From :func:`leaderboard_table`.

@@ -50,6 +50,7 @@ def summary_markdown(summary: Mapping[str, Any]) -> str:
         for locale, by_partition in summary["negative_pool"].items():
             for partition, c in by_partition.items():
                 lines.append(
-                    f"| {locale.replace('_', '-')} | {partition} | {c['in']} | {c['pool_out']} | {c['pool_fraction']:.1%} |"
+                    f"| {locale.replace('_', '-')} | {partition} | {c['in']} | {c['pool_out']} | "
+                    f"{c['pool_fraction']:.1%} |"
                 )
     return "\n".join(lines) + "\n"

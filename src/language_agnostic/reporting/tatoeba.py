@@ -1,4 +1,5 @@
-"""Tatoeba reports: averages over all, seen and unseen languages; where methods differ most; the per-language figure; metric rows.
+"""Tatoeba reports: averages over all, seen and unseen languages; where methods differ most;
+the per-language figure; metric rows.
 
 A language is *seen* when any configured training source holds it (``tatoeba_languages.seen``,
 the same split for every method, so their averages compare); a method's *own* seen languages
@@ -38,7 +39,9 @@ SUMMARY_COLUMNS = [
 
 
 def per_language(scores: pd.DataFrame) -> pd.DataFrame:
-    """One row per method, embedding, scoring and language: ``xxx_to_eng``, ``eng_to_xxx`` and their mean ``accuracy``."""
+    """One row per method, embedding, scoring and language: ``xxx_to_eng``, ``eng_to_xxx`` and their
+    mean ``accuracy``.
+    """
     frame = scores.assign(direction=np.where(scores["target"] == "eng", "xxx_to_eng", "eng_to_xxx"))
     wide = frame.pivot_table(
         index=["method", "embedding", "scoring", "language"], columns="direction", values="accuracy", aggfunc="mean"
@@ -225,7 +228,8 @@ def tatoeba_markdown(
     lines = [
         "# Tatoeba: bitext retrieval on the LASER Tatoeba sets",
         "",
-        f"Encoder `{identity.get('name')}`; {_count(int(total.get('languages', len(languages))), 'language')} paired with English, "
+        f"Encoder `{identity.get('name')}`; "
+        f"{_count(int(total.get('languages', len(languages))), 'language')} paired with English, "
         f"{total.get('pairs', '?')} sentence pairs ({total.get('rejected', 0)} rejected at ingestion). "
         "Accuracy@1 (%) of nearest-neighbour retrieval, the mean of both directions, averaged over languages "
         "(each language weighs the same); LASER's error rate is 100 − accuracy. "
@@ -251,7 +255,8 @@ def tatoeba_markdown(
     lines += [
         f"## The {len(spread)} languages where methods differ most (cosine)",
         "",
-        "Spread: best − worst method's accuracy (mean of both directions), among the methods evaluated on every language.",
+        "Spread: best − worst method's accuracy (mean of both directions), "
+        "among the methods evaluated on every language.",
         "",
         *table(
             ["language", "name", "script", "seen", "pairs", "spread", "raw/mean", "best", "worst"],
@@ -292,7 +297,9 @@ def tatoeba_markdown(
 def mlflow_metrics(
     scores: pd.DataFrame, languages: pd.DataFrame, counts: Mapping[str, Any], models: Sequence[Mapping[str, Any]]
 ) -> dict[str, dict[str, float]]:
-    """Counts and averages for MLflow (``tatoeba.ingest.*``, ``tatoeba.<method>.<embedding>.<scoring>.<subset>``); not every row."""
+    """Counts and averages for MLflow (``tatoeba.ingest.*``,
+    ``tatoeba.<method>.<embedding>.<scoring>.<subset>``); not every row.
+    """
     out: dict[str, dict[str, float]] = {}
     for language, values in counts.items():
         for name, value in values.items():

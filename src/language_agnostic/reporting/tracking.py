@@ -35,7 +35,9 @@ def _flatten(params: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
 
 
 def log_child_run(name: str, params: Mapping[str, Any], history: list[dict[str, float]]) -> str | None:
-    """Open a child run named ``name``, log ``params`` and per-epoch ``history``; return its id (None if no run is active)."""
+    """Open a child run named ``name``, log ``params`` and per-epoch ``history``;
+    return its id (None if no run is active).
+    """
     if not _active():
         return None
     import mlflow

@@ -64,7 +64,9 @@ class EmuData:
 
 
 def _translations(utterances: pd.DataFrame, locale: str, ids: pd.Series, what: str) -> pd.DataFrame:
-    """``locale``'s train utterances of the MASSIVE ``ids``, in their order (an error names ``what`` when one is missing)."""
+    """``locale``'s train utterances of the MASSIVE ``ids``, in their order
+    (an error names ``what`` when one is missing).
+    """
     rows = _rows(utterances, locale, "train").set_index("id").reindex(ids)
     if rows["utt"].isna().any():
         raise ValueError(f"{what}: {int(rows['utt'].isna().sum())} labelled sentences have no {locale} translation")

@@ -240,7 +240,9 @@ def _trained(
 
 
 def encoder_of(manifest: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The identity of the encoder whose states a manifest holds (saved with a model, so applying it checks the encoder)."""
+    """The identity of the encoder whose states a manifest holds
+    (saved with a model, so applying it checks the encoder).
+    """
     entry = manifest["sets"].get("train.source.utt")
     return dict(entry.meta.get("identity") or {}) or None if entry is not None else None
 
@@ -342,7 +344,8 @@ def train_fmda_two_stage(
     loss: Mapping[str, Any] | None = None,
     variant: str = "two_stage",
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Two-stage FMDA (§4.6): template losses on monolingual template pairs, then the rest with the template encoder frozen.
+    """Two-stage FMDA (§4.6): template losses on monolingual template pairs, then the rest with the
+    template encoder frozen.
 
     Stage 1 stops early on the held-out template pairs (their retrieval accuracy of ``emb_tp`` under
     ``select_on: dev_retrieval``, else their loss), stage 2 on the MASSIVE dev pairs. Both

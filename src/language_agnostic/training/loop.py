@@ -12,8 +12,9 @@ through torchrun (:mod:`language_agnostic.launch`); in them Accelerate's prepare
 deals each process every N-th batch, DistributedDataParallel averages the gradients, and the
 dev loss is summed over the processes' shares of the dev set, so every process takes the same
 early-stopping decision. One optimiser step then sees N batches, like one process with
-``gradient_accumulation_steps: N`` (tested). This module adds what Accelerate leaves to the user: parameter groups (an encoder learning
-rate apart from the heads'), a warmup schedule (``transformers.get_scheduler``), gradient
+``gradient_accumulation_steps: N`` (tested). This module adds what Accelerate leaves to the user:
+parameter groups (an encoder learning rate apart from the heads'), a warmup schedule
+(``transformers.get_scheduler``), gradient
 clipping, evaluation every N optimiser steps, and the best checkpoint kept on the CPU. With
 the defaults (CPU, fp32, one step per batch, constant learning rate, no clipping) it does
 exactly what the earlier hand-written loop did: the same numbers (tested).

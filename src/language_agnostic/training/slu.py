@@ -735,7 +735,9 @@ def trained_state(model: JointSlu) -> dict[str, torch.Tensor]:
 
 
 def slu_artifact(model: JointSlu, encoder: LoadedEncoder, **extra: Any) -> dict[str, Any]:
-    """The trained model as saved: its build spec (``methods.registry``, with the encoder config), weights and ``extra``."""
+    """The trained model as saved: its build spec (``methods.registry``, with the encoder config),
+    weights and ``extra``.
+    """
     options = asdict(model.config)
     options["encoder_config"] = dict(model.config.encoder_config or model.encoder.config.to_dict())
     return {

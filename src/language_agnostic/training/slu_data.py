@@ -1,4 +1,5 @@
-"""SLU training data: words tokenised with their BIO labels on first sub-tokens, optionally code-switched anew every epoch.
+"""SLU training data: words tokenised with their BIO labels on first sub-tokens, optionally
+code-switched anew every epoch.
 
 Words are tokenised as pre-split words (``is_split_into_words=True``), so each sub-token knows
 its word. The embedding stage's prefix (``embeddings.extraction.prefix``, e5's ``"query: "``)
@@ -40,7 +41,8 @@ class WordTokenisation:
 
 
 def word_tokenisation(encoder: LoadedEncoder, extraction: Mapping[str, object] | None = None) -> WordTokenisation:
-    """The tokenisation of ``embeddings.extraction`` (its ``prefix``, ``max_length``, ``on_too_long``; the same defaults).
+    """The tokenisation of ``embeddings.extraction`` (its ``prefix``, ``max_length``, ``on_too_long``;
+    the same defaults).
 
     Raises:
         ExtractionError: ``max_length`` beyond the encoder's, or an unknown ``on_too_long``.
@@ -126,7 +128,8 @@ def tokenise_words(
             if policy == "error":
                 raise ExtractionError(
                     f"{what}: utterance {i} has {len(ids)} sub-tokens, more than max_length {limit}: "
-                    f"{' '.join(map(str, words[i]))[:80]!r}. Set on_too_long: truncate to cut it (its cut words are counted)."
+                    f"{' '.join(map(str, words[i]))[:80]!r}. "
+                    "Set on_too_long: truncate to cut it (its cut words are counted)."
                 )
             before = {w for w in word_ids if w is not None}
             if word_ids[-1] is None:  # keep the end-of-sequence token
@@ -320,7 +323,8 @@ class SluBatches:
     ) -> None:
         if not len(words) == len(labels) == len(intents):
             raise ValueError(
-                f"{what}: {len(words)} utterances, {len(labels)} label lists and {len(intents)} intents; they must align"
+                f"{what}: {len(words)} utterances, {len(labels)} label lists and {len(intents)} intents; "
+                "they must align"
             )
         if len(words) == 0:
             raise ValueError(f"{what}: no utterances")

@@ -1,4 +1,6 @@
-"""Nodes of the ``emu`` pipeline: thin adapters over ``training/emu.py``, ``evaluation/emu.py`` and ``reporting/emu.py``."""
+"""Nodes of the ``emu`` pipeline: thin adapters over ``training/emu.py``, ``evaluation/emu.py`` and
+``reporting/emu.py``.
+"""
 
 from __future__ import annotations
 
@@ -95,7 +97,9 @@ def _test_sets(utterances: pd.DataFrame, locales: list[str]) -> dict[str, pd.Dat
 def evaluation_locales(
     utterances: pd.DataFrame, data: Mapping[str, Any], evaluation: Mapping[str, Any] | None = None
 ) -> list[str]:
-    """The training locale first, then ``emu.evaluation.locales`` ([]: every locale of the data, ``massive.locales``)."""
+    """The training locale first, then ``emu.evaluation.locales``
+    ([]: every locale of the data, ``massive.locales``).
+    """
     training = str(data.get("training_locale", EmuData.training_locale))
     present = set(utterances["locale"])
     wanted = list((evaluation or {}).get("locales") or sorted(present))
@@ -130,7 +134,9 @@ def _embed(
 
 
 def _figure_sets(sets: Mapping[str, LocaleSet], name: str, figure: Mapping[str, Any]) -> dict[str, LocaleSet]:
-    """The test sets Figure 2 needs of this method (its locales), or nothing when it is not in ``emu.figure.methods``."""
+    """The test sets Figure 2 needs of this method (its locales), or nothing when it is not in
+    ``emu.figure.methods``.
+    """
     if name not in list(figure.get("methods") or []):
         return {}
     missing = [loc for loc in figure.get("locales") or [] if loc not in sets]
@@ -202,7 +208,9 @@ def evaluate_emu_variant(
 
 
 def plot_emu_figure(figure: Mapping[str, Any], *sets: Mapping[str, LocaleSet], names: list[str]) -> Any:
-    """Figure 2: one panel per method of ``names`` (those of ``emu.figure.methods`` that were trained), in that order."""
+    """Figure 2: one panel per method of ``names`` (those of ``emu.figure.methods`` that were trained),
+    in that order.
+    """
     return plot_intent_tsne(dict(zip(names, sets, strict=True)), figure)
 
 

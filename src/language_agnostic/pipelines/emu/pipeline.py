@@ -26,8 +26,9 @@ def create_pipeline(
     save_encoders: list[str] | None = None,
     figure: Mapping[str, Any] | None = None,
 ) -> Pipeline:
-    """Build ``emu`` from ``emu.methods``, ``emu.save_encoders`` and ``emu.figure`` (arguments given here replace the configuration;
-    with ``methods`` given and no ``figure``, no figure is drawn).
+    """Build ``emu`` from ``emu.methods``, ``emu.save_encoders`` and ``emu.figure``
+    (arguments given here replace the configuration; with ``methods`` given and no ``figure``,
+    no figure is drawn).
 
     A configuration error gives :func:`configuration_error_pipeline`, so the other pipelines
     still build and ``kedro run --pipeline=emu`` stops naming the parameter.

@@ -1,4 +1,5 @@
-"""``fmda``: per language pair, embed → train the FMDA variants and the heads over pooled vectors (DREAM, controls) → evaluate; one unified model; report.
+"""``fmda``: per language pair, embed → train the FMDA variants and the heads over pooled vectors
+(DREAM, controls) → evaluate; one unified model; report.
 
 The variants (``fmda.variants``: all-together, two-stage, the Table 4 ablations) and the
 pairs each is trained on are read from ``conf/`` when the pipeline is built, like the pairs

@@ -264,7 +264,8 @@ def resolve_mask_token(masking: Mapping[str, Any], encoder: Mapping[str, Any]) -
     )
     if not tokenizer.mask_token:
         raise CorpusFormatError(
-            f"massive.masking.mask_token is 'auto' but encoder {encoder['name']!r} has no mask token; set one explicitly"
+            f"massive.masking.mask_token is 'auto' but encoder {encoder['name']!r} has no mask token; "
+            "set one explicitly"
         )
     logger.info("mask token from encoder %s: %r", encoder["name"], tokenizer.mask_token)
     return str(tokenizer.mask_token)

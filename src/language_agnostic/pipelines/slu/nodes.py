@@ -131,7 +131,9 @@ def test_locales(rows: pd.DataFrame, locales: list[str] | None) -> list[str]:
 
 
 def code_switch_languages(code_switch: Mapping[str, Any], rows: pd.DataFrame, muse: MuseDirectory) -> list[str]:
-    """``slu.code_switch.languages``, or ([]) the MUSE languages that are also configured locales (their language part)."""
+    """``slu.code_switch.languages``, or ([]) the MUSE languages that are also configured locales
+    (their language part).
+    """
     configured = list(code_switch.get("languages") or [])
     if configured:
         return configured
@@ -220,7 +222,8 @@ def evaluate_slu_variant(
     Returns:
         ``(rows, details)``: the metric rows, and ``{method, train_seconds_per_epoch, epochs_run,
         inference_seconds, n_test, slot_errors, outcomes}`` (per locale: Table 10's inference column and
-        Table 5's counts; ``outcomes``: per test utterance, exact match right or wrong, for the claims' paired tests) with ``figure``: ``{ids, vectors: {locale: (n, D)}}`` of Figure 3's
+        Table 5's counts; ``outcomes``: per test utterance, exact match right or wrong, for the claims'
+        paired tests) with ``figure``: ``{ids, vectors: {locale: (n, D)}}`` of Figure 3's
         utterances when ``figure`` (``slu.figure``) is given, else ``None``.
     """
     lajoint = artifact["build"]["method"] == "lajoint"
@@ -311,7 +314,9 @@ def figure_vectors(
 
 
 def plot_slu_figure(figure: Mapping[str, Any], *details: Mapping[str, Any], names: list[str]) -> Any:
-    """LAJ-MCL Figure 3: one t-SNE panel per method of ``names`` (those of ``slu.figure.methods`` that were run), in that order."""
+    """LAJ-MCL Figure 3: one t-SNE panel per method of ``names`` (those of ``slu.figure.methods``
+    that were run), in that order.
+    """
     return plot_parallel_tsne({name: d["figure"]["vectors"] for name, d in zip(names, details, strict=True)}, figure)
 
 

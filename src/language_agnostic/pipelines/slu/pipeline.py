@@ -1,5 +1,6 @@
-"""``slu``: MASSIVE (``slu.locales``) → words + BIO labels → fine-tune the joint intent / slot models on en-US (ZSJoint, CoSDA-ML,
-LAJoint, LAJ-MCL and its ablations) → evaluate on every test locale → report (tables; LAJ-MCL's Figure 3).
+"""``slu``: MASSIVE (``slu.locales``) → words + BIO labels → fine-tune the joint intent / slot models
+on en-US (ZSJoint, CoSDA-ML, LAJoint, LAJ-MCL and its ablations) → evaluate on every test locale →
+report (tables; LAJ-MCL's Figure 3).
 
 The methods trained (``slu.methods``) are read from ``conf/`` when the pipeline is built, so a
 variant is a YAML edit and kedro-viz shows each. Strict zero-shot: training and checkpoint

@@ -16,7 +16,9 @@ from language_agnostic.pipelines.sts import nodes
 
 
 def create_pipeline(qe_pairs: list[str] | None = None, ablations: Mapping[str, Any] | None = None) -> Pipeline:
-    """Build ``sts`` (``qe_pairs``: the QE test sets read for overlap removal; ``ablations``: extra heads; defaults from ``conf/``)."""
+    """Build ``sts`` (``qe_pairs``: the QE test sets read for overlap removal; ``ablations``: extra heads;
+    defaults from ``conf/``).
+    """
     candidates = node(
         nodes.build_tatoeba_candidates,
         inputs=["params:sts.corpus", "opus_mt_testsets"],

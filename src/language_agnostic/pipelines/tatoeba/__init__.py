@@ -1,4 +1,6 @@
-"""``tatoeba``: every method's meaning embedding on the 112-language LASER Tatoeba bitext retrieval, seen and unseen languages."""
+"""``tatoeba``: every method's meaning embedding on the 112-language LASER Tatoeba bitext retrieval,
+seen and unseen languages.
+"""
 
 from language_agnostic.pipelines.tatoeba.pipeline import create_pipeline
 

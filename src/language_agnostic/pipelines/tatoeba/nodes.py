@@ -1,4 +1,6 @@
-"""Nodes of the ``tatoeba`` pipeline: thin adapters over ``corpora``, ``methods``, ``encoders``, ``evaluation`` and ``reporting``."""
+"""Nodes of the ``tatoeba`` pipeline: thin adapters over ``corpora``, ``methods``, ``encoders``,
+``evaluation`` and ``reporting``.
+"""
 
 from __future__ import annotations
 
@@ -83,7 +85,9 @@ def ingest_tatoeba_pairs(
 
 
 def load_tatoeba_models(shelf: Any, plan: Mapping[str, Any], identity: Mapping[str, Any]) -> dict[str, Any]:
-    """The planned models found in ``data/06_models`` (the others skipped with a warning naming the file and command)."""
+    """The planned models found in ``data/06_models`` (the others skipped with a warning naming the file
+    and command).
+    """
     specs = [ModelSpec(**spec) for spec in plan["models"]]
     loaded, skipped = load_models(shelf, specs, plan["sources"], identity)
     return {"models": loaded, "skipped": skipped}
@@ -96,7 +100,9 @@ def embed_tatoeba_texts(
     extraction: Mapping[str, Any],
     models: Mapping[str, Any],
 ) -> dict[str, Any]:
-    """The configured encoder's vectors of every distinct Tatoeba sentence, via the cache (token states when FMDA is evaluated)."""
+    """The configured encoder's vectors of every distinct Tatoeba sentence, via the cache
+    (token states when FMDA is evaluated).
+    """
     texts, _, _ = text_index(pairs)
     token_states = any(m.spec.kind == "fmda" for m in models["models"])
     entry = extract_embeddings(encoder, texts, extraction_settings(extraction, token_states=token_states), store)

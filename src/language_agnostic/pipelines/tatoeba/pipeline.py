@@ -1,4 +1,5 @@
-"""``tatoeba``: Tatoeba pairs + the trained models in ``data/06_models`` → embed once (cached) → bitext retrieval → report.
+"""``tatoeba``: Tatoeba pairs + the trained models in ``data/06_models`` → embed once (cached) →
+bitext retrieval → report.
 
 ``kedro run --pipeline=tatoeba`` (``conf/base/parameters_tatoeba.yml``): every model the
 configured ``qe``, ``sts``, ``fmda`` and ``emu`` pipelines train is evaluated when its file is

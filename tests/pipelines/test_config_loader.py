@@ -1,0 +1,71 @@
+"""The soft merge of an environment's parameters (pipelines/config_loader.py) and the environments as deltas."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from language_agnostic.pipelines.config_loader import ProjectConfigLoader, merge_delta
+from tests.conftest import PROJECT_ROOT
+
+BASE = {
+    "pairs": {"en_de": {"source": "en-US", "target": "de-DE"}, "en_es": {"source": "en-US", "target": "es-ES"}},
+    "methods": {"a": {"lr": 1, "training": {"max_epochs": 1}}, "b": {"lr": 2}},
+    "locales": ["en-US", "de-DE"],
+    "max_train": 100,
+}
+
+
+def test_mappings_merge_key_by_key_and_lists_are_replaced():
+    out = merge_delta(BASE, {"methods": {"a": {"lr": 5}}, "locales": ["fr-FR"], "max_train": None})
+    assert out["methods"] == {"a": {"lr": 5, "training": {"max_epochs": 1}}, "b": {"lr": 2}}
+    assert out["locales"] == ["fr-FR"] and out["pairs"] == BASE["pairs"]
+    assert out["max_train"] is None  # a null over a scalar is a value ("all"), not a removal
+    assert BASE["methods"]["a"]["lr"] == 1  # the inputs are not changed
+
+
+def test_a_null_over_a_mapping_removes_the_key():
+    out = merge_delta(BASE, {"pairs": {"en_es": None}, "methods": {"a": {"training": None}}})
+    assert list(out["pairs"]) == ["en_de"] and out["methods"]["a"] == {"lr": 1}
+
+
+def test_replace_makes_a_mapping_replace_bases():
+    out = merge_delta(BASE, {"methods": {"_replace": True, "c": {"lr": 3}}})
+    assert out["methods"] == {"c": {"lr": 3}}
+    with pytest.raises(ValueError, match=r"methods\._replace: expected true or false, got 'yes'"):
+        merge_delta(BASE, {"methods": {"_replace": "yes"}})
+
+
+def test_the_loader_merges_parameters_softly_and_names_the_file_of_a_bad_marker(tmp_path: Path):
+    for env, params in {"base": {"x": BASE}, "exp": {"x": {"methods": {"b": None}, "max_train": 5}}}.items():
+        (tmp_path / env).mkdir()
+        (tmp_path / env / "parameters.yml").write_text(yaml.safe_dump(params))
+    loader = ProjectConfigLoader(str(tmp_path), env="exp", base_env="base", merge_strategy={"parameters": "soft"})
+    assert loader["parameters"]["x"] == {**BASE, "methods": {"a": BASE["methods"]["a"]}, "max_train": 5}
+    (tmp_path / "exp" / "parameters.yml").write_text(yaml.safe_dump({"x": {"methods": {"_replace": 1}}}))
+    loader = ProjectConfigLoader(str(tmp_path), env="exp", base_env="base", merge_strategy={"parameters": "soft"})
+    with pytest.raises(ValueError, match=r"exp.*x\.methods\._replace: expected true or false, got 1"):
+        loader["parameters"]
+
+
+def _restated(base: object, env: object, where: str) -> list[str]:
+    """Keys of ``env`` whose value equals ``base``'s at the same place (what a delta should leave out)."""
+    if isinstance(env, dict) and isinstance(base, dict):
+        if env.get("_replace"):
+            return []
+        return [k for key, value in env.items() if key in base for k in _restated(base[key], value, f"{where}.{key}")]
+    return [where] if env == base else []
+
+
+@pytest.mark.parametrize(
+    "env", sorted(p.name for p in (PROJECT_ROOT / "conf").iterdir() if p.is_dir() and p.name not in ("base", "local"))
+)
+def test_every_environment_holds_only_what_differs_from_base(env: str):
+    base: dict = {}
+    for path in (PROJECT_ROOT / "conf" / "base").glob("parameters*.yml"):
+        base.update(yaml.safe_load(path.read_text()) or {})
+    for path in (PROJECT_ROOT / "conf" / env).glob("parameters*.yml"):
+        delta = yaml.safe_load(path.read_text()) or {}
+        assert _restated(base, delta, path.name) == [], f"{path} restates conf/base's values"
