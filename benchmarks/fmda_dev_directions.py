@@ -29,8 +29,8 @@ from language_agnostic.datasets.torch_state import TrainedHeadDataset
 from language_agnostic.evaluation.fmda import centering_of
 from language_agnostic.evaluation.intent_nn import mcnemar
 from language_agnostic.evaluation.retrieval import retrieval_hits
+from language_agnostic.methods.fmda import encode_with_fmda
 from language_agnostic.methods.registry import load_trained
-from language_agnostic.training.fmda_data import encode_with_fmda
 
 
 def main() -> None:

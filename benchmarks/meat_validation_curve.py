@@ -23,9 +23,10 @@ import torch
 import yaml
 
 from language_agnostic.datasets.embeddings import EmbeddingManifestDataset
+from language_agnostic.encoders.extraction import vectors_of
 from language_agnostic.evaluation.retrieval import retrieval_accuracy_at_1
 from language_agnostic.methods.registry import build, get_method
-from language_agnostic.training.heads import corpus_languages, pair_batches, vectors_of
+from language_agnostic.training.heads import corpus_languages, pair_batches
 from language_agnostic.training.loop import TrainSettings, train
 
 

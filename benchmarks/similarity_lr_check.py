@@ -25,7 +25,8 @@ import pandas as pd
 import yaml
 
 from language_agnostic.datasets.embeddings import EmbeddingManifestDataset
-from language_agnostic.training.heads import TRAINED_METHODS, train_head
+from language_agnostic.methods.registry import TRAINED_METHODS
+from language_agnostic.training.heads import train_head
 
 
 def main() -> None:

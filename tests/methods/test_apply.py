@@ -166,7 +166,7 @@ def test_missing_old_and_foreign_models_are_skipped_with_the_reason(tmp_path: Pa
 def test_heads_and_fmda_models_give_their_meaning_embedding(tiny_hub_model: Path, tmp_path: Path):
     from language_agnostic.encoders.extraction import EmbeddingStore, ExtractionSettings, extract_embeddings
     from language_agnostic.encoders.loading import load_encoder
-    from language_agnostic.training.fmda_data import encode_with_fmda
+    from language_agnostic.methods.fmda import encode_with_fmda
 
     options = {
         "ffn_layers": 1,

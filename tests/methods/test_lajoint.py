@@ -20,8 +20,8 @@ from language_agnostic.methods.lajoint import (
     lajoint_losses,
     prefix_shift,
     prepend_labels,
-    slot_text,
 )
+from language_agnostic.text.slot_negatives import slot_text
 
 D = 16
 

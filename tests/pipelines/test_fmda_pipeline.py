@@ -287,9 +287,8 @@ def test_two_runs_with_the_same_seed_give_the_same_metrics(tiny_hub_model: Path,
 
 def test_selection_on_dev_retrieval_records_the_score(tiny_hub_model: Path, tmp_path: Path):
     from language_agnostic.evaluation.retrieval import retrieval_accuracy_at_1 as acc
-    from language_agnostic.methods.fmda import Fmda, FmdaConfig
+    from language_agnostic.methods.fmda import Fmda, FmdaConfig, encode_with_fmda
     from language_agnostic.pipelines.fmda import nodes
-    from language_agnostic.training.fmda_data import encode_with_fmda
 
     catalog = _catalog(tiny_hub_model, tmp_path / "store")
     manifest = nodes.embed_fmda_inputs(
@@ -363,8 +362,8 @@ def test_two_stage_freezes_the_template_encoder_after_stage_one(tiny_hub_model: 
 
 
 def test_two_stage_stage_one_selects_on_held_out_template_retrieval(tiny_hub_model: Path, tmp_path: Path, monkeypatch):
+    from language_agnostic.methods.fmda import encode_with_fmda
     from language_agnostic.pipelines.fmda import nodes
-    from language_agnostic.training.fmda_data import encode_with_fmda
 
     catalog = _two_stage_catalog(tiny_hub_model, tmp_path)
     pairs = catalog["en_de.fmda_template_pairs"].load()
@@ -581,9 +580,10 @@ def test_mcnemar_rows_against_centring(tiny_hub_model: Path, tmp_path: Path):
     from language_agnostic.evaluation.fmda import centering_of, evaluate_head
     from language_agnostic.evaluation.intent_nn import mcnemar
     from language_agnostic.evaluation.retrieval import retrieval_hits
+    from language_agnostic.methods.apply import control_meaning
     from language_agnostic.methods.registry import load_trained
     from language_agnostic.pipelines.fmda import nodes
-    from language_agnostic.training.fmda import control_meaning, train_pooled_head
+    from language_agnostic.training.fmda import train_pooled_head
 
     manifest = nodes.embed_fmda_inputs(
         _masked(),

@@ -16,10 +16,10 @@ from language_agnostic.datasets.embeddings import EmbeddingStoreDataset
 from language_agnostic.encoders.extraction import EmbeddingStore, ExtractionSettings, extract_embeddings
 from language_agnostic.encoders.loading import load_encoder
 from language_agnostic.evaluation.neighbours import exact_top_k, neighbours_table, recall_at_k
+from language_agnostic.methods.fmda import encode_with_fmda
 from language_agnostic.methods.registry import artifact, build
 from language_agnostic.methods.trained import check_encoder, read_artifact, write_artifact
 from language_agnostic.pipelines.retrieve import create_pipeline, nodes
-from language_agnostic.training.fmda_data import encode_with_fmda
 
 EXTRACTION = {"prefix": "", "dtype": "float32", "device": "cpu", "batch_size": 4, "progress": False}
 CORPUS = ["weck mich um neun", "spiel jazz musik", "wie ist das wetter", "wake me up at nine", "play some jazz music"]

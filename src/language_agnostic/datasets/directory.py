@@ -14,6 +14,8 @@ from typing import Any
 from kedro.io import AbstractDataset, DatasetError
 
 from language_agnostic.corpora.errors import MissingRawDataError, decode_text, missing_raw_data_message
+from language_agnostic.encoders.loading import load_encoder
+from language_agnostic.methods.trained import read_artifact
 
 
 class DirectoryFiles(Mapping[str, Callable[[], str]]):
@@ -112,7 +114,6 @@ class ModelShelf:
 
     def artifact(self, relative: str) -> dict[str, Any]:
         """The trained model in ``relative`` (a ``.safetensors`` file)."""
-        from language_agnostic.methods.trained import read_artifact
 
         return read_artifact(self.path(relative))
 
@@ -125,7 +126,6 @@ class ModelShelf:
 
     def encoder(self, relative: str) -> Any:
         """The fine-tuned encoder in ``relative`` (a ``save_pretrained`` directory) as a ``LoadedEncoder``."""
-        from language_agnostic.encoders.loading import load_encoder
 
         return load_encoder(str(self.path(relative)))
 

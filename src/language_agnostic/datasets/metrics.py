@@ -8,6 +8,8 @@ from typing import Any
 import pandas as pd
 from kedro.io import AbstractDataset
 
+from language_agnostic.reporting.leaderboard import leaderboard_markdown, leaderboard_table
+
 METRIC_COLUMNS = [
     "pipeline",
     "method",
@@ -99,7 +101,6 @@ def write_leaderboard(metrics: pd.DataFrame, stem: Path) -> list[Path]:
     """Write ``<stem>.md`` and ``<stem>.csv`` from the whole metrics table;
     log them to the active MLflow run, if any.
     """
-    from language_agnostic.reporting.leaderboard import leaderboard_markdown, leaderboard_table
 
     board = leaderboard_table(metrics)
     paths = [stem.with_name(stem.name + ".md"), stem.with_name(stem.name + ".csv")]

@@ -7,6 +7,8 @@ from typing import Any
 
 from kedro.io import AbstractDataset
 
+from language_agnostic.text.code_switch import read_muse
+
 
 class MuseDirectory:
     """The dictionaries present in one MUSE directory; :meth:`read` parses one (``text.code_switch.read_muse``)."""
@@ -24,7 +26,6 @@ class MuseDirectory:
         Raises:
             FileNotFoundError: no dictionary for ``language`` (naming the file and those present).
         """
-        from language_agnostic.text.code_switch import read_muse
 
         path = self.path / f"{self.source}-{language}.txt"
         if not path.is_file():

@@ -506,3 +506,7 @@ def _checked(found: EmbeddingSet, encoder: LoadedEncoder) -> EmbeddingSet:
 def extraction_settings(params: Mapping[str, Any], token_states: bool = False) -> ExtractionSettings:
     """``ExtractionSettings`` from ``embeddings.extraction`` (unknown keys are an error)."""
     return settings_from_params(ExtractionSettings, params, "embeddings.extraction", token_states=token_states)
+
+
+def vectors_of(manifest: Mapping[str, Any], name: str, pooling: str) -> np.ndarray:
+    return np.asarray(manifest["sets"][name].vectors(pooling), dtype=np.float32)

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from language_agnostic.evaluation.intent_nn import accuracy_with_interval, mcnemar, nearest_neighbour_correct
+from language_agnostic.methods.emu import l2_constrained_logits
 
 
 @dataclass(frozen=True)
@@ -146,8 +147,6 @@ def classifier_predictions(
     (EMU: over ``α u/‖u‖``; softmax: over ``u``).
     """
     import torch
-
-    from language_agnostic.methods.emu import l2_constrained_logits
 
     names = np.asarray(intents, dtype=object)
     out = {}

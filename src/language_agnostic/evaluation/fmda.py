@@ -19,11 +19,11 @@ from language_agnostic.encoders.extraction import EmbeddingSet
 from language_agnostic.evaluation.intent_nn import mcnemar
 from language_agnostic.evaluation.retrieval import retrieval_hits
 from language_agnostic.evaluation.template import mean_average_precision, template_accuracy_at_1
+from language_agnostic.methods.apply import control_meaning
 from language_agnostic.methods.centering import center, fit_language_means
+from language_agnostic.methods.fmda import encode_with_fmda
 from language_agnostic.methods.registry import load_trained
-from language_agnostic.reporting.tracking import log_child_metrics
-from language_agnostic.training.fmda import control_meaning
-from language_agnostic.training.fmda_data import encode_with_fmda
+from language_agnostic.tracking import log_child_metrics
 
 logger = logging.getLogger(__name__)
 

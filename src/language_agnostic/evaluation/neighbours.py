@@ -18,6 +18,9 @@ import pandas as pd
 
 from language_agnostic.encoders.extraction import EmbeddingSet
 from language_agnostic.evaluation.retrieval import normalise_rows
+from language_agnostic.methods.apply import control_meaning
+from language_agnostic.methods.fmda import encode_with_fmda
+from language_agnostic.methods.registry import load_trained
 
 MODES = ("meaning", "template", "raw")
 SEARCHES = ("exact", "faiss")
@@ -58,9 +61,6 @@ def embed(entry: EmbeddingSet, mode: str, saved: Mapping[str, Any] | None, raw_p
     """
     if mode == "raw":
         return np.asarray(entry.vectors(raw_pooling), dtype=np.float32)
-    from language_agnostic.methods.registry import load_trained
-    from language_agnostic.training.fmda import control_meaning
-    from language_agnostic.training.fmda_data import encode_with_fmda
 
     assert saved is not None
     method, model = load_trained(saved)

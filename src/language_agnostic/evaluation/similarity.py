@@ -10,12 +10,12 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
+from language_agnostic.encoders.extraction import vectors_of
 from language_agnostic.evaluation.correlation import paired_cosine, pearson
 from language_agnostic.evaluation.leakage import language_probe_accuracy
 from language_agnostic.methods.centering import center
 from language_agnostic.methods.registry import load_trained
-from language_agnostic.reporting.tracking import log_child_metrics
-from language_agnostic.training.heads import vectors_of
+from language_agnostic.tracking import log_child_metrics
 
 Encoded = dict[tuple[str, str], np.ndarray]  # (method, embedding) -> vectors
 SCORE_COLUMNS = ["method", "embedding", "pair", "item", "cosine", "gold"]

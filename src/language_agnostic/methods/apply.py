@@ -35,6 +35,9 @@ import numpy as np
 import torch
 
 from language_agnostic.corpora.languages import to_iso639_3
+from language_agnostic.methods.fmda import method_name
+from language_agnostic.methods.registry import TRAINED_METHODS, check_ablations, get_method, load_trained
+from language_agnostic.methods.trained import check_encoder
 
 logger = logging.getLogger(__name__)
 
@@ -147,8 +150,6 @@ def training_languages(params: Mapping[str, Any], sources: Sequence[str] = SOURC
 
 def expected_models(params: Mapping[str, Any], sources: Sequence[str] = SOURCES) -> list[ModelSpec]:
     """Every model the configured pipelines of ``sources`` train, with its file and the command that makes it."""
-    from language_agnostic.training.fmda import method_name
-    from language_agnostic.training.heads import TRAINED_METHODS, check_ablations
 
     specs: list[ModelSpec] = []
     for pipeline in ("qe", "sts"):
@@ -249,8 +250,6 @@ def load_models(
     Returns:
         ``(loaded, skipped)``; ``skipped`` rows have ``method``, ``path`` and ``reason``.
     """
-    from language_agnostic.methods.registry import load_trained
-    from language_agnostic.methods.trained import check_encoder
 
     check = check or check_encoder
     loaded, skipped = [], []
@@ -332,7 +331,6 @@ def spec_rows(models: Sequence[LoadedModel]) -> list[dict[str, Any]]:
 
 def head_meaning(model: LoadedModel, vectors: np.ndarray) -> np.ndarray:
     """A pooled-vector head's meaning embedding of ``vectors`` (the head's own pooling, chosen by the caller)."""
-    from language_agnostic.methods.registry import get_method
 
     method = get_method(str(model.saved["build"]["method"]))
     with torch.no_grad():
@@ -412,3 +410,12 @@ def fmda_meaning_table(model: LoadedModel, entry: Any, batch_size: int = 512) ->
     else:
         logger.info("%s: meaning embeddings cache hit %s", model.spec.name, directory)
     return np.load(directory / "m.npy", mmap_mode="r")
+
+
+def control_meaning(model: torch.nn.Module, vectors: np.ndarray, method: str) -> np.ndarray:
+    """The control's meaning embedding of pooled vectors (``LinearHead`` output, DREAM's ``MLP_M``)."""
+    model.eval()
+    device = next(model.parameters()).device  # also mid-training on an accelerator (dev-score selection)
+    with torch.no_grad():
+        inputs = torch.from_numpy(np.array(vectors, dtype=np.float32)).to(device)
+        return get_method(method).encode(model, inputs)["meaning"].cpu().numpy()

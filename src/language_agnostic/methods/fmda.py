@@ -39,10 +39,12 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from language_agnostic.encoders.extraction import EmbeddingSet
 from language_agnostic.methods.contrastive import ContrastiveSettings, info_nce, pairwise_contrastive
 
 LOSS_WEIGHTS = {
@@ -333,3 +335,26 @@ def fmda_losses(
     }
     losses["total"] = sum(w[name] * value for name, value in losses.items())
     return losses
+
+
+ALL_TOGETHER = "all_together"
+
+
+def method_name(variant: str) -> str:
+    """The metrics-table ``method`` of an FMDA variant: ``fmda`` for all-together training."""
+    return "fmda" if variant == ALL_TOGETHER else f"fmda-{variant}"
+
+
+def encode_with_fmda(model: torch.nn.Module, entry: EmbeddingSet, batch_size: int = 512) -> dict[str, np.ndarray]:
+    """FMDA's ``lang``, ``tp``, ``rs`` and ``m`` embeddings of every utterance of a store entry."""
+    outputs: dict[str, list[np.ndarray]] = {k: [] for k in ("lang", "tp", "rs", "m")}
+    # wherever the model lives (also mid-training on a GPU, for dev-score selection)
+    device = next(model.parameters()).device
+    model.eval()
+    with torch.no_grad():
+        for start in range(0, len(entry), batch_size):
+            states, mask = entry.token_states(np.arange(start, min(start + batch_size, len(entry))))
+            out = model(torch.from_numpy(states).float().to(device), torch.from_numpy(mask).to(device))
+            for key in outputs:
+                outputs[key].append(out[key].cpu().numpy())
+    return {k: np.concatenate(v) for k, v in outputs.items()}

@@ -26,7 +26,6 @@ utterance's own tokenisation but its start token moves ``K + 4`` to the right
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +33,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from language_agnostic.text.slot_negatives import slot_text
 
 ABSTRACT_TEXTS = ("outside", "begin", "inside")  # the texts s_O, s_B, s_I are initialised from
 INIT_LAYERS = 3  # §3.1: "the mean-pooling over the hidden states of the bottom 3 layers"
@@ -43,15 +44,6 @@ WEIGHTS = ("intent", "slot")
 def label_names(slots: Sequence[str]) -> list[str]:
     """The BIO labels in model order: ``["O", "B-s_1", "I-s_1", ...]`` (the order of ``label_vocabulary``)."""
     return ["O"] + [f"{p}{s}" for s in slots for p in ("B-", "I-")]
-
-
-def slot_text(name: str) -> str:
-    """A slot label's text: its name split at ``_``, ``.`` and ``-`` (``place_name`` → ``place name``,
-    ATIS's ``fromloc.city_name`` → ``fromloc city name``)."""
-    words = [w for w in re.split(r"[_.\-\s]+", name) if w]
-    if not words:
-        raise ValueError(f"slot name {name!r} has no text")
-    return " ".join(words)
 
 
 def n_label_positions(n_slots: int) -> int:

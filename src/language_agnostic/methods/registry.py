@@ -222,3 +222,39 @@ def load_trained(saved: Mapping[str, Any]) -> tuple[Method, nn.Module]:
     model.load_state_dict(saved["state_dict"])
     model.eval()
     return method, model
+
+
+# the heads the qe and sts pipelines train (and their ablations retrain)
+TRAINED_METHODS = ("dream", "meat", "seed")
+
+
+def check_ablations(ablations: Mapping[str, Any] | None, pipeline: str = "qe") -> dict[str, dict[str, Any]]:
+    """Validate ``<pipeline>.ablations``: ``{name: {base, loss_weights, seed}}`` (SEED Table 5, DREAM Table 6).
+
+    ``base`` is the head retrained with ``loss_weights`` over its own, or with another training
+    ``seed`` (a seed run: the claims' seeds, ``conf/similarity_seeds``). Returns
+    ``{name: {"method": base, "loss_weights": {...}, "seed": int | None}}``.
+
+    Raises:
+        ValueError: A name that clashes with a method or the baselines, an unknown key or
+            base, or neither a loss weight nor a seed changed (each names the parameter).
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for name, spec in dict(ablations or {}).items():
+        spec, where = dict(spec or {}), f"{pipeline}.ablations.{name}"
+        if name in (*TRAINED_METHODS, "raw", "centering") or not name.replace("_", "").isalnum():
+            raise ValueError(f"{where}: the name must be a new identifier (letters, digits, _), not a method name")
+        unknown = sorted(set(spec) - {"base", "loss_weights", "seed"})
+        if unknown:
+            hint = " ('method' is now 'base')" if "method" in unknown else ""
+            raise ValueError(f"{where}: unknown key(s) {unknown}{hint}; known: ['base', 'loss_weights', 'seed']")
+        if spec.get("base") not in TRAINED_METHODS:
+            raise ValueError(f"{where}.base must be one of {list(TRAINED_METHODS)}, got {spec.get('base')!r}")
+        if not spec.get("loss_weights") and spec.get("seed") is None:
+            raise ValueError(f"{where}: give the loss_weights it changes (e.g. {{meaning: 0}}) or a training seed")
+        out[name] = {
+            "method": str(spec["base"]),
+            "loss_weights": {str(k): float(v) for k, v in dict(spec.get("loss_weights") or {}).items()},
+            "seed": None if spec.get("seed") is None else int(spec["seed"]),
+        }
+    return out

@@ -24,12 +24,13 @@ from language_agnostic.corpora.wmt_qe import QE_PAIRS
 from language_agnostic.encoders.extraction import EmbeddingStore, extract_embedding_sets, extraction_settings
 from language_agnostic.encoders.loading import LoadedEncoder
 from language_agnostic.evaluation.similarity import evaluate_similarity, language_leakage
+from language_agnostic.methods.registry import TRAINED_METHODS, check_ablations
 from language_agnostic.pipelines.embeddings.pipeline import load_encoder_pipeline
 from language_agnostic.pipelines.project_config import bind, load_parameters
 from language_agnostic.reporting.figures import plot_meaning_language
 from language_agnostic.reporting.similarity import similarity_markdown
-from language_agnostic.reporting.tracking import metric_key
-from language_agnostic.training.heads import TRAINED_METHODS, check_ablations, fit_centering, train_ablation, train_head
+from language_agnostic.tracking import metric_key
+from language_agnostic.training.heads import fit_centering, train_ablation, train_head
 
 
 def embed_similarity_inputs(

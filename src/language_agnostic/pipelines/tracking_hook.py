@@ -8,7 +8,7 @@ from typing import Any
 from kedro.framework.hooks import hook_impl
 
 from language_agnostic.encoders.store import USAGE
-from language_agnostic.reporting.tracking import mark_training_experiment
+from language_agnostic.tracking import mark_training_experiment
 
 logger = logging.getLogger(__name__)
 

@@ -12,10 +12,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from language_agnostic.encoders.extraction import EmbeddingSet
+from language_agnostic.encoders.extraction import EmbeddingSet, vectors_of
 from language_agnostic.methods.registry import load_trained
 from language_agnostic.reporting.fmda import short_locale
-from language_agnostic.training.heads import vectors_of
 
 logger = logging.getLogger(__name__)
 

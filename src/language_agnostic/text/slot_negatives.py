@@ -21,6 +21,7 @@ as it is and reported as not replaced, so that the loss can leave it out.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,11 +29,19 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from language_agnostic.methods.lajoint import slot_text
 from language_agnostic.text.code_switch import CodeSwitcher
 
 Value = tuple[str, ...]
 Embed = Callable[[Sequence[str]], np.ndarray]
+
+
+def slot_text(name: str) -> str:
+    """A slot label's text: its name split at ``_``, ``.`` and ``-`` (``place_name`` → ``place name``,
+    ATIS's ``fromloc.city_name`` → ``fromloc city name``)."""
+    words = [w for w in re.split(r"[_.\-\s]+", name) if w]
+    if not words:
+        raise ValueError(f"slot name {name!r} has no text")
+    return " ".join(words)
 
 
 def value_spans(labels: Sequence[str]) -> list[tuple[int, int, str]]:

@@ -18,32 +18,28 @@ import torch
 
 from language_agnostic.config import settings_from_params
 from language_agnostic.evaluation.retrieval import retrieval_accuracy_at_1
+from language_agnostic.methods.apply import control_meaning
 from language_agnostic.methods.contrastive import ContrastiveSettings
 from language_agnostic.methods.fmda import (
     ABLATIONS,
+    ALL_TOGETHER,
     TEMPLATE_LOSSES,
     Fmda,
     FmdaConfig,
+    encode_with_fmda,
     fmda_losses,
     freeze_template_encoder,
+    method_name,
     two_stage_weights,
 )
 from language_agnostic.methods.registry import build_spec, get_method
-from language_agnostic.reporting.tracking import log_child_model, log_child_run
+from language_agnostic.tracking import log_child_model, log_child_run
 from language_agnostic.training.data import InterleavedBatches, QuadrupletBatches
-from language_agnostic.training.fmda_data import FmdaBatches, encode_with_fmda
+from language_agnostic.training.fmda_data import FmdaBatches
 from language_agnostic.training.heads import HeadSpec, fit_head, head_spec
 from language_agnostic.training.loop import TrainSettings, history_metrics, train
 
 logger = logging.getLogger(__name__)
-
-ALL_TOGETHER = "all_together"
-
-
-def method_name(variant: str) -> str:
-    """The metrics-table ``method`` of an FMDA variant: ``fmda`` for all-together training."""
-    return "fmda" if variant == ALL_TOGETHER else f"fmda-{variant}"
-
 
 SELECTION = ("dev_loss", "dev_retrieval")
 
@@ -445,15 +441,6 @@ CONTROLS = ("linear-infonce", "dream-infonce")
 # (DREAM's own rule, the default) or the pair's BLEU negative pool of the split, as FMDA's own
 # negatives ("our data", §4.3); chosen on EN-DE dev (docs/fmda.md)
 NEGATIVES = ("pool", "all")
-
-
-def control_meaning(model: torch.nn.Module, vectors: np.ndarray, method: str) -> np.ndarray:
-    """The control's meaning embedding of pooled vectors (``LinearHead`` output, DREAM's ``MLP_M``)."""
-    model.eval()
-    device = next(model.parameters()).device  # also mid-training on an accelerator (dev-score selection)
-    with torch.no_grad():
-        inputs = torch.from_numpy(np.array(vectors, dtype=np.float32)).to(device)
-        return get_method(method).encode(model, inputs)["meaning"].cpu().numpy()
 
 
 def pooled_head_spec(spec: Mapping[str, Any] | None, name: str) -> HeadSpec:

@@ -120,18 +120,3 @@ class FmdaBatches:
             batch["s_lang"] = torch.full((len(index),), self.langs[0], dtype=torch.long)
             batch["t_lang"] = torch.full((len(index),), self.langs[1], dtype=torch.long)
             yield batch
-
-
-def encode_with_fmda(model: torch.nn.Module, entry: EmbeddingSet, batch_size: int = 512) -> dict[str, np.ndarray]:
-    """FMDA's ``lang``, ``tp``, ``rs`` and ``m`` embeddings of every utterance of a store entry."""
-    outputs: dict[str, list[np.ndarray]] = {k: [] for k in ("lang", "tp", "rs", "m")}
-    # wherever the model lives (also mid-training on a GPU, for dev-score selection)
-    device = next(model.parameters()).device
-    model.eval()
-    with torch.no_grad():
-        for start in range(0, len(entry), batch_size):
-            states, mask = entry.token_states(np.arange(start, min(start + batch_size, len(entry))))
-            out = model(torch.from_numpy(states).float().to(device), torch.from_numpy(mask).to(device))
-            for key in outputs:
-                outputs[key].append(out[key].cpu().numpy())
-    return {k: np.concatenate(v) for k, v in outputs.items()}

@@ -17,15 +17,14 @@ import pandas as pd
 import torch
 
 from language_agnostic.config import settings_from_params
+from language_agnostic.encoders.extraction import vectors_of
 from language_agnostic.methods.centering import fit_language_means
-from language_agnostic.methods.registry import build, build_spec, get_method
-from language_agnostic.reporting.tracking import log_child_model, log_child_run
+from language_agnostic.methods.registry import TRAINED_METHODS, build, build_spec, check_ablations, get_method
+from language_agnostic.tracking import log_child_model, log_child_run
 from language_agnostic.training.data import InterleavedBatches, QuadrupletBatches
 from language_agnostic.training.loop import TrainResult, TrainSettings, history_metrics, train
 
 logger = logging.getLogger(__name__)
-
-TRAINED_METHODS = ("dream", "meat", "seed")
 
 
 @dataclass(frozen=True)
@@ -54,10 +53,6 @@ def head_spec(spec: Mapping[str, Any] | None, where: str) -> HeadSpec:
     if parsed.pooling not in (None, "mean", "cls"):
         raise ValueError(f"{where}.pooling must be 'mean' or 'cls', got {parsed.pooling!r}")
     return parsed
-
-
-def vectors_of(manifest: Mapping[str, Any], name: str, pooling: str) -> np.ndarray:
-    return np.asarray(manifest["sets"][name].vectors(pooling), dtype=np.float32)
 
 
 def corpus_languages(corpus: pd.DataFrame) -> list[str]:
@@ -208,38 +203,6 @@ def train_head(
     }
     log_child_model(run_id, f"{pipeline}_{name}", trained)
     return trained, history_metrics(result.history, f"{pipeline}.{name}")
-
-
-def check_ablations(ablations: Mapping[str, Any] | None, pipeline: str = "qe") -> dict[str, dict[str, Any]]:
-    """Validate ``<pipeline>.ablations``: ``{name: {base, loss_weights, seed}}`` (SEED Table 5, DREAM Table 6).
-
-    ``base`` is the head retrained with ``loss_weights`` over its own, or with another training
-    ``seed`` (a seed run: the claims' seeds, ``conf/similarity_seeds``). Returns
-    ``{name: {"method": base, "loss_weights": {...}, "seed": int | None}}``.
-
-    Raises:
-        ValueError: A name that clashes with a method or the baselines, an unknown key or
-            base, or neither a loss weight nor a seed changed (each names the parameter).
-    """
-    out: dict[str, dict[str, Any]] = {}
-    for name, spec in dict(ablations or {}).items():
-        spec, where = dict(spec or {}), f"{pipeline}.ablations.{name}"
-        if name in (*TRAINED_METHODS, "raw", "centering") or not name.replace("_", "").isalnum():
-            raise ValueError(f"{where}: the name must be a new identifier (letters, digits, _), not a method name")
-        unknown = sorted(set(spec) - {"base", "loss_weights", "seed"})
-        if unknown:
-            hint = " ('method' is now 'base')" if "method" in unknown else ""
-            raise ValueError(f"{where}: unknown key(s) {unknown}{hint}; known: ['base', 'loss_weights', 'seed']")
-        if spec.get("base") not in TRAINED_METHODS:
-            raise ValueError(f"{where}.base must be one of {list(TRAINED_METHODS)}, got {spec.get('base')!r}")
-        if not spec.get("loss_weights") and spec.get("seed") is None:
-            raise ValueError(f"{where}: give the loss_weights it changes (e.g. {{meaning: 0}}) or a training seed")
-        out[name] = {
-            "method": str(spec["base"]),
-            "loss_weights": {str(k): float(v) for k, v in dict(spec.get("loss_weights") or {}).items()},
-            "seed": None if spec.get("seed") is None else int(spec["seed"]),
-        }
-    return out
 
 
 def train_ablation(

@@ -36,6 +36,7 @@ import numpy as np
 import torch
 
 from language_agnostic.encoders.loading import LoadedEncoder
+from language_agnostic.methods.lajmcl import sample_word_negatives
 from language_agnostic.methods.lajoint import prefix_shift, prepend_labels
 from language_agnostic.text.code_switch import CodeSwitcher
 from language_agnostic.text.slot_negatives import SlotNegatives, value_spans
@@ -232,7 +233,6 @@ class LajBatches(SluBatches):
         slot_labels: torch.Tensor,
         rng: np.random.Generator,
     ) -> dict[str, torch.Tensor]:
-        from language_agnostic.methods.lajmcl import sample_word_negatives
 
         n = len(self.words)
         value_rows_ids: list[list[int]] = [[] for _ in rows]

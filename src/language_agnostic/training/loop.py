@@ -41,6 +41,7 @@ from torch.utils.data import DataLoader, Dataset
 from tqdm.auto import tqdm
 from transformers import get_scheduler
 
+from language_agnostic.encoders.extraction import cpu_has_native_bf16
 from language_agnostic.launch import checked_processes, resolve_processes, run_in_processes, should_launch
 
 logger = logging.getLogger(__name__)
@@ -299,7 +300,6 @@ def _share(batches: Iterable[Batch], accelerator: Accelerator, even: bool) -> It
 
 def _cpu_has_bf16() -> bool:
     # the embedding stage's test (dtype: auto), so both stages agree on what "native" means
-    from language_agnostic.encoders.extraction import cpu_has_native_bf16
 
     return cpu_has_native_bf16()
 

@@ -26,7 +26,7 @@ from language_agnostic.methods.emu import PooledEncoder
 from language_agnostic.methods.registry import build_spec
 from language_agnostic.reporting.emu import emu_tables
 from language_agnostic.reporting.figures import plot_intent_tsne
-from language_agnostic.reporting.tracking import log_child_metrics, log_child_run, metric_key
+from language_agnostic.tracking import log_child_metrics, log_child_run, metric_key
 from language_agnostic.training.emu import (
     EmuData,
     encode_tokenised,

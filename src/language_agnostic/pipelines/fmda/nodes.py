@@ -25,14 +25,13 @@ from language_agnostic.encoders.loading import LoadedEncoder
 
 # the training, scoring and figure nodes are the core functions themselves
 from language_agnostic.evaluation.fmda import evaluate_baselines, evaluate_fmda, evaluate_head
+from language_agnostic.methods.fmda import ALL_TOGETHER, method_name
 from language_agnostic.reporting.figures import plot_embeddings
 from language_agnostic.reporting.fmda import fmda_tables
-from language_agnostic.reporting.tracking import metric_key
+from language_agnostic.tracking import metric_key
 from language_agnostic.training.fmda import (
-    ALL_TOGETHER,
     POOLED_METHODS,
     SELECTION,
-    method_name,
     pool_rows,
     pooled_head_spec,
     train_fmda,

@@ -21,6 +21,7 @@ from language_agnostic.corpora.massive import (
     iter_massive_rows,
     massive_member,
 )
+from language_agnostic.encoders.loading import load_tokenizer
 from language_agnostic.reporting.massive import summary_markdown
 from language_agnostic.text.masking import template_and_residual
 from language_agnostic.text.negative_pool import BleuSettings, negative_pool_mask
@@ -257,7 +258,6 @@ def resolve_mask_token(masking: Mapping[str, Any], encoder: Mapping[str, Any]) -
     token = str(masking.get("mask_token", "auto"))
     if token != "auto":
         return token
-    from language_agnostic.encoders.loading import load_tokenizer
 
     tokenizer = load_tokenizer(
         str(encoder["name"]), encoder.get("bundled_dir", "data/06_models/encoders/multilingual-e5-small-q4")

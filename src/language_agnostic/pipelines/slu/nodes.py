@@ -11,13 +11,15 @@ from typing import Any
 
 import pandas as pd
 
+from language_agnostic.corpora.errors import CorpusFormatError
 from language_agnostic.corpora.massive_slu import slu_table
 from language_agnostic.datasets.muse import MuseDirectory
 from language_agnostic.encoders.loading import LoadedEncoder
 from language_agnostic.evaluation.slu import exact_match_correct, slot_error_statistics, slu_scores
+from language_agnostic.pipelines.massive.nodes import parse_massive
 from language_agnostic.reporting.figures import parallel_intent_sample, plot_parallel_tsne
 from language_agnostic.reporting.slu import slu_rows, slu_tables, summary
-from language_agnostic.reporting.tracking import log_child_metrics, log_child_run, metric_key
+from language_agnostic.tracking import log_child_metrics, log_child_run, metric_key
 from language_agnostic.training.lajmcl import (
     MclData,
     lajmcl_artifact,
@@ -85,8 +87,6 @@ def parse_slu_locales(
         CorpusFormatError: ``slu.locales`` empty, a locale the archive lacks, or the training
             locale (``slu.data.training_locale``) not among them.
     """
-    from language_agnostic.corpora.errors import CorpusFormatError
-    from language_agnostic.pipelines.massive.nodes import parse_massive
 
     locales = list(locales or [])
     if not locales:

@@ -16,6 +16,8 @@ from typing import Any
 
 import pandas as pd
 
+from language_agnostic.methods.trained import write_artifact
+
 
 def _active() -> bool:
     import mlflow
@@ -79,8 +81,6 @@ def log_child_model(run_id: str | None, name: str, trained: Mapping[str, Any]) -
         return None
     import mlflow
     from mlflow.entities import LoggedModelOutput, LoggedModelStatus
-
-    from language_agnostic.methods.trained import write_artifact
 
     client = mlflow.MlflowClient()
     run = client.get_run(run_id)

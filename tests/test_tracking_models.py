@@ -9,7 +9,7 @@ import torch
 
 from language_agnostic.methods.registry import artifact, build
 from language_agnostic.methods.trained import load_from_run
-from language_agnostic.reporting.tracking import (
+from language_agnostic.tracking import (
     EXPERIMENT_KIND,
     EXPERIMENT_KIND_TAG,
     log_child_model,
