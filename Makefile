@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 # The main job: the FMDA pipeline with its defaults (override: make run PIPELINES=massive)
 PIPELINES ?= fmda
 
-.PHONY: setup run test clean-venv
+.PHONY: setup run test readme clean-venv
 
 setup: $(STAMP)
 
@@ -27,6 +27,13 @@ test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	KEDRO_DISABLE_TELEMETRY=true $(BIN)/pytest
+
+# the README's headline table and figure from the current metrics table (docs/headline.csv, .png)
+readme: $(STAMP)
+	KEDRO_DISABLE_TELEMETRY=true $(BIN)/kedro run --pipelines=headline
+	cp data/08_reporting/headline.csv docs/headline.csv
+	cp data/08_reporting/headline.png docs/headline.png
+	$(BIN)/python -m language_agnostic.reporting.headline README.md docs/headline.csv
 
 clean-venv:
 	rm -rf $(VENV)
