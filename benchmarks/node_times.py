@@ -1,10 +1,12 @@
 """Per-node wall times of a finished ``kedro run``, read from its console log.
 
-Kedro's rich log stamps a line with ``[mm/dd/yy HH:MM:SS]`` only when the second changes, so
-each line's time is the last stamp seen. The sequential runner runs one node at a time: a
-node's time is from its ``Running node: <name>`` line to the next ``Completed k out of n
-tasks`` line. Logs wrapped at 80 columns (no terminal) keep the node name on the ``Running
-node`` line for all but the longest names; run with ``COLUMNS=250`` to avoid wrapping.
+The project's log (conf/logging.yml) stamps every line ``YYYY-mm-dd HH:MM:SS``. Kedro's rich log
+(the project's before 2026-11-25, or KEDRO_LOGGING_CONFIG pointing at it) stamps a line with
+``[mm/dd/yy HH:MM:SS]`` only when the second changes, so each line's time is the last stamp seen.
+The sequential runner runs one node at a time: a node's time is from its ``Running node: <name>``
+line to the next ``Completed k out of n tasks`` line. Rich logs wrapped at 80 columns (no
+terminal) keep the node name on the ``Running node`` line for all but the longest names; run
+those with ``COLUMNS=250`` to avoid wrapping.
 
     COLUMNS=250 .venv/bin/kedro run --pipelines=qe > qe.log 2>&1
     .venv/bin/python benchmarks/node_times.py qe.log                 # every node
@@ -18,7 +20,8 @@ import re
 from datetime import datetime, timedelta
 from pathlib import Path
 
-STAMP = re.compile(r"\[(\d\d/\d\d/\d\d \d\d:\d\d:\d\d)\]")
+STAMP = re.compile(r"\[(\d\d/\d\d/\d\d \d\d:\d\d:\d\d)\]")  # rich
+PLAIN_STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) ")  # conf/logging.yml
 RUNNING = re.compile(r"Running node:\s*([\w.\-]*)")
 WRAPPED_NAME = re.compile(r"^\s+([\w.\-]+):")  # a long name wrapped onto the next line
 COMPLETED = re.compile(r"Completed \d+ out of \d+ tasks")
@@ -30,9 +33,11 @@ def node_times(lines: list[str]) -> list[tuple[str, datetime, timedelta]]:
     current: tuple[str, datetime] | None = None
     out: list[tuple[str, datetime, timedelta]] = []
     for i, line in enumerate(lines):
-        stamp = STAMP.search(line)
+        stamp, plain = STAMP.search(line), PLAIN_STAMP.match(line)
         if stamp:
             now = datetime.strptime(stamp.group(1), "%m/%d/%y %H:%M:%S")
+        elif plain:
+            now = datetime.strptime(plain.group(1), "%Y-%m-%d %H:%M:%S")
         if now is None:
             continue
         running = RUNNING.search(line)

@@ -57,3 +57,19 @@ def test_a_log_without_nodes_is_refused_by_name(tmp_path) -> None:
     log.write_text("pip install ...\n")
     with pytest.raises(SystemExit, match=r"empty\.log: no completed node found"):
         node_times.main([str(log)])
+
+
+PLAIN = """\
+2026-11-25 18:42:07 INFO    kedro.pipeline.node: Running node: headline_node: build_headline([a;b]) -> [c]
+2026-11-25 18:42:08 INFO    kedro.runner.sequential_runner: Completed 1 out of 2 tasks
+2026-11-25 18:42:08 INFO    kedro.pipeline.node: Running node: headline_figure_node: headline_figure([c]) -> [d]
+2026-11-25 18:42:11 INFO    kedro.runner.sequential_runner: Completed 2 out of 2 tasks
+"""
+
+
+def test_node_times_from_the_projects_plain_log() -> None:
+    times = node_times.node_times(PLAIN.splitlines())
+    assert [(name, duration) for name, _, duration in times] == [
+        ("headline_node", timedelta(seconds=1)),
+        ("headline_figure_node", timedelta(seconds=3)),
+    ]
