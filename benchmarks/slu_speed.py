@@ -41,7 +41,7 @@ import yaml
 from language_agnostic.datasets.muse import MuseDirectory
 from language_agnostic.encoders.loading import load_encoder
 from language_agnostic.methods.slu import slu_losses
-from language_agnostic.pipelines.slu.nodes import code_switch_languages
+from language_agnostic.text.code_switch import code_switch_languages
 from language_agnostic.training.loop import resolve_precision, train
 from language_agnostic.training.slu import method_settings, prepare_slu
 
@@ -71,7 +71,8 @@ def slu_inputs(raw_data_root: str) -> tuple[dict, dict, pd.DataFrame, object, li
     rows = pd.read_parquet("data/03_primary/massive_slu.parquet")
     rows = rows.assign(words=rows["words"].map(list), labels=rows["labels"].map(list))
     muse = MuseDirectory(Path(raw_data_root) / "muse")
-    languages = code_switch_languages(params["code_switch"], rows[rows["locale"].isin(params["locales"])], muse)
+    locales = rows.loc[rows["locale"].isin(params["locales"]), "locale"]
+    languages = code_switch_languages(params["code_switch"], locales, muse.languages())
     return (
         params,
         extraction,

@@ -103,3 +103,12 @@ def test_bad_arguments_are_named():
         CodeSwitcher({}, ratio=0.5, seed=0)
     with pytest.raises(ValueError, match="3 words but 2 labels"):
         CodeSwitcher({"de": DE}, ratio=0.5, seed=0).switch(["a", "b", "c"], ["O", "O"])
+
+
+def test_code_switch_languages_are_configured_or_the_dictionaries_of_configured_locales():
+    from language_agnostic.text.code_switch import code_switch_languages
+
+    locales = ["en-US", "de-DE", "ja-JP", "zh-CN"]
+    assert code_switch_languages({}, locales, ["de", "es", "ja", "zh"]) == ["de", "ja", "zh"]
+    assert code_switch_languages({"languages": ["fr"]}, locales, ["de"]) == ["fr"]  # as configured
+    assert code_switch_languages({"languages": []}, ["en-US"], ["de", "en"]) == []  # English is the source

@@ -13,6 +13,7 @@ import math
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -207,3 +208,16 @@ class CodeSwitcher:
         if total == 0:
             raise ValueError("sentences: no word tokens to measure coverage on")
         return {lang: hits[lang] / total for lang in self.languages}
+
+
+def code_switch_languages(
+    code_switch: Mapping[str, Any], locales: Iterable[str], available: Sequence[str]
+) -> list[str]:
+    """``code_switch.languages``, or ([]) the ``available`` dictionary languages that are also the
+    language part of one of ``locales`` (English, the source, excluded).
+    """
+    configured = list(code_switch.get("languages") or [])
+    if configured:
+        return configured
+    wanted = {str(loc).split("-")[0] for loc in locales} - {"en"}
+    return [lang for lang in available if lang in wanted]

@@ -19,6 +19,7 @@ from language_agnostic.evaluation.slu import exact_match_correct, slot_error_sta
 from language_agnostic.pipelines.massive.nodes import parse_massive
 from language_agnostic.reporting.figures import parallel_intent_sample, plot_parallel_tsne
 from language_agnostic.reporting.slu import slu_rows, slu_tables, summary
+from language_agnostic.text.code_switch import code_switch_languages
 from language_agnostic.tracking import log_child_metrics, log_child_run, metric_key
 from language_agnostic.training.lajmcl import (
     MclData,
@@ -130,22 +131,11 @@ def test_locales(rows: pd.DataFrame, locales: list[str] | None) -> list[str]:
     return wanted
 
 
-def code_switch_languages(code_switch: Mapping[str, Any], rows: pd.DataFrame, muse: MuseDirectory) -> list[str]:
-    """``slu.code_switch.languages``, or ([]) the MUSE languages that are also configured locales
-    (their language part).
-    """
-    configured = list(code_switch.get("languages") or [])
-    if configured:
-        return configured
-    locales = {loc.split("-")[0] for loc in rows["locale"]} - {"en"}
-    return [lang for lang in muse.languages() if lang in locales]
-
-
 def load_dictionaries(
     muse: MuseDirectory, code_switch: Mapping[str, Any], rows: pd.DataFrame
 ) -> tuple[dict[str, dict[str, list[str]]], dict[str, Any]]:
     """The MUSE dictionaries of the code-switching languages, and their sizes for MLflow."""
-    languages = code_switch_languages(code_switch, rows, muse)
+    languages = code_switch_languages(code_switch, rows["locale"], muse.languages())
     dictionaries, metrics = {}, {}
     for lang in languages:
         dictionaries[lang], counts = muse.read(lang)
