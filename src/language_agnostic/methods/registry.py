@@ -37,6 +37,11 @@ from language_agnostic.methods.meat import Meat, meat_losses
 from language_agnostic.methods.seed import Seed, seed_losses
 from language_agnostic.methods.slu import SLU_OPTIONS, build_slu, encode_slu, slu_losses
 
+# roles (Method.roles): a head the qe and sts pipelines train (and retrain in their ablations);
+# a head over pooled sentence vectors that fmda.methods may name (DREAM and the InfoNCE controls)
+SIMILARITY_HEAD = "similarity_head"
+POOLED_HEAD = "pooled_head"
+
 Batch = Mapping[str, torch.Tensor]
 Options = Mapping[str, Any]
 
@@ -54,6 +59,9 @@ class Method:
     encode: Callable[[nn.Module, Any], dict[str, torch.Tensor]]
     options: tuple[str, ...] = ()
     description: str = ""
+    # what the pipelines train it as (SIMILARITY_HEAD, POOLED_HEAD): their lists of methods are
+    # derived from these, so a new method is named here and nowhere else
+    roles: tuple[str, ...] = ()
 
     def check_options(self, options: Options | None, where: str) -> dict[str, Any]:
         """``options`` as a dict; unknown keys raise naming ``where`` (the parameter path)."""
@@ -97,6 +105,7 @@ METHODS: dict[str, Method] = {
         encode=_meaning_language,
         options=("activation",),
         description="Tiyajamorn et al. 2021: meaning/language MLPs, reconstruction, pairwise meaning loss",
+        roles=(SIMILARITY_HEAD, POOLED_HEAD),
     ),
     "dream-infonce": Method(
         "dream-infonce",
@@ -117,6 +126,7 @@ METHODS: dict[str, Method] = {
         encode=_meaning_language,
         options=("activation", "temperature"),
         description="DREAM with its meaning loss replaced by in-batch InfoNCE (control for fmda-infonce)",
+        roles=(POOLED_HEAD,),
     ),
     "meat": Method(
         "meat",
@@ -125,6 +135,7 @@ METHODS: dict[str, Method] = {
         losses=lambda m, b, w, o: meat_losses(m, b["s"], b["t"], b["s_lang"], b["t_lang"], w),
         encode=_meaning_language,
         description="MEAT: meaning/language heads against an adversarial language discriminator",
+        roles=(SIMILARITY_HEAD,),
     ),
     "seed": Method(
         "seed",
@@ -133,6 +144,7 @@ METHODS: dict[str, Method] = {
         losses=lambda m, b, w, o: seed_losses(m, b["s"], b["t"], b["s2"], b["t2"], w),
         encode=_meaning_language,
         description="SEED: one meaning map, language = e - meaning",
+        roles=(SIMILARITY_HEAD,),
     ),
     "linear-infonce": Method(
         "linear-infonce",
@@ -142,6 +154,7 @@ METHODS: dict[str, Method] = {
         encode=lambda m, e: {"meaning": m(e)},
         options=("temperature",),
         description="one identity-initialised linear map trained with InfoNCE (control for fmda-infonce)",
+        roles=(POOLED_HEAD,),
     ),
     "fmda": Method(
         "fmda",
@@ -224,8 +237,15 @@ def load_trained(saved: Mapping[str, Any]) -> tuple[Method, nn.Module]:
     return method, model
 
 
-# the heads the qe and sts pipelines train (and their ablations retrain)
-TRAINED_METHODS = ("dream", "meat", "seed")
+def methods_for(role: str) -> tuple[str, ...]:
+    """The registered methods with ``role`` (:attr:`Method.roles`), in registry order."""
+    return tuple(name for name, method in METHODS.items() if role in method.roles)
+
+
+# the heads the qe and sts pipelines train (and their ablations retrain): dream, meat, seed
+TRAINED_METHODS = methods_for(SIMILARITY_HEAD)
+# the heads over pooled vectors fmda.methods may name: dream and the controls of fmda-infonce
+POOLED_METHODS = methods_for(POOLED_HEAD)
 
 
 def check_ablations(ablations: Mapping[str, Any] | None, pipeline: str = "qe") -> dict[str, dict[str, Any]]:

@@ -32,7 +32,7 @@ from language_agnostic.methods.fmda import (
     method_name,
     two_stage_weights,
 )
-from language_agnostic.methods.registry import build_spec, get_method
+from language_agnostic.methods.registry import POOLED_METHODS, build_spec, get_method
 from language_agnostic.tracking import log_child_model, log_child_run
 from language_agnostic.training.data import InterleavedBatches, QuadrupletBatches
 from language_agnostic.training.fmda_data import FmdaBatches
@@ -435,8 +435,6 @@ def train_fmda_unified(
 
 # the methods over pooled sentence vectors that `fmda.methods` may name: the DREAM baseline and the
 # two controls of fmda-infonce (same InfoNCE, data, selection and budget, without FMDA's architecture)
-POOLED_METHODS = ("dream", "linear-infonce", "dream-infonce")
-CONTROLS = ("linear-infonce", "dream-infonce")
 # where a pooled head's partners s', t' (DREAM's negatives) come from: any utterance of the split
 # (DREAM's own rule, the default) or the pair's BLEU negative pool of the split, as FMDA's own
 # negatives ("our data", §4.3); chosen on EN-DE dev (docs/fmda.md)
