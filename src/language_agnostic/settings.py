@@ -2,6 +2,7 @@
 
 from omegaconf.resolvers import oc
 
+from language_agnostic.pipelines import errors
 from language_agnostic.pipelines.config_loader import ProjectConfigLoader
 from language_agnostic.pipelines.project_config import RunConfigHook
 from language_agnostic.pipelines.tracking_hook import EmbeddingStoreHook, TrainingExperimentHook
@@ -10,6 +11,10 @@ from language_agnostic.pipelines.tracking_hook import EmbeddingStoreHook, Traini
 # the MLflow experiment opens on its training runs, not on the GenAI overview; the embedding
 # store's counts (texts requested, encoded, reused) go to every run
 HOOKS = (RunConfigHook(), TrainingExperimentHook(), EmbeddingStoreHook())
+
+# a data or configuration error ends a run with its one message (file and line, or parameter), not a
+# framework traceback; LANGUAGE_AGNOSTIC_TRACEBACK=1 shows it (pipelines/errors.py)
+errors.install()
 
 # an environment's parameters hold only what differs from conf/base (pipelines/config_loader.py)
 CONFIG_LOADER_CLASS = ProjectConfigLoader
