@@ -20,8 +20,9 @@ from slu_speed import slu_inputs
 
 from language_agnostic.datasets.torch_state import TrainedHeadDataset
 from language_agnostic.evaluation.slu import slu_scores
-from language_agnostic.training.lajmcl import predict_lajmcl, rebuild_lajmcl
-from language_agnostic.training.slu import predict_slu, rebuild_slu
+from language_agnostic.methods.registry import load_trained
+from language_agnostic.training.lajmcl import predict_lajmcl
+from language_agnostic.training.slu import predict_slu
 
 params, extraction, rows, encoder, languages, dictionaries = slu_inputs("../shared/data")
 dev = rows[(rows.locale == "en-US") & (rows.partition == "dev")]
@@ -29,7 +30,7 @@ gold = [list(x) for x in dev["labels"]]
 for name in ("zsjoint", "lajoint"):
     art = TrainedHeadDataset(filepath=f"data/06_models/slu/{name}.safetensors").load()
     laj = art["build"]["method"] == "lajoint"
-    model = rebuild_lajmcl(encoder, art) if laj else rebuild_slu(encoder, art)
+    _, model = load_trained(art, encoder)
     for mode in ("fp32", "bf16"):
         s = time.perf_counter()
         precision = "bf16" if mode == "bf16" else "no"

@@ -160,7 +160,8 @@ def test_mcl_data_defaults_are_appendix_b():
 
 
 def test_the_slot_affinity_options_reach_the_model_and_survive_the_artifact(encoder):
-    from language_agnostic.training.lajmcl import lajmcl_artifact, rebuild_lajmcl
+    from language_agnostic.methods.registry import load_trained
+    from language_agnostic.training.lajmcl import lajmcl_artifact
 
     run = prepare_lajmcl(
         _table(),
@@ -173,7 +174,9 @@ def test_the_slot_affinity_options_reach_the_model_and_survive_the_artifact(enco
     )
     assert run.model.mcl.slot_temperature == 0.25 and run.info["slot_temperature"] == 0.25
     assert run.model.mcl.slot_affinity == run.info["slot_affinity"] == "cosine"
-    rebuilt = rebuild_lajmcl(encoder, lajmcl_artifact(run.model, encoder)).mcl
+    method, model = load_trained(lajmcl_artifact(run.model, encoder), encoder)  # over the base encoder
+    rebuilt = model.mcl
+    assert method is None and type(model) is type(run.model)
     assert (rebuilt.slot_temperature, rebuilt.slot_affinity) == (0.25, "cosine")
     with pytest.raises(ValueError, match="slot_temperature must be a number > 0, got -1"):
         prepare_lajmcl(

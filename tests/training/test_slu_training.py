@@ -11,14 +11,13 @@ import torch
 
 from language_agnostic.encoders.loading import load_encoder
 from language_agnostic.methods.registry import load_trained
-from language_agnostic.methods.slu import JointSlu, SluConfig, slu_losses
+from language_agnostic.methods.slu import JointSlu, SluConfig, rebuild_slu, slu_losses
 from language_agnostic.training.loop import TrainSettings, train
 from language_agnostic.training.slu import (
     code_switch_settings,
     method_settings,
     predict_slu,
     prepare_slu,
-    rebuild_slu,
     slu_artifact,
     train_slu,
     trained_state,
@@ -207,6 +206,10 @@ def test_the_artifact_rebuilds_the_same_model(encoder):
         method.name == "slu"
         and predict_slu(loaded, test, encoder, info["intents"], info["labels"], EXTRACTION) == expected
     )
+    # and over the base encoder, the way the pipelines reload it: the same predictions
+    method, over_base = load_trained(saved, encoder)
+    assert method.name == "slu" and type(over_base) is type(again)
+    assert predict_slu(over_base, test, encoder, info["intents"], info["labels"], EXTRACTION) == expected
     with pytest.raises(ValueError, match="does not fit the encoder"):
         rebuild_slu(encoder, {**saved, "state_dict": {**saved["state_dict"], "extra.weight": torch.zeros(1)}})
     with pytest.raises(ValueError, match="holds no weights"):

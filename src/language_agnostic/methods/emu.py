@@ -31,6 +31,7 @@ available as options (``margin: 2.0``, ``scale: 1.0``).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +39,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from language_agnostic.encoders.loading import LoadedEncoder
 
 LOSSES = ("emu", "softmax", "contrastive", "npair")
 CENTERS = ("centroid", "learned")
@@ -404,3 +407,20 @@ def build_emu(dim: int, n_languages: int, options: Mapping[str, Any]) -> Emu:
 def encode_emu(model: Emu, inputs: tuple[torch.Tensor, torch.Tensor]) -> dict[str, torch.Tensor]:
     """``{"meaning": u}``: the fine-tuned encoder's sentence embedding of ``(input_ids, attention_mask)``."""
     return {"meaning": model(*inputs)}
+
+
+def rebuild_emu(encoder: LoadedEncoder, artifact: Mapping[str, Any]) -> Emu:
+    """The fine-tuned model: a copy of the base encoder with the artifact's tensors loaded over it."""
+    options = {k: v for k, v in dict(artifact["build"]["options"]).items() if k != "encoder_config"}
+    options["training_languages"] = tuple(options.get("training_languages") or ("en-US",))
+    model = Emu(copy.deepcopy(encoder.model), int(encoder.hidden_size), EmuConfig(**options))
+    missing, unexpected = model.load_state_dict(artifact["state_dict"], strict=False)
+    changed = set(artifact["state_dict"])
+    if unexpected or any(not k.startswith("encoder.") for k in missing):
+        raise ValueError(
+            f"this EMU artifact does not fit the encoder: unexpected {unexpected[:3]}, missing {missing[:3]}"
+        )
+    if not changed:
+        raise ValueError("this EMU artifact holds no weights")
+    model.eval()
+    return model

@@ -28,6 +28,7 @@ Readings of the paper where it leaves a choice (each is the one place it is deci
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -38,7 +39,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from language_agnostic.encoders.loading import LoadedEncoder
 from language_agnostic.methods.lajoint import LAJoint, LajointConfig, joint_losses
+from language_agnostic.methods.trained import load_over_base
 
 WEIGHTS = ("intent", "slot", "utterance", "slot_value", "word")  # w_I, w_S, λ1, λ2, λ3
 MARGINS = ("utterance", "slot_value", "word")  # r_u, r_s, r_w
@@ -443,3 +446,18 @@ def _slot_level(model: LajMcl, states: torch.Tensor, batch: Mapping[str, torch.T
         model.mcl.slot_temperature,
         model.mcl.slot_affinity,
     )
+
+
+def rebuild_lajmcl(encoder: LoadedEncoder, artifact: Mapping[str, Any]) -> LajMcl:
+    """The fine-tuned model: a copy of the base encoder with the artifact's tensors loaded over it, in eval mode.
+
+    Raises:
+        ValueError: the artifact's tensors do not fit this encoder, or it holds none.
+    """
+    options = {k: v for k, v in dict(artifact["build"]["options"]).items() if k not in ("encoder_config", "mcl")}
+    mcl = MclConfig(**dict(artifact["build"]["options"].get("mcl") or {}))
+    config = LajointConfig(
+        **{**options, "slots": tuple(options["slots"]), "abstract_texts": tuple(options["abstract_texts"])}
+    )
+    model = LajMcl(copy.deepcopy(encoder.model), int(encoder.hidden_size), config, mcl)
+    return load_over_base(model, artifact, "LAJ-MCL")

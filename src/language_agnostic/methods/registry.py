@@ -28,14 +28,16 @@ from typing import Any
 import torch
 from torch import nn
 
+from language_agnostic.encoders.loading import LoadedEncoder
 from language_agnostic.methods.contrastive import ContrastiveSettings
 from language_agnostic.methods.dream import Dream, dream_losses
-from language_agnostic.methods.emu import EMU_OPTIONS, build_emu, emu_losses, encode_emu
+from language_agnostic.methods.emu import EMU_OPTIONS, build_emu, emu_losses, encode_emu, rebuild_emu
 from language_agnostic.methods.fmda import Fmda, FmdaConfig, fmda_losses
+from language_agnostic.methods.lajmcl import rebuild_lajmcl
 from language_agnostic.methods.linear import LinearHead, linear_infonce_losses
 from language_agnostic.methods.meat import Meat, meat_losses
 from language_agnostic.methods.seed import Seed, seed_losses
-from language_agnostic.methods.slu import SLU_OPTIONS, build_slu, encode_slu, slu_losses
+from language_agnostic.methods.slu import SLU_OPTIONS, build_slu, encode_slu, rebuild_slu, slu_losses
 
 # roles (Method.roles): a head the qe and sts pipelines train (and retrain in their ablations);
 # a head over pooled sentence vectors that fmda.methods may name (DREAM and the InfoNCE controls)
@@ -107,6 +109,16 @@ METHODS: dict[str, Method] = {
         description="Tiyajamorn et al. 2021: meaning/language MLPs, reconstruction, pairwise meaning loss",
         roles=(SIMILARITY_HEAD, POOLED_HEAD),
     ),
+    "linear-infonce": Method(
+        "linear-infonce",
+        "vectors",
+        build=lambda dim, n, o: LinearHead(dim),
+        losses=lambda m, b, w, o: linear_infonce_losses(m, b["s"], b["t"], _temperature(o)),
+        encode=lambda m, e: {"meaning": m(e)},
+        options=("temperature",),
+        description="one identity-initialised linear map trained with InfoNCE (control for fmda-infonce)",
+        roles=(POOLED_HEAD,),
+    ),
     "dream-infonce": Method(
         "dream-infonce",
         "vectors",
@@ -145,16 +157,6 @@ METHODS: dict[str, Method] = {
         encode=_meaning_language,
         description="SEED: one meaning map, language = e - meaning",
         roles=(SIMILARITY_HEAD,),
-    ),
-    "linear-infonce": Method(
-        "linear-infonce",
-        "vectors",
-        build=lambda dim, n, o: LinearHead(dim),
-        losses=lambda m, b, w, o: linear_infonce_losses(m, b["s"], b["t"], _temperature(o)),
-        encode=lambda m, e: {"meaning": m(e)},
-        options=("temperature",),
-        description="one identity-initialised linear map trained with InfoNCE (control for fmda-infonce)",
-        roles=(POOLED_HEAD,),
     ),
     "fmda": Method(
         "fmda",
@@ -217,12 +219,30 @@ def artifact(
     }
 
 
-def load_trained(saved: Mapping[str, Any]) -> tuple[Method, nn.Module]:
-    """Rebuild a saved model (from :func:`artifact`) with its weights, in eval mode.
+# Models that fine-tune the encoder save only the tensors fine-tuning changed (a few MB instead of
+# the whole encoder); each is rebuilt over a copy of the base encoder it started from. LAJoint and
+# LAJ-MCL ("lajoint") train through training/lajmcl.py, not the Method protocol, and are rebuilt here.
+REBUILD_OVER_BASE: dict[str, Callable[[LoadedEncoder, Mapping[str, Any]], nn.Module]] = {
+    "emu": rebuild_emu,
+    "slu": rebuild_slu,
+    "lajoint": rebuild_lajmcl,
+}
+
+
+def load_trained(saved: Mapping[str, Any], base: LoadedEncoder | None = None) -> tuple[Method | None, nn.Module]:
+    """Rebuild any saved model with its weights, in eval mode: the one way back from a saved artifact.
+
+    Args:
+        saved: A model as saved (:func:`artifact`, or a fine-tuning trainer's artifact).
+        base: The base encoder of a model that fine-tuned it (EMU, SLU, LAJoint / LAJ-MCL), whose
+            artifact holds only the changed tensors; such a model is rebuilt over a copy of it.
+
+    Returns:
+        The method (None for LAJoint / LAJ-MCL, which has no registry entry) and the model.
 
     Raises:
         ValueError: The artifact has no ``build`` entry (saved by an older version: rerun the
-            pipeline that trained it).
+            pipeline that trained it), or its tensors do not fit ``base``.
     """
     if "build" not in saved:
         raise ValueError(
@@ -230,6 +250,9 @@ def load_trained(saved: Mapping[str, Any]) -> tuple[Method, nn.Module]:
             "rerun the pipeline that trained it"
         )
     spec = saved["build"]
+    if base is not None and str(spec["method"]) in REBUILD_OVER_BASE:
+        model = REBUILD_OVER_BASE[str(spec["method"])](base, saved)
+        return METHODS.get(str(spec["method"])), model
     method = get_method(str(spec["method"]), "build.method")
     model = method.build(int(spec["dim"]), int(spec["n_languages"]), dict(spec.get("options") or {}))
     model.load_state_dict(saved["state_dict"])

@@ -16,6 +16,7 @@ A batch has ``input_ids`` and ``attention_mask`` ``(B, L)``, ``intents`` ``(B,)`
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +24,9 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from language_agnostic.encoders.loading import LoadedEncoder
+from language_agnostic.methods.trained import load_over_base
 
 WEIGHTS = ("intent", "slot")  # loss_weights keys; both default to 1 (L = L_I + L_S)
 SLU_OPTIONS = ("encoder_config", "n_intents", "n_labels", "dropout", "ignore_index")
@@ -156,3 +160,14 @@ def encode_slu(model: JointSlu, inputs: tuple[torch.Tensor, torch.Tensor]) -> di
     what the intent head reads.
     """
     return {"utterance": model.states(*inputs)[:, 0]}
+
+
+def rebuild_slu(encoder: LoadedEncoder, artifact: Mapping[str, Any]) -> JointSlu:
+    """The fine-tuned model: a copy of the base encoder with the artifact's tensors loaded over it, in eval mode.
+
+    Raises:
+        ValueError: the artifact's tensors do not fit this encoder, or it holds none.
+    """
+    options = {k: v for k, v in dict(artifact["build"]["options"]).items() if k != "encoder_config"}
+    model = JointSlu(copy.deepcopy(encoder.model), int(encoder.hidden_size), SluConfig(**options))
+    return load_over_base(model, artifact, "SLU")

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import torch
+
 logger = logging.getLogger(__name__)
 
 
@@ -158,3 +160,23 @@ def check_encoder(
             f"{identity.get('name')!r} (weights {str(identity.get('weights_sha256'))[:12]}); "
             "configure the encoder it was trained with"
         )
+
+
+def load_over_base(model: torch.nn.Module, artifact: Mapping[str, Any], what: str) -> torch.nn.Module:
+    """``model`` (a copy of the base encoder inside) with the artifact's tensors loaded over it, in eval mode.
+
+    Raises:
+        ValueError: the artifact holds no tensor, or ones that do not fit (another encoder, label or slot set).
+    """
+    if not artifact["state_dict"]:
+        raise ValueError(f"this {what} artifact holds no weights")
+    try:
+        missing, unexpected = model.load_state_dict(artifact["state_dict"], strict=False)
+    except RuntimeError as exc:  # a tensor of another shape
+        raise ValueError(f"this {what} artifact does not fit the encoder: {str(exc)[:300]}") from None
+    if unexpected or any(not k.startswith("encoder.") for k in missing):
+        raise ValueError(
+            f"this {what} artifact does not fit the encoder: unexpected {unexpected[:3]}, missing {missing[:3]}"
+        )
+    model.eval()
+    return model

@@ -327,23 +327,6 @@ def trained_state(model: Emu) -> dict[str, torch.Tensor]:
     return {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items() if k not in frozen}
 
 
-def rebuild_emu(encoder: LoadedEncoder, artifact: Mapping[str, Any]) -> Emu:
-    """The fine-tuned model: a copy of the base encoder with the artifact's tensors loaded over it."""
-    options = {k: v for k, v in dict(artifact["build"]["options"]).items() if k != "encoder_config"}
-    options["training_languages"] = tuple(options.get("training_languages") or ("en-US",))
-    model = Emu(copy.deepcopy(encoder.model), int(encoder.hidden_size), EmuConfig(**options))
-    missing, unexpected = model.load_state_dict(artifact["state_dict"], strict=False)
-    changed = set(artifact["state_dict"])
-    if unexpected or any(not k.startswith("encoder.") for k in missing):
-        raise ValueError(
-            f"this EMU artifact does not fit the encoder: unexpected {unexpected[:3]}, missing {missing[:3]}"
-        )
-    if not changed:
-        raise ValueError("this EMU artifact holds no weights")
-    model.eval()
-    return model
-
-
 def adversarial_locales_of(pairs: Sequence[Mapping[str, str]], training_locale: str) -> list[str]:
     """The configured locales other than the training one, in order (the critic's languages)."""
     out: list[str] = []

@@ -52,7 +52,6 @@ from language_agnostic.training.slu import (
     first_token_states,
     freeze_below,
     kept_checkpoint_info,
-    load_over_base,
     prediction_tokens,
     slu_split,
     timed_training,
@@ -440,18 +439,3 @@ def lajmcl_artifact(model: LajMcl, encoder: LoadedEncoder, **extra: Any) -> dict
         "state_dict": trained_state(model),
         **extra,
     }
-
-
-def rebuild_lajmcl(encoder: LoadedEncoder, artifact: Mapping[str, Any]) -> LajMcl:
-    """The fine-tuned model: a copy of the base encoder with the artifact's tensors loaded over it, in eval mode.
-
-    Raises:
-        ValueError: the artifact's tensors do not fit this encoder, or it holds none.
-    """
-    options = {k: v for k, v in dict(artifact["build"]["options"]).items() if k not in ("encoder_config", "mcl")}
-    mcl = MclConfig(**dict(artifact["build"]["options"].get("mcl") or {}))
-    config = LajointConfig(
-        **{**options, "slots": tuple(options["slots"]), "abstract_texts": tuple(options["abstract_texts"])}
-    )
-    model = LajMcl(copy.deepcopy(encoder.model), int(encoder.hidden_size), config, mcl)
-    return load_over_base(model, artifact, "LAJ-MCL")

@@ -515,26 +515,6 @@ def kept_checkpoint_info(
     return out
 
 
-def load_over_base(model: torch.nn.Module, artifact: Mapping[str, Any], what: str) -> torch.nn.Module:
-    """``model`` (a copy of the base encoder inside) with the artifact's tensors loaded over it, in eval mode.
-
-    Raises:
-        ValueError: the artifact holds no tensor, or ones that do not fit (another encoder, label or slot set).
-    """
-    if not artifact["state_dict"]:
-        raise ValueError(f"this {what} artifact holds no weights")
-    try:
-        missing, unexpected = model.load_state_dict(artifact["state_dict"], strict=False)
-    except RuntimeError as exc:  # a tensor of another shape
-        raise ValueError(f"this {what} artifact does not fit the encoder: {str(exc)[:300]}") from None
-    if unexpected or any(not k.startswith("encoder.") for k in missing):
-        raise ValueError(
-            f"this {what} artifact does not fit the encoder: unexpected {unexpected[:3]}, missing {missing[:3]}"
-        )
-    model.eval()
-    return model
-
-
 def prepare_slu(
     table: pd.DataFrame,
     encoder: LoadedEncoder,
@@ -745,14 +725,3 @@ def slu_artifact(model: JointSlu, encoder: LoadedEncoder, **extra: Any) -> dict[
         "state_dict": trained_state(model),
         **extra,
     }
-
-
-def rebuild_slu(encoder: LoadedEncoder, artifact: Mapping[str, Any]) -> JointSlu:
-    """The fine-tuned model: a copy of the base encoder with the artifact's tensors loaded over it, in eval mode.
-
-    Raises:
-        ValueError: the artifact's tensors do not fit this encoder, or it holds none.
-    """
-    options = {k: v for k, v in dict(artifact["build"]["options"]).items() if k != "encoder_config"}
-    model = JointSlu(copy.deepcopy(encoder.model), int(encoder.hidden_size), SluConfig(**options))
-    return load_over_base(model, artifact, "SLU")

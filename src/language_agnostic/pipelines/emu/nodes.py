@@ -23,18 +23,11 @@ from language_agnostic.evaluation.emu import (
     selection_rows,
 )
 from language_agnostic.methods.emu import PooledEncoder
-from language_agnostic.methods.registry import build_spec
+from language_agnostic.methods.registry import build_spec, load_trained
 from language_agnostic.reporting.emu import emu_tables
 from language_agnostic.reporting.figures import plot_intent_tsne
 from language_agnostic.tracking import log_child_metrics, log_child_run, metric_key
-from language_agnostic.training.emu import (
-    EmuData,
-    encode_tokenised,
-    method_settings,
-    rebuild_emu,
-    train_emu,
-    trained_state,
-)
+from language_agnostic.training.emu import EmuData, encode_tokenised, method_settings, train_emu, trained_state
 from language_agnostic.training.emu_data import tokenise
 from language_agnostic.training.loop import history_metrics
 
@@ -184,7 +177,7 @@ def evaluate_emu_variant(
 
     Test sentences are encoded under the artifact's ``mixed_precision`` (the training's), as dev was.
     """
-    model = rebuild_emu(encoder, artifact)
+    _, model = load_trained(artifact, encoder)
     locales = evaluation_locales(utterances, data, evaluation)
     tests = _test_sets(utterances, locales)
     # as the kept epoch's dev score was computed: under the training's autocast (bf16 on a CPU with native bf16)
@@ -246,7 +239,7 @@ def report_emu(
 
 def tuned_encoder(encoder: LoadedEncoder, artifact: Mapping[str, Any]) -> LoadedEncoder:
     """The fine-tuned encoder with the base tokenizer, for a ``save_pretrained`` directory."""
-    model = rebuild_emu(encoder, artifact)
+    _, model = load_trained(artifact, encoder)
     identity = {
         "name": f"emu/{artifact['method']}",
         "base": dict(encoder.identity),

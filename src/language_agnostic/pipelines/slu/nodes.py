@@ -16,6 +16,7 @@ from language_agnostic.corpora.massive_slu import slu_table
 from language_agnostic.datasets.muse import MuseDirectory
 from language_agnostic.encoders.loading import LoadedEncoder
 from language_agnostic.evaluation.slu import exact_match_correct, slot_error_statistics, slu_scores
+from language_agnostic.methods.registry import load_trained
 from language_agnostic.pipelines.massive.nodes import parse_massive
 from language_agnostic.reporting.figures import parallel_intent_sample, plot_parallel_tsne
 from language_agnostic.reporting.slu import slu_rows, slu_tables, summary
@@ -26,7 +27,6 @@ from language_agnostic.training.lajmcl import (
     lajmcl_artifact,
     lajmcl_intent_vectors,
     predict_lajmcl,
-    rebuild_lajmcl,
     train_lajmcl,
 )
 from language_agnostic.training.loop import history_metrics
@@ -36,7 +36,6 @@ from language_agnostic.training.slu import (
     method_kind,
     method_settings,
     predict_slu,
-    rebuild_slu,
     slu_artifact,
     train_slu,
 )
@@ -217,7 +216,7 @@ def evaluate_slu_variant(
         utterances when ``figure`` (``slu.figure``) is given, else ``None``.
     """
     lajoint = artifact["build"]["method"] == "lajoint"
-    model = rebuild_lajmcl(encoder, artifact) if lajoint else rebuild_slu(encoder, artifact)
+    _, model = load_trained(artifact, encoder)  # over a copy of the base encoder
     name, intent_names, label_names = str(artifact["method"]), list(artifact["intents"]), list(artifact["labels"])
     wanted = test_locales(rows, locales)
     # as the kept checkpoint's dev score was computed: under its training's autocast (bf16 on a CPU with native bf16)
