@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -225,3 +226,27 @@ def load_tokenizer(name: str, bundled_dir: str | Path = "data/06_models/encoders
             f"could not load the tokenizer of encoder {name!r} ({exc.__class__.__name__}); use 'bundled', "
             "a local model directory, or a model in your local Hugging Face cache"
         ) from exc
+
+
+def encoder_from_config(encoder_config: Mapping[str, Any] | None, dim: int) -> tuple[Any, int]:
+    """An untrained encoder and its width, from a ``transformers`` config as a dict.
+
+    A saved fine-tuned model carries its encoder's config, so rebuilding it needs no download.
+    Without one (the method protocol's tests): a one-layer BERT of width ``dim``.
+    """
+    from transformers import AutoConfig, AutoModel, BertConfig
+
+    if encoder_config:
+        config = AutoConfig.for_model(**dict(encoder_config))
+    else:
+        config = BertConfig(
+            vocab_size=64,
+            hidden_size=dim,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=2 * dim,
+            max_position_embeddings=32,
+        )
+    # BERT's pooler is never used here (pooling is ours) and would get no gradient
+    pooling = {"add_pooling_layer": False} if config.model_type == "bert" else {}
+    return AutoModel.from_config(config, **pooling), int(config.hidden_size)

@@ -40,7 +40,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from language_agnostic.encoders.loading import LoadedEncoder
+from language_agnostic.encoders.loading import LoadedEncoder, encoder_from_config
 
 LOSSES = ("emu", "softmax", "contrastive", "npair")
 CENTERS = ("centroid", "learned")
@@ -379,29 +379,11 @@ def build_emu(dim: int, n_languages: int, options: Mapping[str, Any]) -> Emu:
     critics follow ``training_languages``.
     """
     del n_languages
-    from transformers import AutoConfig, AutoModel, BertConfig
-
     options = dict(options)
-    encoder_config = options.pop("encoder_config", None)
-    if encoder_config:
-        config = AutoConfig.for_model(**dict(encoder_config))
-    else:
-        config = BertConfig(
-            vocab_size=64,
-            hidden_size=dim,
-            num_hidden_layers=1,
-            num_attention_heads=2,
-            intermediate_size=2 * dim,
-            max_position_embeddings=32,
-        )
+    encoder, width = encoder_from_config(options.pop("encoder_config", None), dim)
     if "training_languages" in options:
         options["training_languages"] = tuple(options["training_languages"])
-    encoder = (
-        AutoModel.from_config(config, add_pooling_layer=False)
-        if config.model_type == "bert"
-        else AutoModel.from_config(config)
-    )
-    return Emu(encoder, int(config.hidden_size), EmuConfig(**{"n_intents": 2, **options}))
+    return Emu(encoder, width, EmuConfig(**{"n_intents": 2, **options}))
 
 
 def encode_emu(model: Emu, inputs: tuple[torch.Tensor, torch.Tensor]) -> dict[str, torch.Tensor]:

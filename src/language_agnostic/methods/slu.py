@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from language_agnostic.encoders.loading import LoadedEncoder
+from language_agnostic.encoders.loading import LoadedEncoder, encoder_from_config
 from language_agnostic.methods.trained import load_over_base
 
 WEIGHTS = ("intent", "slot")  # loss_weights keys; both default to 1 (L = L_I + L_S)
@@ -132,27 +132,9 @@ def build_slu(dim: int, n_languages: int, options: Mapping[str, Any]) -> JointSl
     given. ``n_languages`` is unused.
     """
     del n_languages
-    from transformers import AutoConfig, AutoModel, BertConfig
-
     options = dict(options)
-    encoder_config = options.get("encoder_config")
-    if encoder_config:
-        config = AutoConfig.for_model(**dict(encoder_config))
-    else:
-        config = BertConfig(
-            vocab_size=64,
-            hidden_size=dim,
-            num_hidden_layers=1,
-            num_attention_heads=2,
-            intermediate_size=2 * dim,
-            max_position_embeddings=32,
-        )
-    encoder = (
-        AutoModel.from_config(config, add_pooling_layer=False)
-        if config.model_type == "bert"
-        else AutoModel.from_config(config)
-    )
-    return JointSlu(encoder, int(config.hidden_size), SluConfig(**{"n_intents": 2, "n_labels": 3, **options}))
+    encoder, width = encoder_from_config(options.get("encoder_config"), dim)
+    return JointSlu(encoder, width, SluConfig(**{"n_intents": 2, "n_labels": 3, **options}))
 
 
 def encode_slu(model: JointSlu, inputs: tuple[torch.Tensor, torch.Tensor]) -> dict[str, torch.Tensor]:
