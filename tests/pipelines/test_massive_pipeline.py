@@ -13,6 +13,7 @@ from kedro.io import DataCatalog, MemoryDataset
 from kedro.runner import SequentialRunner
 
 from language_agnostic.corpora.errors import CorpusFormatError
+from language_agnostic.corpora.massive_table import build_pair_table, parse_massive
 from language_agnostic.datasets import TarArchiveDataset
 from language_agnostic.pipelines.massive import nodes
 from language_agnostic.pipelines.massive.pipeline import create_pipeline
@@ -33,12 +34,12 @@ def test_unknown_locale_in_parameters_names_the_parameter(tiny_archive: Path):
         match=r"massive.locales\[1\]: the archive has no file "
         r"'1.1/data/fr-FR.jsonl' \(locales in it: \['de-DE', 'en-US', 'ja-JP'\]\)",
     ):
-        nodes.parse_massive(_load(tiny_archive), ["en-US", "fr-FR"], {}, INGEST)
+        parse_massive(_load(tiny_archive), ["en-US", "fr-FR"], {}, INGEST)
 
 
 def test_malformed_locale_code_names_the_parameter(tiny_archive: Path):
     with pytest.raises(CorpusFormatError, match=r"massive.locales\[0\]: 'english' is not a MASSIVE locale code"):
-        nodes.parse_massive(_load(tiny_archive), ["english"], {}, INGEST)
+        parse_massive(_load(tiny_archive), ["english"], {}, INGEST)
 
 
 def test_pair_with_a_locale_not_configured_names_the_pair(tiny_archive: Path):
@@ -48,7 +49,7 @@ def test_pair_with_a_locale_not_configured_names_the_pair(tiny_archive: Path):
         match=r"massive.pairs.en_ja.target: locale 'ja-JP' is not in "
         r"massive.locales \['en-US', 'de-DE'\]",
     ):
-        nodes.parse_massive(_load(tiny_archive), ["en-US", "de-DE"], pairs, INGEST)
+        parse_massive(_load(tiny_archive), ["en-US", "de-DE"], pairs, INGEST)
 
 
 def test_pair_with_a_locale_missing_from_the_archive(tiny_archive: Path):
@@ -58,12 +59,12 @@ def test_pair_with_a_locale_missing_from_the_archive(tiny_archive: Path):
         match=r"massive.pairs.en_fr.target: locale 'fr-FR' is not in "
         r"massive.locales.*the archive has \['de-DE', 'en-US', 'ja-JP'\]",
     ):
-        nodes.parse_massive(_load(tiny_archive), ["en-US"], pairs, INGEST)
+        parse_massive(_load(tiny_archive), ["en-US"], pairs, INGEST)
 
 
 def test_pair_without_a_side(tiny_archive: Path):
     with pytest.raises(CorpusFormatError, match="massive.pairs.en_de: missing 'target' locale"):
-        nodes.parse_massive(_load(tiny_archive), ["en-US"], {"en_de": {"source": "en-US"}}, INGEST)
+        parse_massive(_load(tiny_archive), ["en-US"], {"en_de": {"source": "en-US"}}, INGEST)
 
 
 def test_bad_row_in_the_archive_names_member_and_line(tmp_path: Path):
@@ -71,8 +72,8 @@ def test_bad_row_in_the_archive_names_member_and_line(tmp_path: Path):
     text = jsonl(rows[:2]) + "{not json\n" + jsonl(rows[2:])
     archive = write_massive_archive(tmp_path / "m.tar.gz", {"en-US": text})
     with pytest.raises(CorpusFormatError, match=r"m.tar.gz:1.1/data/en-US.jsonl:3"):
-        nodes.parse_massive(_load(archive), ["en-US"], {}, INGEST)
-    utterances, rejects, counts = nodes.parse_massive(_load(archive), ["en-US"], {}, {**INGEST, "on_bad_row": "skip"})
+        parse_massive(_load(archive), ["en-US"], {}, INGEST)
+    utterances, rejects, counts = parse_massive(_load(archive), ["en-US"], {}, {**INGEST, "on_bad_row": "skip"})
     assert len(utterances) == 6
     assert rejects[["locale", "line", "kind"]].to_dict("records") == [
         {"locale": "en-US", "line": 3, "kind": "malformed_json"}
@@ -99,30 +100,28 @@ def test_invalid_utf8_names_member_line_and_byte_offset(tmp_path: Path):
         match=rf"^{re.escape(str(tmp_path))}/m.tar.gz:1.1/data/en-US.jsonl:3: invalid utf-8 at byte offset "
         rf"{offset} \(invalid continuation byte\)$",
     ):
-        nodes.parse_massive(_load(archive), ["en-US"], {}, INGEST)
+        parse_massive(_load(archive), ["en-US"], {}, INGEST)
 
 
 def test_a_bom_and_crlf_line_ends_are_read_like_plain_utf8(tmp_path: Path):
     rows = tiny_rows("en-US")
-    plain = nodes.parse_massive(
+    plain = parse_massive(
         _load(write_massive_archive(tmp_path / "a.tar.gz", {"en-US": jsonl(rows)})), ["en-US"], {}, INGEST
     )
     windows = "\ufeff" + jsonl(rows).replace("\n", "\r\n")
-    read = nodes.parse_massive(
-        _load(write_massive_archive(tmp_path / "b.tar.gz", {"en-US": windows})), ["en-US"], {}, INGEST
-    )
+    read = parse_massive(_load(write_massive_archive(tmp_path / "b.tar.gz", {"en-US": windows})), ["en-US"], {}, INGEST)
     pd.testing.assert_frame_equal(read[0], plain[0])
     assert read[2] == plain[2] and read[2]["en_US"]["rows_out"] == 6 and read[2]["en_US"]["rejected"] == 0
 
 
 # ------------------------------------------------------------------ the pair join
 def test_pair_table_joins_by_id_and_reports_one_sided_ids(tiny_archive: Path):
-    utterances, _, _ = nodes.parse_massive(_load(tiny_archive), ["en-US", "de-DE"], {}, INGEST)
+    utterances, _, _ = parse_massive(_load(tiny_archive), ["en-US", "de-DE"], {}, INGEST)
     # drop one German row and give another a different partition
     de = utterances["locale"] == "de-DE"
     utterances = utterances[~(de & (utterances["id"] == "6"))].copy()
     utterances.loc[de & (utterances["id"] == "5"), "partition"] = "test"
-    table, counts = nodes.build_pair_table(
+    table, counts = build_pair_table(
         utterances, {"source": "en-US", "target": "de-DE"}, {**INGEST, "on_bad_row": "skip"}
     )
     assert table["id"].tolist() == ["1", "2", "3", "4"]
@@ -146,7 +145,7 @@ def test_pair_table_joins_by_id_and_reports_one_sided_ids(tiny_archive: Path):
 
 
 def test_a_missing_parallel_row_stops_the_run_under_error_naming_both_files_and_the_id(tiny_archive: Path):
-    utterances, _, _ = nodes.parse_massive(_load(tiny_archive), ["en-US", "de-DE"], {}, INGEST)
+    utterances, _, _ = parse_massive(_load(tiny_archive), ["en-US", "de-DE"], {}, INGEST)
     de = utterances["locale"] == "de-DE"
     missing = utterances[~(de & (utterances["id"] == "6"))]
     with pytest.raises(
@@ -154,24 +153,24 @@ def test_a_missing_parallel_row_stops_the_run_under_error_naming_both_files_and_
         match=r"^1.1/data/en-US.jsonl: id '6' has no parallel row in 1.1/data/de-DE.jsonl "
         r"\(1 such ids\) \(massive.ingest.on_bad_row: error; 'skip' counts and reports such ids instead\)$",
     ):
-        nodes.build_pair_table(missing, {"source": "en-US", "target": "de-DE"}, INGEST)
+        build_pair_table(missing, {"source": "en-US", "target": "de-DE"}, INGEST)
     extra = utterances[~(~de & (utterances["id"] == "2"))]
     with pytest.raises(
         CorpusFormatError, match=r"^1.1/data/de-DE.jsonl: id '2' has no parallel row in 1.1/data/en-US.jsonl"
     ):
-        nodes.build_pair_table(extra, {"source": "en-US", "target": "de-DE"}, INGEST)
+        build_pair_table(extra, {"source": "en-US", "target": "de-DE"}, INGEST)
     moved = utterances.copy()
     moved.loc[de & (moved["id"] == "5"), "partition"] = "test"
     with pytest.raises(
         CorpusFormatError, match=r"^1.1/data/en-US.jsonl and 1.1/data/de-DE.jsonl: id '5' disagrees on partition"
     ):
-        nodes.build_pair_table(moved, {"source": "en-US", "target": "de-DE"}, INGEST)
+        build_pair_table(moved, {"source": "en-US", "target": "de-DE"}, INGEST)
 
 
 def test_pair_table_without_utterances_for_a_locale(tiny_archive: Path):
-    utterances, _, _ = nodes.parse_massive(_load(tiny_archive), ["en-US"], {}, INGEST)
+    utterances, _, _ = parse_massive(_load(tiny_archive), ["en-US"], {}, INGEST)
     with pytest.raises(CorpusFormatError, match="language pair en-US->de-DE: no parsed utterances for 'de-DE'"):
-        nodes.build_pair_table(utterances, {"source": "en-US", "target": "de-DE"})
+        build_pair_table(utterances, {"source": "en-US", "target": "de-DE"})
 
 
 # ------------------------------------------------------------------ a slice run on tiny data
@@ -247,7 +246,7 @@ def test_pipeline_runs_end_to_end_on_tiny_data(tiny_archive: Path):
 def test_real_massive_counts(real_massive: Path):
     locales = ["en-US", "de-DE", "es-ES", "ja-JP"]
     pairs = {"en_ja": {"source": "en-US", "target": "ja-JP"}}
-    utterances, rejects, counts = nodes.parse_massive(_load(real_massive), locales, pairs, INGEST)
+    utterances, rejects, counts = parse_massive(_load(real_massive), locales, pairs, INGEST)
     assert rejects.empty
     for locale in locales:
         tag = locale.replace("-", "_")
@@ -259,7 +258,7 @@ def test_real_massive_counts(real_massive: Path):
             "dev": 2033,
             "test": 2974,
         }, locale
-    table, pair_counts = nodes.build_pair_table(utterances, pairs["en_ja"])
+    table, pair_counts = build_pair_table(utterances, pairs["en_ja"])
     assert pair_counts["en_US__ja_JP"]["pairs_out"] == 16521
     assert table["partition"].value_counts().to_dict() == {"train": 11514, "test": 2974, "dev": 2033}
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from kedro.pipeline import Pipeline, node
 
+from language_agnostic.corpora.massive_table import build_pair_table, parse_massive
 from language_agnostic.pipelines.massive import nodes
 from language_agnostic.pipelines.project_config import configured_namespaces
 
@@ -15,7 +16,7 @@ def create_pair_pipeline() -> Pipeline:
     return Pipeline(
         [
             node(
-                nodes.build_pair_table,
+                build_pair_table,
                 inputs=["massive_utterances", "params:pair", "params:massive.ingest"],
                 outputs=["massive_pairs", "massive_pair_counts"],
                 name="build_pair_table_node",
@@ -38,7 +39,7 @@ def create_pipeline(pairs: list[str] | None = None) -> Pipeline:
     locale_level = Pipeline(
         [
             node(
-                nodes.parse_massive,
+                parse_massive,
                 inputs=[
                     "massive_archive",
                     "params:massive.locales",

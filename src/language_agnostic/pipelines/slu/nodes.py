@@ -13,11 +13,11 @@ import pandas as pd
 
 from language_agnostic.corpora.errors import CorpusFormatError
 from language_agnostic.corpora.massive_slu import slu_table
+from language_agnostic.corpora.massive_table import parse_massive
 from language_agnostic.datasets.muse import MuseDirectory
 from language_agnostic.encoders.loading import LoadedEncoder
 from language_agnostic.evaluation.slu import exact_match_correct, slot_error_statistics, slu_scores
 from language_agnostic.methods.registry import load_trained
-from language_agnostic.pipelines.massive.nodes import parse_massive
 from language_agnostic.reporting.figures import parallel_intent_sample, plot_parallel_tsne
 from language_agnostic.reporting.slu import slu_rows, slu_tables, summary
 from language_agnostic.text.code_switch import code_switch_languages
