@@ -47,4 +47,19 @@ def test_per_locale_table_with_and_without_intervals():
     assert rows[1][3:] == [0.55, 0.65] and all(math.isnan(x) for r in (rows[0], rows[2], rows[3]) for x in r[3:])
     figure = per_locale_figure(table, "intent_nn")
     assert figure.axes[0].get_title() == "intent_nn" and len(figure.axes[0].patches) == 4
+    # the axis spans the data, not 0..1, and the legend is outside the axes
+    low, high = figure.axes[0].get_ylim()
+    assert 0.3 < low < 0.4 and 0.7 < high < 0.75
+    assert figure.axes[0].get_legend().get_bbox_to_anchor().x0 > figure.axes[0].bbox.x1 - 1
     assert per_locale_table(metrics, "slu", "accuracy@1").empty
+
+
+def test_the_baselines_stay_beside_the_best_methods():
+    rows = [
+        _row("emu", "en-US", "de-DE", "accuracy@1", 0.7),
+        _row("softmax", "en-US", "de-DE", "accuracy@1", 0.6),
+        _row("raw", "en-US", "de-DE", "accuracy@1", 0.4),
+        {**_row("centering", "en-US", "de-DE", "accuracy@1", 0.45)},
+    ]
+    table = per_locale_table(pd.DataFrame(rows), "intent_nn", "accuracy@1", max_methods=1)
+    assert list(table["method"]) == ["emu", "centering", "raw"]  # softmax left out, the baselines kept
