@@ -251,12 +251,12 @@ def test_the_emu_seeds_env_restates_base_but_for_its_methods(project: Path, forg
     assert {"train_emu_seed2021_node", "train_emu_no_ld_cl_seed2022_node", "report_emu_node"} <= names
 
 
-def test_the_similarity_seeds_env_restates_base_but_for_its_seed_runs(project: Path, forget_env):
-
+@pytest.mark.parametrize("pipeline", ["qe", "sts"])
+def test_the_similarity_seeds_env_restates_base_but_for_its_seed_runs(project: Path, forget_env, pipeline: str):
     from language_agnostic.pipeline_registry import register_pipelines
 
-    base = yaml_base("parameters_qe.yml")["qe"]
-    env = resolved("similarity_seeds")["qe"]
+    base = yaml_base(f"parameters_{pipeline}.yml")[pipeline]
+    env = resolved("similarity_seeds")[pipeline]
     assert {k: v for k, v in env.items() if k != "ablations"} == {k: v for k, v in base.items() if k != "ablations"}
     runs = env["ablations"]  # the seed runs only: the loss ablations are the default run's
     # each seed run is a trained method with only its seed changed
@@ -265,9 +265,15 @@ def test_the_similarity_seeds_env_restates_base_but_for_its_seed_runs(project: P
         assert spec == {"base": method, "seed": int(seed)} and int(seed) != base["training"]["seed"]
     assert sorted(runs) == [f"{m}_seed{n}" for m in ("dream", "meat", "seed") for n in (1, 2)]
     with KedroSession.create(PROJECT_ROOT, env="similarity_seeds") as session:
-        session.load_context()
-        names = {n.name for n in register_pipelines()["qe"].nodes}
-    assert {"train_qe_seed_seed2_node", "train_qe_dream_seed1_node", "report_qe_node"} <= names
+        context = session.load_context()
+        names = {n.name for n in register_pipelines()[pipeline].nodes}
+        report = context.catalog[f"{pipeline}_report_markdown"]
+    assert {
+        f"train_{pipeline}_seed_seed2_node",
+        f"train_{pipeline}_dream_seed1_node",
+        f"report_{pipeline}_node",
+    } <= names
+    assert f"{pipeline}_seeds_report.md" in str(report._describe())  # beside the default run's report
 
 
 def test_the_emu_languages_env_restates_base_but_for_the_study(project: Path, forget_env):
