@@ -91,6 +91,9 @@ def test_the_figure_spans_the_values():
     figure = headline_figure(headline_table(METRICS, [ROW]))
     left, right = figure.axes[0].get_xlim()
     assert 0.2 < left < 0.25 and 0.45 < right < 0.5  # not 0..1: a 0.01 gap stays visible
+    import matplotlib.pyplot as plt
+
+    plt.close(figure)
 
 
 def test_the_readme_table_is_what_the_report_code_writes_from_the_committed_headline():

@@ -41,7 +41,8 @@ CellKey = tuple[str, str, str, str, str, str, str]  # method, embedding, task, p
 
 
 def _cells(rows: pd.DataFrame) -> dict[CellKey, float]:
-    pair = rows["dataset"].str.split(":").str[1].fillna("")
+    # the pair after "massive_template_single:" ("" for massive_test); no float NaN fill on strings
+    pair = rows["dataset"].map(lambda d: str(d).split(":")[1] if ":" in str(d) else "")
     return {
         (r.method, r.embedding, r.task, p, r.source, r.target, r.metric): float(r.value)
         for r, p in zip(rows.itertuples(), pair)
