@@ -204,3 +204,13 @@ def real_bundled(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from language_agnostic.encoders.bundled import convert_bundled_encoder
 
     return convert_bundled_encoder(tmp_path_factory.mktemp("bundled") / "e5")
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    """Every test's matplotlib figures closed after it (pyplot keeps them open, and warns past 20)."""
+    yield
+    import sys
+
+    if "matplotlib.pyplot" in sys.modules:
+        sys.modules["matplotlib.pyplot"].close("all")
