@@ -4,7 +4,7 @@ and applied to new text.
 Which models exist, where their files are and which languages each was trained on follow
 from the configuration of the pipelines that train them, never from a hand-kept list:
 
-- ``qe`` / ``sts``: DREAM, MEAT, SEED (``training/heads.py:TRAINED_METHODS``), their ablations
+- ``qe`` / ``sts``: DREAM, MEAT, SEED (``methods/registry.py:TRAINED_METHODS``), their ablations
   (``<p>.ablations``) and mean centering, in ``<p>/<name>.safetensors``; trained on the
   languages of ``qe.corpus.pairs`` / ``sts.corpus.languages`` and English;
 - ``fmda``: per pair namespace of ``massive.pairs``, every FMDA variant of ``fmda.variants`` (and
