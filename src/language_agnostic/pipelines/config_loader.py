@@ -41,6 +41,12 @@ def merge_delta(base: dict[str, Any], delta: dict[str, Any], where: str = "") ->
         ValueError: ``_replace`` is not a boolean.
     """
     out = copy.deepcopy(base)
+    _merge_into(out, delta, where)
+    return out
+
+
+def _merge_into(out: dict[str, Any], delta: dict[str, Any], where: str) -> None:
+    """:func:`merge_delta`'s rules applied to ``out`` in place (``delta`` is not changed)."""
     for key, value in delta.items():
         name = f"{where}.{key}" if where else str(key)
         if isinstance(value, dict):
@@ -49,14 +55,12 @@ def merge_delta(base: dict[str, Any], delta: dict[str, Any], where: str = "") ->
             if not isinstance(replace, bool):
                 raise ValueError(f"{name}.{REPLACE}: expected true or false, got {replace!r}")
             if replace or not isinstance(out.get(key), dict):
-                out[key] = merge_delta({}, value, name)
-            else:
-                out[key] = merge_delta(out[key], value, name)
+                out[key] = {}
+            _merge_into(out[key], value, name)
         elif value is None and isinstance(out.get(key), dict):
             del out[key]
         else:
             out[key] = copy.deepcopy(value)
-    return out
 
 
 class ProjectConfigLoader(OmegaConfigLoader):

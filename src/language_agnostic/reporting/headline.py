@@ -158,8 +158,8 @@ def headline_figure(headline: pd.DataFrame) -> Any:
     return figure
 
 
-def update_readme(readme: str, markdown: str) -> str:
-    """``readme`` with the text between its headline markers replaced by ``markdown``.
+def _block(readme: str) -> tuple[int, int]:
+    """Where the headline block starts (after its marker's line) and ends (at the end marker).
 
     Raises:
         ValueError: The markers are missing or out of order.
@@ -167,15 +167,19 @@ def update_readme(readme: str, markdown: str) -> str:
     start, end = readme.find(START), readme.find(END)
     if start < 0 or end < start:
         raise ValueError(f"README: no {START} ... {END} block to write the headline into")
-    return readme[: start + len(START)] + "\n" + markdown + readme[end:]
+    return start + len(START) + 1, end
+
+
+def update_readme(readme: str, markdown: str) -> str:
+    """``readme`` with the text between its headline markers replaced by ``markdown``."""
+    start, end = _block(readme)
+    return readme[:start] + markdown + readme[end:]
 
 
 def readme_block(readme: str) -> str:
     """The text between the README's headline markers (what :func:`update_readme` wrote)."""
-    start, end = readme.find(START), readme.find(END)
-    if start < 0 or end < start:
-        raise ValueError(f"README: no {START} ... {END} block")
-    return readme[start + len(START) + 1 : end]
+    start, end = _block(readme)
+    return readme[start:end]
 
 
 def main(argv: Sequence[str]) -> int:

@@ -18,7 +18,7 @@ def create_pipeline(**_: Any) -> Pipeline:
     """Three nodes: the table, its markdown and its figure."""
     return Pipeline(
         [
-            node(build_headline, ["headline_metrics_table", "params:headline"], "headline_table", name="headline_node"),
+            node(build_headline, ["metrics_table", "params:headline"], "headline_table", name="headline_node"),
             node(headline_markdown, "headline_table", "headline_markdown", name="headline_markdown_node"),
             node(headline_figure, "headline_table", "headline_figure", name="headline_figure_node"),
         ]
