@@ -22,7 +22,11 @@ def test_a_verdict_needs_the_sign_and_p_in_every_seed():
     # "no better": only a significant gain in every seed refutes it
     assert verdict([0.02], [0.01], "not >") == "fails"
     assert verdict([0.02], [0.3], "not >") == "holds" and verdict([-0.05], [0.001], "not >") == "holds"
-    with pytest.raises(ValueError, match=r"claim direction must be one of \['>', 'not >'\], got '<'"):
+    # "no worse" (a paper's "similar"): only a significant loss fails it
+    assert verdict([-0.02], [0.01], "not <") == "fails"
+    assert verdict([-0.02], [0.3], "not <") == "holds" and verdict([0.05], [0.001], "not <") == "holds"
+    assert verdict([-0.02, -0.01], [0.01, 0.2], "not <") == "holds"  # one seed without a significant loss
+    with pytest.raises(ValueError, match=r"claim direction must be one of \['>', 'not >', 'not <'\], got '<'"):
         verdict([0.1], [0.01], "<")
     with pytest.raises(ValueError, match="2 differences but 1 p-values"):
         verdict([0.1, 0.2], [0.01])

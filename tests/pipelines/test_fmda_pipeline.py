@@ -232,8 +232,10 @@ def test_fmda_pipeline_end_to_end_on_tiny_data(tiny_hub_model: Path, tmp_path: P
     embeddings |= {(m, e) for m in fmda_methods for e in ("m", "tp", "rs")}
     assert set(zip(table["method"], table["embedding"])) == embeddings
     # 21 embeddings x (2 retrieval directions + 2 locales x (accuracy@1 + MAP)), and the McNemar p against
-    # centring of the 8 trained meaning embeddings (5 FMDA m, 3 heads) in both directions
-    assert len(table) == 21 * (2 + 4) + 8 * 2
+    # centring of the 8 trained meaning embeddings (5 FMDA m, 3 heads) in both directions, and the
+    # two-stage model's three embeddings against its all-together twin (2 directions + 2 template sets)
+    assert len(table) == 21 * (2 + 4) + 8 * 2 + 3 * 4
+    assert set(table.loc[table["metric"] == "mcnemar_p_vs_all_together", "method"]) == {"fmda-two_stage"}
     assert table["value"].between(0, 1).all()
     # the raw rows equal retrieval computed here from the encoder directly
     encoder = load_encoder(str(tiny_hub_model))
@@ -398,6 +400,65 @@ def test_two_stage_stage_one_selects_on_held_out_template_retrieval(tiny_hub_mod
         catalog["en_de.fmda_inputs"].load(), pairs, catalog["massive_negative_pools"].load(), {}, {}, TRAINING
     )
     assert "dev_score" not in stages[0][0].history[0]
+
+
+def test_two_stage_is_tested_against_its_all_together_twin(tiny_hub_model: Path, tmp_path: Path):
+    """Table 5's p-values: McNemar between the two-stage and the all-together model on the same
+    cross-lingual and template queries, recomputed here; the twin is the variant configured the
+    same way but in one stage.
+    """
+    from language_agnostic.evaluation.fmda import evaluate_fmda
+    from language_agnostic.evaluation.intent_nn import mcnemar
+    from language_agnostic.evaluation.retrieval import retrieval_hits
+    from language_agnostic.methods.fmda import encode_with_fmda
+    from language_agnostic.methods.registry import load_trained
+    from language_agnostic.pipelines.fmda import nodes
+    from language_agnostic.pipelines.fmda.pipeline import all_together_twin
+
+    assert all_together_twin("two_stage", VARIANTS) == "all_together"
+    infonce_twin = {**VARIANTS, "two_stage_infonce": {**VARIANTS["infonce"], "two_stage": True}}
+    assert all_together_twin("two_stage_infonce", infonce_twin) == "infonce"
+    assert all_together_twin("all_together", VARIANTS) is None  # not two-stage
+    assert all_together_twin("two_stage", {"two_stage": {"two_stage": True, "ablation": "no_contrastive"}}) is None
+    pipeline = create_pipeline(pairs=["en_de"], variants=infonce_twin, unified=[], figure_pair="", methods={})
+    inputs = {n.name.split(".")[-1]: n.inputs for n in pipeline.nodes if "evaluate_fmda" in n.name}
+    assert inputs["evaluate_fmda_two_stage_node"][-1] == "en_de.fmda_model_all_together"
+    assert inputs["evaluate_fmda_two_stage_infonce_node"][-1] == "en_de.fmda_model_infonce"
+    assert len(inputs["evaluate_fmda_all_together_node"]) == 3
+
+    catalog = _two_stage_catalog(tiny_hub_model, tmp_path)
+    manifest, pools = catalog["en_de.fmda_inputs"].load(), catalog["massive_negative_pools"].load()
+    training = {**TRAINING, "max_epochs": 1}
+    two_stage, _ = nodes.train_fmda_two_stage(
+        manifest, catalog["en_de.fmda_template_pairs"].load(), pools, {}, {}, training
+    )
+    together, _ = nodes.train_fmda(manifest, pools, {}, {}, training)
+    rows = evaluate_fmda(manifest, two_stage, {"name": "tiny"}, together)
+    tested = rows[rows["metric"] == "mcnemar_p_vs_all_together"]
+    assert set(tested["embedding"]) == {"m", "tp", "rs"}
+    assert sorted(set(zip(tested["task"], tested["source"]))) == [
+        ("cross_lingual_retrieval", "de-DE"),
+        ("cross_lingual_retrieval", "en-US"),
+        ("template_retrieval", "de-DE"),
+        ("template_retrieval", "en-US"),
+    ]
+    (_, mine), (_, twin) = load_trained(two_stage), load_trained(together)
+    sets = manifest["sets"]
+
+    def hits(model, a: str, b: str, emb: str) -> np.ndarray:
+        return retrieval_hits(encode_with_fmda(model, sets[a])[emb], encode_with_fmda(model, sets[b])[emb])
+
+    cross = tested[(tested["task"] == "cross_lingual_retrieval") & (tested["embedding"] == "m")]
+    expected = mcnemar(
+        hits(mine, "test.source.utt", "test.target.utt", "m"), hits(twin, "test.source.utt", "test.target.utt", "m")
+    ).pvalue
+    assert cross.set_index("source").loc["en-US", "value"] == pytest.approx(round(expected, 6))
+    template = tested[(tested["task"] == "template_retrieval") & (tested["embedding"] == "tp")]
+    single = ("template.single.target.source", "template.single.target.target")
+    expected = mcnemar(hits(mine, *single, "tp"), hits(twin, *single, "tp")).pvalue
+    assert template.set_index("source").loc["de-DE", "value"] == pytest.approx(round(expected, 6))
+    # without a twin, no such rows
+    assert "mcnemar_p_vs_all_together" not in set(evaluate_fmda(manifest, two_stage, {"name": "tiny"})["metric"])
 
 
 def test_unknown_ablation_is_named(tiny_hub_model: Path, tmp_path: Path):
@@ -763,6 +824,62 @@ def test_table5_has_a_block_per_pair_with_the_contrastive_readings():
     assert "| method / embedding | EN→JA | JA→EN | EN template | JA template |" in ja
     assert "| two-stage, InfoNCE / tp | 0.750 | 0.750 | 0.760 | 0.760 |" in ja
     assert "linear negatives" not in table5  # not configured, so left out
+
+
+def test_table5_claims_compare_two_stage_with_all_together():
+    """Table 5's claims are judged against the all-together model with its McNemar p, on every pair;
+    Table 2's claim no longer lists the two-stage model (the paper's Table 2 is all-together).
+    """
+    from language_agnostic.reporting.fmda import fmda_tables
+
+    def row(method, emb, task, dataset, source, target, metric, value):
+        return dict(
+            pipeline="fmda", method=method, embedding=emb, task=task, dataset=dataset, source=source,
+            target=target, metric=metric, value=value, encoder="x",
+        )  # fmt: skip
+
+    rows = []
+    for method, m, tp, p_m, p_tp in (("fmda", 0.60, 0.30, None, None), ("fmda-two_stage", 0.55, 0.75, 1e-7, 0.0)):
+        for a, b in (("en-US", "ja-JP"), ("ja-JP", "en-US")):
+            rows.append(row(method, "m", "cross_lingual_retrieval", "massive_test", a, b, "accuracy@1", m))
+            rows.append(
+                row(method, "m", "cross_lingual_retrieval", "massive_test", a, b, "mcnemar_p_vs_centering", 0.01)
+            )
+            if p_m is not None:
+                # EN→JA a significant loss, JA→EN within noise
+                p = p_m if a == "en-US" else 0.3
+                rows.append(
+                    row(method, "m", "cross_lingual_retrieval", "massive_test", a, b, "mcnemar_p_vs_all_together", p)
+                )
+        for loc in ("en-US", "ja-JP"):
+            single = "massive_template_single:en-US>ja-JP"
+            rows.append(row(method, "tp", "template_retrieval", single, loc, loc, "accuracy@1", tp))
+            rows.append(row(method, "m", "template_retrieval", single, loc, loc, "accuracy@1", tp - 0.1))
+            if p_tp is not None:
+                rows.append(
+                    row(method, "tp", "template_retrieval", single, loc, loc, "mcnemar_p_vs_all_together", p_tp)
+                )
+    rows.append(
+        row("centering", "mean", "cross_lingual_retrieval", "massive_test", "en-US", "ja-JP", "accuracy@1", 0.5)
+    )
+    rows.append(
+        row("centering", "mean", "cross_lingual_retrieval", "massive_test", "ja-JP", "en-US", "accuracy@1", 0.5)
+    )
+    claims = fmda_tables(pd.DataFrame(rows)).split("## Claims (FMDA), as measured")[1].split("\n## ")[0]
+    lines = [[c.strip() for c in line.strip("|").split("|")] for line in claims.splitlines() if line.startswith("| ")]
+    body = {(line[3], line[4], line[5]): line[6:] for line in lines[1:]}
+    assert ("`fmda-two_stage/m`", "`centering/mean`", "EN→JA") not in body
+    assert body[("`fmda/m`", "`centering/mean`", "EN→JA")] == ["60.00", "50.00", "+10.00", "0.01", "1", "holds"]
+    # "level with all-together": a significant loss fails it, a loss within noise does not
+    assert body[("`fmda-two_stage/m`", "`fmda/m`", "EN→JA")] == ["55.00", "60.00", "-5.00", "<1e-6", "1", "fails"]
+    assert body[("`fmda-two_stage/m`", "`fmda/m`", "JA→EN")] == ["55.00", "60.00", "-5.00", "0.3", "1", "holds"]
+    assert body[("`fmda-two_stage/tp`", "`fmda/tp`", "JA template (EN-JA model)")] == [
+        "75.00", "30.00", "+45.00", "<1e-6", "1", "holds",
+    ]  # fmt: skip
+    # the meaning embedding's template gain has no p-value in these rows: shown, not judged
+    assert body[("`fmda-two_stage/m`", "`fmda/m`", "EN template (EN-JA model)")][-1] == "not comparable"
+    backbones = {line[1] for line in lines[1:] if line[3].startswith("`fmda-two_stage")}
+    assert backbones == {"XLM-R base ([CLS], frozen); EN-DE only"}
 
 
 def test_batches_without_negatives_hold_the_same_pairs(tiny_hub_model: Path, tmp_path: Path):

@@ -23,7 +23,8 @@ from language_agnostic.evaluation.intent_nn import mcnemar
 
 ALPHA = 0.05
 VERDICTS = ("holds", "fails", "tie", "not comparable")
-DIRECTIONS = (">", "not >")  # the method above the baseline; the method no better than the baseline
+# the method above the baseline; no better than it; no worse than it (a paper's "similar", "keeps")
+DIRECTIONS = (">", "not >", "not <")
 KEY = ["task", "source", "target", "query"]
 
 
@@ -139,7 +140,8 @@ def verdict(
 
     ``>``: holds when every seed's difference is positive with p ≤ ``alpha``, fails when every one is
     negative with p ≤ ``alpha``, else a tie. ``not >`` (the method is no better): fails when every
-    seed has the method above with p ≤ ``alpha``, else holds.
+    seed has the method above with p ≤ ``alpha``, else holds. ``not <`` (no worse, a paper's
+    "similar"): fails when every seed has the method below with p ≤ ``alpha``, else holds.
 
     Raises:
         ValueError: an unknown direction, or deltas and p-values of different lengths.
@@ -154,6 +156,8 @@ def verdict(
     above, below = all(d > 0 for d in deltas), all(d < 0 for d in deltas)
     if direction == "not >":
         return "fails" if significant and above else "holds"
+    if direction == "not <":
+        return "fails" if significant and below else "holds"
     if significant and above:
         return "holds"
     if significant and below:

@@ -46,7 +46,7 @@ class ClaimSpec:
         baseline: What it is compared with.
         backbone: The encoder(s) the paper made the claim on.
         paper: The paper's figures behind it (on that backbone; the XLM-R rows where it has them).
-        direction: ``>`` (the method above the baseline) or ``not >`` (no better).
+        direction: ``>`` (the method above the baseline), ``not >`` (no better) or ``not <`` (no worse).
     """
 
     claim: str

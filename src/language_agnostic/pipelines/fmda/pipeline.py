@@ -73,6 +73,21 @@ def variant_pairs(
     return out
 
 
+def all_together_twin(name: str, variants: Mapping[str, Any]) -> str | None:
+    """The variant a two-stage variant is compared with in Table 5: the one configured exactly as it
+    is except ``two_stage`` (and which pairs it trains on); None when there is none.
+
+    ``two_stage`` → ``all_together``; ``two_stage_infonce`` → ``infonce`` (both with InfoNCE).
+    """
+    settings = lambda spec: {k: v for k, v in (spec or {}).items() if k not in ("two_stage", "pairs")}  # noqa: E731
+    if not (variants.get(name) or {}).get("two_stage"):
+        return None
+    for other, spec in variants.items():
+        if other != name and not (spec or {}).get("two_stage") and settings(spec) == settings(variants[name]):
+            return str(other)
+    return None
+
+
 def create_pair_pipeline(
     variants: Mapping[str, Any], methods: Mapping[str, Any] | None = None, sources: Mapping[str, str] | None = None
 ) -> Pipeline:
@@ -155,7 +170,9 @@ def create_pair_pipeline(
             train,
             node(
                 nodes.evaluate_fmda,
-                inputs=["fmda_inputs", f"fmda_model_{name}", "encoder_identity"],
+                # a two-stage variant is also tested against its all-together twin (Table 5's claims)
+                inputs=["fmda_inputs", f"fmda_model_{name}", "encoder_identity"]
+                + ([f"fmda_model_{twin}"] if (twin := all_together_twin(name, variants)) else []),
                 outputs=f"fmda_rows_{name}",
                 name=f"evaluate_fmda_{name}_node",
             ),
