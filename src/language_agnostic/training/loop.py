@@ -451,187 +451,229 @@ def train(
         )
         model.load_state_dict(result.state_dict)
         return result
-    seed_everything(settings.seed)
-    accelerator = make_accelerator(settings)
-    device = accelerator.device
-    logger.info("training on %s, mixed precision %s", device, accelerator.mixed_precision)
-    model.to(device)
-    optimiser, adversary_optimiser = _optimisers(model, settings)
-    adversary_steps = int(getattr(model, "adversary_steps", 1))
-    after_adversary_step = getattr(model, "after_adversary_step", None)
-    scheduler = None
-    if settings.schedule != "constant" or settings.warmup_ratio > 0:
-        total = _planned_steps(train_data, settings)
-        name = "constant_with_warmup" if settings.schedule == "constant" else settings.schedule
-        scheduler = get_scheduler(
-            name, optimiser, num_warmup_steps=int(settings.warmup_ratio * total), num_training_steps=total
-        )
-    # the model's own parts stay reachable as ``model``; ``losses`` (wrapped in DDP across processes)
-    # is what the training steps call
-    prepared = accelerator.prepare(
-        _LossModule(model, loss_fn),
-        optimiser,
-        *([adversary_optimiser] if adversary_optimiser else []),
-        *([scheduler] if scheduler else []),
-    )
-    losses_of, optimiser = prepared[0], prepared[1]
-    adversary_optimiser = prepared[2] if adversary_optimiser is not None else None
-    scheduler = prepared[-1] if scheduler is not None else None
-    accumulate = settings.gradient_accumulation_steps
-    parameters = [p for group in optimiser.param_groups for p in group["params"]]
+    return _Run(model, loss_fn, train_data, dev_data, settings, dev_score).fit()
 
-    best_criterion, best_epoch, best_step = float("inf"), 0, 0
-    best_state = _cpu_copy(model.state_dict())
-    history: list[dict[str, float]] = []
-    sums: dict[str, float] = {}
-    count = 0
-    step = 0
-    stale = 0
 
-    def evaluate(epoch: int) -> bool:
-        """Record one evaluation; True when early stopping says stop."""
-        nonlocal sums, count, best_criterion, best_epoch, best_step, best_state, stale
-        model.eval()
-        dev = _mean_losses(
-            model,
-            loss_fn,
-            _share(dev_data.batches(0, torch.Generator().manual_seed(settings.seed)), accelerator, even=False),
-            accelerator,
+def _scheduler(
+    optimiser: torch.optim.Optimizer, train_data: BatchSource, settings: TrainSettings
+) -> torch.optim.lr_scheduler.LRScheduler | None:
+    """The learning-rate schedule with its warm-up (``transformers.get_scheduler``); None for a constant rate."""
+    if settings.schedule == "constant" and settings.warmup_ratio <= 0:
+        return None
+    total = _planned_steps(train_data, settings)
+    name = "constant_with_warmup" if settings.schedule == "constant" else settings.schedule
+    return get_scheduler(name, optimiser, num_warmup_steps=int(settings.warmup_ratio * total), num_training_steps=total)
+
+
+class _Run:
+    """One training run in this process, in the order :func:`train` takes it: set up (seed, devices,
+    optimisers, schedule), then epochs of steps, each epoch (or every N steps) closed by an
+    evaluation on dev that keeps the best weights and decides when to stop.
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        loss_fn: LossFn,
+        train_data: BatchSource,
+        dev_data: BatchSource,
+        settings: TrainSettings,
+        dev_score: Callable[[nn.Module], float] | None,
+    ) -> None:
+        seed_everything(settings.seed)
+        self.model, self.loss_fn, self.settings, self.dev_score = model, loss_fn, settings, dev_score
+        self.train_data, self.dev_data = train_data, dev_data
+        self.accelerator = make_accelerator(settings)
+        self.device = self.accelerator.device
+        logger.info("training on %s, mixed precision %s", self.device, self.accelerator.mixed_precision)
+        model.to(self.device)
+        optimiser, adversary_optimiser = _optimisers(model, settings)
+        self.adversary_steps = int(getattr(model, "adversary_steps", 1))
+        self.after_adversary_step = getattr(model, "after_adversary_step", None)
+        scheduler = _scheduler(optimiser, train_data, settings)
+        # the model's own parts stay reachable as ``model``; ``losses_of`` (wrapped in DDP across
+        # processes) is what the training steps call
+        prepared = self.accelerator.prepare(
+            _LossModule(model, loss_fn),
+            optimiser,
+            *([adversary_optimiser] if adversary_optimiser else []),
+            *([scheduler] if scheduler else []),
         )
-        sums, count = _summed(sums, count, accelerator)  # the training losses of every process's batches
-        record = {
-            "epoch": float(epoch),
-            **({"step": float(step)} if settings.eval_every_steps else {}),
-            **{f"train_{k}": v / max(count, 1) for k, v in sums.items()},
-            **{f"dev_{k}": v for k, v in dev.items()},
-        }
-        if scheduler is not None:
-            record["lr"] = float(optimiser.param_groups[0]["lr"])
-        # lower is better: the dev loss, or the negated dev score
-        criterion = dev["total"]
-        if dev_score is not None:
-            # a method's own dev score (e.g. nearest-neighbour accuracy) runs in the first process;
-            # the others take its figure, so every process keeps the same weights and stops together
-            score = [float(dev_score(model)) if accelerator.is_main_process else None]
-            record["dev_score"] = float(broadcast_object_list(score)[0] if accelerator.num_processes > 1 else score[0])
-            criterion = -record["dev_score"]
-        history.append(record)
-        bar.set_postfix(
-            train=f"{record.get('train_total', float('nan')):.4f}",
-            dev=f"{dev['total']:.4f}",
-            **({"score": f"{record['dev_score']:.4f}"} if dev_score is not None else {}),
-        )
-        sums, count = {}, 0
-        model.train()
-        if criterion < best_criterion - settings.min_delta:
-            best_criterion, best_epoch, best_step, stale = criterion, epoch, step, 0
-            best_state = _cpu_copy(model.state_dict())
-            return False
-        stale += 1
-        if stale >= settings.patience:
-            logger.info(
-                "early stop at epoch %d (step %d): no dev improvement in %d evaluations since epoch %d "
-                "(criterion %.5f)",
+        self.losses_of, self.optimiser = prepared[0], prepared[1]
+        self.adversary_optimiser = prepared[2] if adversary_optimiser is not None else None
+        self.scheduler = prepared[-1] if scheduler is not None else None
+        self.parameters = [p for group in self.optimiser.param_groups for p in group["params"]]
+        # early stopping: lower is better (the dev loss, or the negated dev score)
+        self.best_criterion, self.best_epoch, self.best_step = float("inf"), 0, 0
+        self.best_state = _cpu_copy(model.state_dict())
+        self.history: list[dict[str, float]] = []
+        self.sums: dict[str, float] = {}  # training losses since the last evaluation, summed over examples
+        self.count = 0
+        self.step = 0  # optimiser steps taken
+        self.stale = 0  # evaluations since the last improvement
+        self.quiet = not settings.progress or not self.accelerator.is_local_main_process
+        self.bar = tqdm(range(1, settings.max_epochs + 1), desc="training", unit="epoch", disable=self.quiet)
+        # this process's batches per epoch (several processes share them out, see _share); a source
+        # without n_batches() gets a bar without a total
+        count_batches = getattr(train_data, "n_batches", None)
+        self.n_batches = -(-count_batches() // self.accelerator.num_processes) if callable(count_batches) else None
+
+    def fit(self) -> TrainResult:
+        """Every epoch until early stopping or ``max_epochs``; the model ends with the best weights."""
+        settings = self.settings
+        epoch = 0
+        if settings.keep_initial:
+            # epoch 0: the weights training starts from compete with every epoch's (same dev data, same
+            # criterion); when training changes nothing for the better, they are what is kept
+            with _random_state_kept():
+                self.evaluate(0)
+        for epoch in self.bar:
+            if self.run_epoch(epoch):
+                break
+        self.bar.close()
+        if self.best_epoch == 0 and settings.keep_initial:
+            logger.warning(
+                "no improvement on dev: no epoch of %d beat the initial weights (dev criterion %.5f); "
+                "keeping the initial weights",
                 epoch,
-                step,
-                stale,
-                best_epoch,
-                best_criterion,
+                self.best_criterion,
             )
-            return True
-        return False
+        self.model.load_state_dict(self.best_state)
+        return TrainResult(self.best_state, self.best_epoch, epoch, self.history, self.best_step)
 
-    quiet = not settings.progress or not accelerator.is_local_main_process
-    bar = tqdm(range(1, settings.max_epochs + 1), desc="training", unit="epoch", disable=quiet)
-    # this process's batches (several processes share them out, see _share)
-    count_batches = getattr(
-        train_data, "n_batches", None
-    )  # the schedule's method (BatchSource); a source without one: no total
-    n_batches = -(-count_batches() // accelerator.num_processes) if callable(count_batches) else None
-    epoch = 0
-    stop = False
-    if settings.keep_initial:
-        # epoch 0: the weights training starts from compete with every epoch's (same dev data, same
-        # criterion); when training changes nothing for the better, they are what is kept
-        with _random_state_kept():
-            evaluate(0)
-    for epoch in bar:
-        model.train()
+    def run_epoch(self, epoch: int) -> bool:
+        """One pass over this process's training batches; True when early stopping says stop."""
+        settings, accelerator = self.settings, self.accelerator
+        self.model.train()
         # a bar inside the epoch, shown only once an epoch has run 5 s: a LAJ-MCL epoch on CPU takes
         # minutes, an FMDA head's a second (no bar, no noise in the log)
-        batch_bar = tqdm(total=n_batches, desc=f"epoch {epoch}", unit="batch", leave=False, delay=5, disable=quiet)
+        batch_bar = tqdm(
+            total=self.n_batches, desc=f"epoch {epoch}", unit="batch", leave=False, delay=5, disable=self.quiet
+        )
         generator = torch.Generator().manual_seed(settings.seed * 1_000_003 + epoch)
         seen = 0
-        # the adversary's own batches, if the data has them: drawn from a generator of their own,
-        # so the main batches do not depend on how many adversary steps are taken
-        adversary_stream = (
-            iter(
-                train_data.adversary_batches(
-                    epoch, torch.Generator().manual_seed(settings.seed * 1_000_003 + epoch + 500_009)
-                )
-            )
-            if adversary_optimiser is not None and hasattr(train_data, "adversary_batches")
-            else None
-        )
-        for batch, last in _lookahead(_share(train_data.batches(epoch, generator), accelerator, even=True)):
-            batch = {k: v.to(device) for k, v in batch.items()}
-            if adversary_optimiser is not None:
-                # MEAT's released code: the discriminator steps first, then the heads step
-                # against the updated discriminator (a fresh forward); EMU: k critic steps
-                for _ in range(adversary_steps):
-                    sub = (
-                        batch
-                        if adversary_stream is None
-                        else {k: v.to(device) for k, v in next(adversary_stream).items()}
-                    )
-                    with accelerator.autocast():
-                        adversarial = losses_of(sub, "adversary")
-                    if "adversary" not in adversarial:
-                        raise ValueError("the model has adversary parameters but the loss has no 'adversary' term")
-                    adversary_optimiser.zero_grad()
-                    accelerator.backward(adversarial["adversary"])
-                    adversary_optimiser.step()
-                    if after_adversary_step is not None:
-                        after_adversary_step()
-            closes = (seen + 1) % accumulate == 0 or last
-            with accelerator.autocast():
-                losses = losses_of(batch)
-            # gradients of a partial accumulation stay local until the step that closes it
-            with contextlib.nullcontext() if closes else accelerator.no_sync(losses_of):
-                accelerator.backward(losses["total"] / accumulate if accumulate > 1 else losses["total"])
+        adversary_stream = self._adversary_stream(epoch)
+        stop = False
+        for batch, last in _lookahead(_share(self.train_data.batches(epoch, generator), accelerator, even=True)):
+            batch = {k: v.to(self.device) for k, v in batch.items()}
+            if self.adversary_optimiser is not None:
+                self._adversary_steps(batch, adversary_stream)
+            closes = (seen + 1) % settings.gradient_accumulation_steps == 0 or last
+            self._forward_backward(batch, closes)
             seen += 1
             batch_bar.update()
-            n = len(next(iter(batch.values())))
-            for name, value in losses.items():
-                sums[name] = sums.get(name, 0.0) + float(value.detach()) * n
-            count += n
-            if not closes:
-                continue
-            if settings.max_grad_norm is not None:
-                accelerator.clip_grad_norm_(parameters, settings.max_grad_norm)
-            optimiser.step()
-            if scheduler is not None:
-                scheduler.step()
-            optimiser.zero_grad()
-            step += 1
-            if settings.eval_every_steps and step % settings.eval_every_steps == 0 and evaluate(epoch):
+            if closes and self._optimiser_step(epoch):
                 stop = True
                 break
         batch_bar.close()
         if seen == 0:
             raise ValueError("the training set yields no batches")
-        if stop or (settings.eval_every_steps is None and evaluate(epoch)):
-            break
-    bar.close()
-    if best_epoch == 0 and settings.keep_initial:
-        logger.warning(
-            "no improvement on dev: no epoch of %d beat the initial weights (dev criterion %.5f); "
-            "keeping the initial weights",
-            epoch,
-            best_criterion,
+        return stop or (settings.eval_every_steps is None and self.evaluate(epoch))
+
+    def _adversary_stream(self, epoch: int) -> Iterator[Batch] | None:
+        """The adversary's own batches, if the data has them: drawn from a generator of their own, so
+        the main batches do not depend on how many adversary steps are taken."""
+        if self.adversary_optimiser is None or not hasattr(self.train_data, "adversary_batches"):
+            return None
+        generator = torch.Generator().manual_seed(self.settings.seed * 1_000_003 + epoch + 500_009)
+        return iter(self.train_data.adversary_batches(epoch, generator))
+
+    def _adversary_steps(self, batch: Batch, stream: Iterator[Batch] | None) -> None:
+        """MEAT's released code: the discriminator steps first, then the heads step against the
+        updated discriminator (a fresh forward); EMU: k critic steps."""
+        for _ in range(self.adversary_steps):
+            sub = batch if stream is None else {k: v.to(self.device) for k, v in next(stream).items()}
+            with self.accelerator.autocast():
+                adversarial = self.losses_of(sub, "adversary")
+            if "adversary" not in adversarial:
+                raise ValueError("the model has adversary parameters but the loss has no 'adversary' term")
+            self.adversary_optimiser.zero_grad()
+            self.accelerator.backward(adversarial["adversary"])
+            self.adversary_optimiser.step()
+            if self.after_adversary_step is not None:
+                self.after_adversary_step()
+
+    def _forward_backward(self, batch: Batch, closes: bool) -> None:
+        """The losses of one batch, their gradients accumulated, and their sums for the history."""
+        accumulate = self.settings.gradient_accumulation_steps
+        with self.accelerator.autocast():
+            losses = self.losses_of(batch)
+        # gradients of a partial accumulation stay local until the step that closes it
+        with contextlib.nullcontext() if closes else self.accelerator.no_sync(self.losses_of):
+            self.accelerator.backward(losses["total"] / accumulate if accumulate > 1 else losses["total"])
+        n = len(next(iter(batch.values())))
+        for name, value in losses.items():
+            self.sums[name] = self.sums.get(name, 0.0) + float(value.detach()) * n
+        self.count += n
+
+    def _optimiser_step(self, epoch: int) -> bool:
+        """Clip, step, schedule; with ``eval_every_steps``, evaluate. True when early stopping says stop."""
+        settings = self.settings
+        if settings.max_grad_norm is not None:
+            self.accelerator.clip_grad_norm_(self.parameters, settings.max_grad_norm)
+        self.optimiser.step()
+        if self.scheduler is not None:
+            self.scheduler.step()
+        self.optimiser.zero_grad()
+        self.step += 1
+        return bool(settings.eval_every_steps and self.step % settings.eval_every_steps == 0 and self.evaluate(epoch))
+
+    def evaluate(self, epoch: int) -> bool:
+        """Record one evaluation on dev; True when early stopping says stop."""
+        settings, accelerator, model = self.settings, self.accelerator, self.model
+        model.eval()
+        dev = _mean_losses(
+            model,
+            self.loss_fn,
+            _share(self.dev_data.batches(0, torch.Generator().manual_seed(settings.seed)), accelerator, even=False),
+            accelerator,
         )
-    model.load_state_dict(best_state)
-    return TrainResult(best_state, best_epoch, epoch, history, best_step)
+        sums, count = _summed(self.sums, self.count, accelerator)  # the training losses of every process's batches
+        record = {
+            "epoch": float(epoch),
+            **({"step": float(self.step)} if settings.eval_every_steps else {}),
+            **{f"train_{k}": v / max(count, 1) for k, v in sums.items()},
+            **{f"dev_{k}": v for k, v in dev.items()},
+        }
+        if self.scheduler is not None:
+            record["lr"] = float(self.optimiser.param_groups[0]["lr"])
+        criterion = dev["total"]
+        if self.dev_score is not None:
+            # a method's own dev score (e.g. nearest-neighbour accuracy) runs in the first process;
+            # the others take its figure, so every process keeps the same weights and stops together
+            score = [float(self.dev_score(model)) if accelerator.is_main_process else None]
+            record["dev_score"] = float(broadcast_object_list(score)[0] if accelerator.num_processes > 1 else score[0])
+            criterion = -record["dev_score"]
+        self.history.append(record)
+        self.bar.set_postfix(
+            train=f"{record.get('train_total', float('nan')):.4f}",
+            dev=f"{dev['total']:.4f}",
+            **({"score": f"{record['dev_score']:.4f}"} if self.dev_score is not None else {}),
+        )
+        self.sums, self.count = {}, 0
+        model.train()
+        return self._early_stop(criterion, epoch)
+
+    def _early_stop(self, criterion: float, epoch: int) -> bool:
+        """Keep the weights when ``criterion`` improves by more than ``min_delta``; True after
+        ``patience`` evaluations without."""
+        if criterion < self.best_criterion - self.settings.min_delta:
+            self.best_criterion, self.best_epoch, self.best_step, self.stale = criterion, epoch, self.step, 0
+            self.best_state = _cpu_copy(self.model.state_dict())
+            return False
+        self.stale += 1
+        if self.stale >= self.settings.patience:
+            logger.info(
+                "early stop at epoch %d (step %d): no dev improvement in %d evaluations since epoch %d "
+                "(criterion %.5f)",
+                epoch,
+                self.step,
+                self.stale,
+                self.best_epoch,
+                self.best_criterion,
+            )
+            return True
+        return False
 
 
 def _cpu_copy(state: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
