@@ -209,7 +209,7 @@ def fmda_tables(rows: pd.DataFrame) -> str:
     methods = set(rows["method"])
     ablations = [m for m in dict.fromkeys(rows["method"]) if m.startswith("fmda-no_")]
     out = [
-        "# FMDA on MASSIVE (bundled 4-bit multilingual-e5-small; see docs/results.md)",
+        "# FMDA on MASSIVE (bundled 4-bit multilingual-e5-small; see docs/findings/fmda.md)",
         "",
         "## Table 2: cross-lingual semantic retrieval, accuracy@1",
         "",
