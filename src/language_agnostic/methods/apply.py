@@ -233,6 +233,7 @@ def load_models(
     languages: Mapping[str, Sequence[str]],
     identity: Mapping[str, Any],
     check: Any = None,
+    where: str = "tatoeba",
 ) -> tuple[list[LoadedModel], list[dict[str, str]]]:
     """The expected models that are present and usable; the others with the reason, each logged as a warning.
 
@@ -246,6 +247,7 @@ def load_models(
         languages: From :func:`training_languages`.
         identity: The configured encoder's identity.
         check: ``check_encoder``'s replacement (tests); default the real one.
+        where: The pipeline asking (``tatoeba``, ``export``), named in warnings and messages.
 
     Returns:
         ``(loaded, skipped)``; ``skipped`` rows have ``method``, ``path`` and ``reason``.
@@ -255,14 +257,14 @@ def load_models(
     loaded, skipped = [], []
 
     def skip(spec: ModelSpec, reason: str) -> None:
-        logger.warning("tatoeba: %s skipped: %s", spec.name, reason)
+        logger.warning("%s: %s skipped: %s", where, spec.name, reason)
         skipped.append({"method": spec.name, "path": str(shelf.path(spec.path)), "reason": reason})
 
     for spec in specs:
-        where = shelf.path(spec.path)
+        path = shelf.path(spec.path)
         if spec.kind == "encoder":
             if not shelf.has_encoder(spec.path):
-                skip(spec, f"{where} not found (no config.json); `{spec.command}` makes it")
+                skip(spec, f"{path} not found (no config.json); `{spec.command}` makes it")
                 continue
             base = _base_encoder(shelf.provenance(spec.path))
             if (
@@ -272,7 +274,7 @@ def load_models(
             ):
                 skip(
                     spec,
-                    f"{where} was fine-tuned from encoder {base.get('name')!r} "
+                    f"{path} was fine-tuned from encoder {base.get('name')!r} "
                     f"(weights {str(base['weights_sha256'])[:12]}), "
                     f"but embeddings.encoder.name configures {identity.get('name')!r} "
                     f"(weights {str(identity['weights_sha256'])[:12]}); "
@@ -282,7 +284,7 @@ def load_models(
             loaded.append(LoadedModel(spec, list(languages.get(spec.source, [])), pooling=spec.embedding))
             continue
         if not shelf.has_artifact(spec.path):
-            skip(spec, f"{where} not found; `{spec.command}` makes it")
+            skip(spec, f"{path} not found; `{spec.command}` makes it")
             continue
         saved = shelf.artifact(spec.path)
         if spec.kind == "centering":
@@ -291,21 +293,21 @@ def load_models(
             loaded.append(model)
             continue
         if "build" not in saved:
-            skip(spec, f"{where} was saved before the method registry (no 'build' entry); rerun `{spec.command}`")
+            skip(spec, f"{path} was saved before the method registry (no 'build' entry); rerun `{spec.command}`")
             continue
         try:
-            check(saved, identity, str(where), "tatoeba.models")
+            check(saved, identity, str(path), f"{where}.models")
         except ValueError as exc:
             skip(spec, str(exc))
             continue
         method, module = load_trained(saved)
         if (method.name == "fmda") != (spec.kind == "fmda"):
-            skip(spec, f"{where} holds a {method.name!r} model, not the expected {spec.kind}")
+            skip(spec, f"{path} holds a {method.name!r} model, not the expected {spec.kind}")
             continue
         loaded.append(
             LoadedModel(spec, list(languages.get(spec.source, [])), saved, str(saved.get("pooling", "mean")), module)
         )
-    logger.info("tatoeba: %d of %d expected models loaded, %d skipped", len(loaded), len(specs), len(skipped))
+    logger.info("%s: %d of %d expected models loaded, %d skipped", where, len(loaded), len(specs), len(skipped))
     return loaded, skipped
 
 

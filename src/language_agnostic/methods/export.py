@@ -1,0 +1,132 @@
+"""Trained meaning models written as sentence-transformers models, usable without this package.
+
+A head over pooled sentence vectors (DREAM, MEAT, SEED and the InfoNCE controls) computes its
+meaning embedding as ``MLP_M(pool(encoder(prefix + text)))`` with ``MLP_M`` one linear layer and an
+optional activation. sentence-transformers has a standard module for each step, so the export is
+``Transformer → Pooling → Dense`` with the prefix as the model's default prompt, and
+``SentenceTransformer(directory).encode(texts)`` gives the vectors this project scores (to float
+precision; see ``tests/methods/test_export.py``). No custom code is saved: the directory loads
+wherever ``sentence-transformers`` is installed.
+
+Models over token states (FMDA) or with a fine-tuned encoder (EMU) need more than these modules and
+are not exported here yet.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+from sentence_transformers import SentenceTransformer
+from sentence_transformers.sentence_transformer.modules import Dense, Pooling, Transformer
+from torch import nn
+
+from language_agnostic.encoders.loading import LoadedEncoder
+from language_agnostic.methods.registry import POOLED_METHODS, TRAINED_METHODS, load_trained
+
+# the heads whose meaning is one linear layer (and an activation) over a pooled vector
+EXPORTABLE = tuple(dict.fromkeys((*TRAINED_METHODS, *POOLED_METHODS)))
+POOLING_MODES = {"mean": "mean", "cls": "cls"}  # this project's pooling → sentence-transformers' mode
+PROMPT_NAME = "query"  # the prefix ("query: " for e5) becomes the default prompt of this name
+
+
+class ExportError(ValueError):
+    """A model that cannot be exported as asked; the message names it and why."""
+
+
+def meaning_layers(model: nn.Module, method: str) -> tuple[nn.Linear, nn.Module]:
+    """The linear layer and the activation that make a pooled head's meaning embedding (``model.meaning``).
+
+    Raises:
+        ExportError: ``method`` is not a pooled head, or its meaning is not one linear layer.
+    """
+    if method not in EXPORTABLE:
+        raise ExportError(
+            f"{method!r}: only heads over pooled vectors export to sentence-transformers ({list(EXPORTABLE)})"
+        )
+    meaning = getattr(model, "meaning", None)
+    if isinstance(meaning, nn.Linear):
+        return meaning, nn.Identity()
+    if isinstance(meaning, nn.Sequential) and len(meaning) == 2 and isinstance(meaning[0], nn.Linear):
+        return meaning[0], meaning[1]
+    raise ExportError(f"{method!r}: its meaning network is not one linear layer and an activation: {meaning!r}")
+
+
+def sentence_transformer(
+    saved: Mapping[str, Any], encoder: LoadedEncoder, prefix: str, max_length: int | None = None
+) -> SentenceTransformer:
+    """A trained pooled head over ``encoder`` as an in-memory ``SentenceTransformer`` on the CPU.
+
+    Args:
+        saved: The head as saved (``pooling`` and ``build`` entries, its weights).
+        encoder: The encoder it was trained over (the project's configured encoder).
+        prefix: What the extraction puts before every text (``embeddings.extraction.prefix``).
+        max_length: Tokens per text, special tokens included; None = the encoder's maximum.
+    """
+    method, model = load_trained(saved)
+    name = method.name if method is not None else str(saved["build"]["method"])
+    linear, activation = meaning_layers(model, name)
+    pooling = str(saved.get("pooling", "mean"))
+    if pooling not in POOLING_MODES:
+        raise ExportError(f"pooling {pooling!r} has no sentence-transformers mode; known: {sorted(POOLING_MODES)}")
+    with tempfile.TemporaryDirectory() as tmp:
+        # the Transformer module loads from a directory; the encoder's own files, as loaded
+        encoder.model.save_pretrained(tmp)
+        encoder.tokenizer.save_pretrained(tmp)
+        transformer = Transformer(tmp, max_seq_length=int(max_length or encoder.max_length))
+    dim = linear.in_features
+    dense = Dense(
+        dim,
+        linear.out_features,
+        bias=linear.bias is not None,
+        activation_function=activation,
+        init_weight=linear.weight.detach().clone().float(),
+        init_bias=linear.bias.detach().clone().float() if linear.bias is not None else None,
+    )
+    return SentenceTransformer(
+        modules=[transformer, Pooling(dim, pooling_mode=POOLING_MODES[pooling], include_prompt=True), dense],
+        device="cpu",
+        prompts={PROMPT_NAME: prefix} if prefix else None,
+        default_prompt_name=PROMPT_NAME if prefix else None,
+        similarity_fn_name="cosine",
+    )
+
+
+def export_sentence_transformer(
+    saved: Mapping[str, Any],
+    encoder: LoadedEncoder,
+    out_dir: str | Path,
+    prefix: str,
+    max_length: int | None = None,
+    provenance: Mapping[str, Any] | None = None,
+) -> Path:
+    """Write a trained pooled head over ``encoder`` as a sentence-transformers directory.
+
+    ``out_dir/language_agnostic.json`` records where it came from (method, pooling, prefix and
+    ``provenance``, e.g. the model's name and MLflow run).
+
+    Returns:
+        ``out_dir``.
+    """
+    model = sentence_transformer(saved, encoder, prefix, max_length)
+    out = Path(out_dir)
+    model.save(str(out))
+    record = {
+        "method": str(saved["build"]["method"]),
+        "pooling": str(saved.get("pooling", "mean")),
+        "prefix": prefix,
+        "encoder": dict(encoder.identity),
+        **dict(provenance or {}),
+    }
+    (out / "language_agnostic.json").write_text(json.dumps(record, indent=2, default=str) + "\n")
+    return out
+
+
+@torch.no_grad()
+def encode(directory: str | Path, texts: list[str], batch_size: int = 64) -> Any:
+    """``SentenceTransformer(directory).encode(texts)`` as numpy, on the CPU (what a user outside the project runs)."""
+    return SentenceTransformer(str(directory), device="cpu").encode(texts, batch_size=batch_size, convert_to_numpy=True)

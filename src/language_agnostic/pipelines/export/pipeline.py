@@ -1,0 +1,47 @@
+"""``export``: ``kedro run --pipelines=export`` writes every trained head over pooled vectors (DREAM,
+MEAT, SEED, the InfoNCE controls) that ``data/06_models`` holds as a sentence-transformers model
+(``conf/base/parameters_export.yml``; ``docs/export.md``)."""
+
+from __future__ import annotations
+
+from kedro.pipeline import Pipeline, node
+
+from language_agnostic.pipelines.embeddings.pipeline import load_encoder_pipeline
+from language_agnostic.pipelines.export import nodes
+
+
+def create_pipeline() -> Pipeline:
+    """The ``export`` pipeline (its shape does not depend on the configuration: models are found when it runs)."""
+    return Pipeline(
+        [
+            load_encoder_pipeline(),
+            node(
+                nodes.plan_exports,
+                inputs=[
+                    "params:export",
+                    "params:qe",
+                    "params:sts",
+                    "params:massive",
+                    "params:fmda",
+                    "params:fmda_paper",
+                    "params:emu",
+                ],
+                outputs="export_plan",
+                name="plan_exports_node",
+            ),
+            node(
+                nodes.export_models,
+                inputs=[
+                    "models_directory",
+                    "export_plan",
+                    "encoder",
+                    "encoder_identity",
+                    "params:embeddings.extraction",
+                    "params:export",
+                ],
+                outputs="export_report",
+                name="export_models_node",
+            ),
+        ],
+        tags="export",
+    )
