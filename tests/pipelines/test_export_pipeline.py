@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
 from pathlib import Path
 
+import mlflow.pyfunc
 import numpy as np
 import pytest
 import torch
@@ -16,6 +23,7 @@ from language_agnostic.datasets.directory import ModelShelf
 from language_agnostic.encoders.extraction import EmbeddingStore, ExtractionSettings, extract_embeddings
 from language_agnostic.encoders.loading import load_encoder
 from language_agnostic.methods.apply import control_meaning
+from language_agnostic.methods.export import sentence_transformer
 from language_agnostic.methods.registry import artifact, get_method, load_trained
 from language_agnostic.methods.trained import write_artifact
 from language_agnostic.pipelines.export import nodes
@@ -43,7 +51,9 @@ def test_plan_lists_the_heads_of_the_sources_and_names_mistakes():
         _plan({"sources": ["qe"], "only": ["dream@sts"]})
 
 
-def test_export_writes_what_is_there_and_skips_the_rest(tiny_hub_model: Path, tmp_path: Path):
+def test_export_writes_what_is_there_and_skips_the_rest(tiny_hub_model: Path, tmp_path: Path, monkeypatch):
+    # the encoder check looks the head's MLflow run up: a store of the test's own, not ./mlflow.db
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
     encoder = load_encoder(str(tiny_hub_model))
     torch.manual_seed(0)
     head = get_method("seed").build(encoder.hidden_size, 2, {})
@@ -78,11 +88,89 @@ def test_export_writes_what_is_there_and_skips_the_rest(tiny_hub_model: Path, tm
         skipped["dream@qe"]
         == f"{tmp_path / 'models' / 'qe' / 'dream.safetensors'} not found; `kedro run --pipeline=qe` makes it"
     )
-    # the exported model gives the project's vectors
+    # the exported model gives the project's vectors, by each route
     settings = ExtractionSettings(prefix="query: ", dtype="float32", device="cpu", batch_size=2, progress=False)
     pooled = extract_embeddings(encoder, TEXTS, settings, EmbeddingStore(tmp_path / "store")).vectors("mean")
     ours = control_meaning(load_trained(saved)[1], np.asarray(pooled), "seed")
-    theirs = SentenceTransformer(str(out / "qe" / "seed"), device="cpu").encode(TEXTS)
+    directory = out / "qe" / "seed"
+    pyfunc = mlflow.pyfunc.load_model(str(directory))
+    np.testing.assert_allclose(np.asarray(pyfunc.predict(TEXTS)), ours, atol=1e-4, rtol=1e-4)
+    theirs = SentenceTransformer(str(directory / nodes.ST_SUBDIRECTORY), device="cpu").encode(TEXTS)
     np.testing.assert_allclose(theirs, ours, atol=1e-4, rtol=1e-4)
-    record = json.loads((out / "qe" / "seed" / "language_agnostic.json").read_text())
+    # a signature (strings in, a vector per string out), an input example, pinned requirements
+    signature = pyfunc.metadata.get_input_schema().to_dict(), pyfunc.metadata.get_output_schema().to_dict()
+    assert signature[0] == [{"type": "string", "required": True}]
+    assert signature[1][0]["tensor-spec"]["dtype"] == "float32"
+    assert list(signature[1][0]["tensor-spec"]["shape"]) == [-1, encoder.hidden_size]
+    assert (directory / "input_example.json").is_file()
+    requirements = (directory / "requirements.txt").read_text().split()
+    assert {r.split("==")[0] for r in requirements} >= set(nodes.REQUIREMENTS) and all("==" in r for r in requirements)
+    record = json.loads((directory / "language_agnostic.json").read_text())
     assert record["source_file"] == str(tmp_path / "models" / "qe" / "seed.safetensors")
+    assert pyfunc.metadata.metadata["language_agnostic"]["name"] == "seed@qe"
+    # a rerun replaces the export
+    SequentialRunner().run(pipeline, catalog)
+    assert (directory / "MLmodel").is_file()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_mlflow_serves_an_exported_model_over_http(tiny_hub_model: Path, tmp_path: Path):
+    """``mlflow models serve`` (local environment, 127.0.0.1) answers a list of texts with their vectors."""
+    encoder = load_encoder(str(tiny_hub_model))
+    torch.manual_seed(1)
+    head = get_method("dream").build(encoder.hidden_size, 2, {"activation": "none"})
+    saved = artifact("dream", head, encoder.hidden_size, 2, {"activation": "none"}, pooling="cls")
+    directory = nodes.save_model(
+        sentence_transformer(saved, encoder, "query: "),
+        tmp_path / "dream",
+        {"name": "dream@test"},
+    )
+    expected = mlflow.pyfunc.load_model(str(directory)).predict(TEXTS)
+    port = _free_port()
+    mlflow_cli = Path(sys.executable).with_name("mlflow")
+    # the server starts `uvicorn` by name: the interpreter's bin directory must be on PATH (as in an activated venv)
+    env = {**os.environ, "PATH": f"{mlflow_cli.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    log = tmp_path / "serve.log"
+    server = subprocess.Popen(
+        [
+            str(mlflow_cli),
+            "models",
+            "serve",
+            "-m",
+            str(directory),
+            "--env-manager",
+            "local",
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(port),
+        ],
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        env=env,
+        cwd=tmp_path,
+    )
+    try:
+        deadline, answer = time.monotonic() + 120, None
+        body = json.dumps({"inputs": TEXTS}).encode()
+        while time.monotonic() < deadline and answer is None:
+            try:
+                request = urllib.request.Request(
+                    f"http://127.0.0.1:{port}/invocations", data=body, headers={"Content-Type": "application/json"}
+                )
+                with urllib.request.urlopen(request, timeout=10) as response:
+                    answer = json.loads(response.read())
+            except OSError:
+                if server.poll() is not None:
+                    pytest.fail(f"mlflow models serve exited with {server.returncode}: {log.read_text()[-2000:]}")
+                time.sleep(1)
+        assert answer is not None, "no answer from mlflow models serve within 120 s"
+        np.testing.assert_allclose(np.asarray(answer["predictions"]), expected, atol=1e-5)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

@@ -1,23 +1,65 @@
 """Nodes of the ``export`` pipeline: find the trained heads the configured pipelines leave, write each
-as a sentence-transformers directory."""
+as an MLflow model of the ``sentence_transformers`` flavour.
+
+One directory per head serves every route out of the project: ``mlflow.pyfunc.load_model(dir)``
+and ``mlflow models serve -m dir`` (its pyfunc: a list of strings in, one vector per string out,
+with a signature, an input example and pinned requirements), and
+``SentenceTransformer(dir / "model.sentence_transformer")``, the same weights (MLflow's flavour
+keeps the sentence-transformers model there; one copy of the encoder, about 470 MB for the
+bundled one, per head). MLflow is written here, in the Kedro layer, not in ``methods/``.
+"""
 
 from __future__ import annotations
 
+import importlib.metadata
+import json
 import logging
+import shutil
 from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+import mlflow.sentence_transformers
+from sentence_transformers import SentenceTransformer
+
 from language_agnostic.encoders.loading import LoadedEncoder
 from language_agnostic.methods.apply import ModelSpec, expected_models, load_models, training_languages
-from language_agnostic.methods.export import export_sentence_transformer
+from language_agnostic.methods.export import sentence_transformer
 from language_agnostic.pipelines.project_config import PipelineConfigurationError
 
 logger = logging.getLogger(__name__)
 
 EXPORT_KEYS = {"sources", "only", "out_dir"}
 SOURCES = ("qe", "sts", "fmda")  # the pipelines whose heads over pooled vectors are exported
+# what a served or loaded model needs, pinned to the versions it was written with
+REQUIREMENTS = ("mlflow", "sentence-transformers", "torch", "transformers")
+INPUT_EXAMPLE = ["The weather is nice today.", "Das Wetter ist heute schön."]
+ST_SUBDIRECTORY = "model.sentence_transformer"  # where MLflow's flavour keeps the sentence-transformers model
+
+
+def pinned_requirements() -> list[str]:
+    """``name==version`` of :data:`REQUIREMENTS` as installed (a local tag such as ``+cpu`` dropped)."""
+    return [f"{name}=={importlib.metadata.version(name).split('+')[0]}" for name in REQUIREMENTS]
+
+
+def save_model(model: SentenceTransformer, directory: str | Path, record: Mapping[str, Any]) -> Path:
+    """``model`` as an MLflow model at ``directory`` (replaced if present), ``record`` as its metadata
+    and as ``language_agnostic.json`` beside it.
+    """
+    out = Path(directory)
+    if out.exists():
+        shutil.rmtree(out)  # MLflow refuses to write into an existing directory; a rerun replaces the export
+    out.parent.mkdir(parents=True, exist_ok=True)
+    mlflow.sentence_transformers.save_model(
+        model,
+        str(out),
+        input_example=INPUT_EXAMPLE,
+        pip_requirements=pinned_requirements(),
+        metadata={"language_agnostic": json.loads(json.dumps(dict(record), default=str))},
+    )
+    (out / "language_agnostic.json").write_text(json.dumps(dict(record), indent=2, default=str) + "\n")
+    return out
 
 
 def plan_exports(
@@ -75,26 +117,26 @@ def export_models(
     """
     specs = [ModelSpec(**spec) for spec in plan["models"]]
     loaded, skipped = load_models(shelf, specs, plan["sources"], identity)
-    out_dir = Path(str(export.get("out_dir") or "data/06_models/sentence_transformers"))
+    out_dir = Path(str(export.get("out_dir") or "data/06_models/exported"))
     exported = []
+    prefix, max_length = str(extraction.get("prefix") or ""), extraction.get("max_length")
     for model in loaded:
         method = model.spec.name.split("@")[0]
         directory = out_dir / model.spec.source / method
-        provenance = {
+        record = {
             "name": model.spec.name,
+            "method": str(model.saved["build"]["method"]),
+            "pooling": str(model.saved.get("pooling", "mean")),
+            "prefix": prefix,
+            "encoder": dict(identity),
             "source_file": str(shelf.path(model.spec.path)),
             "training_languages": list(model.languages),
             "mlflow_run_id": model.saved.get("mlflow_run_id"),
         }
-        export_sentence_transformer(
-            model.saved,
-            encoder,
-            directory,
-            str(extraction.get("prefix") or ""),
-            extraction.get("max_length"),
-            provenance,
+        save_model(sentence_transformer(model.saved, encoder, prefix, max_length), directory, record)
+        logger.info(
+            "export: %s → %s (MLflow model; sentence-transformers in %s/)", model.spec.name, directory, ST_SUBDIRECTORY
         )
-        logger.info("export: %s → %s (sentence-transformers)", model.spec.name, directory)
-        exported.append({**provenance, "directory": str(directory)})
+        exported.append({**record, "directory": str(directory)})
     logger.info("export: %d of %d heads exported, %d skipped", len(exported), len(specs), len(skipped))
     return {"exported": exported, "skipped": skipped}

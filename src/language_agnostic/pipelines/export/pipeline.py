@@ -1,5 +1,6 @@
 """``export``: ``kedro run --pipelines=export`` writes every trained head over pooled vectors (DREAM,
-MEAT, SEED, the InfoNCE controls) that ``data/06_models`` holds as a sentence-transformers model
+MEAT, SEED, the InfoNCE controls) that ``data/06_models`` holds as an MLflow model holding a
+sentence-transformers model
 (``conf/base/parameters_export.yml``; ``docs/export.md``)."""
 
 from __future__ import annotations
