@@ -9,7 +9,7 @@ from scipy import stats
 
 from language_agnostic.evaluation.claims import Paired, outcomes_of, paired, paired_correlation, verdict
 from language_agnostic.reporting.claims import ClaimSpec, claim_row, claims_section, columns
-from language_agnostic.reporting.similarity import claims_rows
+from language_agnostic.reporting.similarity import claims_rows, seed_runs
 
 
 def test_a_verdict_needs_the_sign_and_p_in_every_seed():
@@ -172,6 +172,29 @@ def test_similarity_claims_are_judged_on_a_tables_average_and_skip_untrained_hea
     )
     assert [r[-2] for r in seeded] == ["2", "1"]  # MEAT has no seed-1 run: only the configured seeds are paired
     assert " ± " in seeded[0][8] and " ± " not in seeded[1][8]
+    # a loss ablation's seed runs pair with the base's seed runs (DREAM Table 6 with seeds)
+    ablations = {
+        "seed_seed1": {"method": "seed", "loss_weights": {}, "seed": 1},
+        "seed_without_lc": {"method": "seed", "loss_weights": {"cross": 0.0}, "seed": None},
+        "seed_without_lc_seed1": {"method": "seed", "loss_weights": {"cross": 0.0}, "seed": 1},
+        "seed_without_ll_seed1": {"method": "seed", "loss_weights": {"language": 0.0}, "seed": 1},  # no unseeded twin
+    }
+    assert seed_runs(ablations) == {"seed": {"1": "seed_seed1"}, "seed_without_lc": {"1": "seed_without_lc_seed1"}}
+    table = pd.concat(
+        [
+            table,
+            scores("seed_without_lc", "meaning", gold + rng.normal(scale=0.6, size=40)),
+            scores("seed_without_lc_seed1", "meaning", gold + rng.normal(scale=0.6, size=40)),
+        ]
+    )
+    ablated = claims_rows(
+        table,
+        [{**claims[0], "claim": "L_C helps", "baseline": "seed_without_lc/meaning"}],
+        views,
+        {"resamples": 300, "seed": 0},
+        ablations,
+    )
+    assert ablated[0][4] == "`seed_without_lc/meaning`" and ablated[0][-2] == "2"
     with pytest.raises(ValueError, match=r"report.claims\[0\].method: write it as method/embedding"):
         claims_rows(table, [{**claims[0], "method": "seed"}], views, {})
     with pytest.raises(ValueError, match=r"report.claims\[0\].table: 'nope' is not one of"):

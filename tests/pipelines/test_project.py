@@ -258,12 +258,20 @@ def test_the_similarity_seeds_env_restates_base_but_for_its_seed_runs(project: P
     base = yaml_base(f"parameters_{pipeline}.yml")[pipeline]
     env = resolved("similarity_seeds")[pipeline]
     assert {k: v for k, v in env.items() if k != "ablations"} == {k: v for k, v in base.items() if k != "ablations"}
-    runs = env["ablations"]  # the seed runs only: the loss ablations are the default run's
-    # each seed run is a trained method with only its seed changed
+    runs = env["ablations"]  # the seed runs; of the loss ablations only DREAM's language one (qe), with seeds
+    ablated = {"dream_without_language": {"language": 0}} if pipeline == "qe" else {}
+    if ablated:
+        assert runs["dream_without_language"] == base["ablations"]["dream_without_language"]
+    # each seed run is a trained method (or that ablation) with only its seed changed
     for name, spec in runs.items():
-        method, seed = name.rsplit("_seed", 1)
-        assert spec == {"base": method, "seed": int(seed)} and int(seed) != base["training"]["seed"]
-    assert sorted(runs) == [f"{m}_seed{n}" for m in ("dream", "meat", "seed") for n in (1, 2)]
+        if name in ablated:
+            continue
+        head, seed = name.rsplit("_seed", 1)
+        method = "dream" if head in ablated else head
+        weights = {"loss_weights": ablated[head]} if head in ablated else {}
+        assert spec == {"base": method, **weights, "seed": int(seed)} and int(seed) != base["training"]["seed"]
+    heads = ("dream", "meat", "seed", *ablated)
+    assert sorted(runs) == sorted([f"{m}_seed{n}" for m in heads for n in (1, 2)] + list(ablated))
     with KedroSession.create(PROJECT_ROOT, env="similarity_seeds") as session:
         context = session.load_context()
         names = {n.name for n in register_pipelines()[pipeline].nodes}

@@ -150,12 +150,32 @@ def claim_specs(claims: Sequence[Mapping[str, Any]], views: Mapping[str, Sequenc
 
 
 def seed_runs(ablations: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, str]]:
-    """``{method: {seed label: head name}}`` of the seed runs among the ablations (``{base, seed}``
-    without loss weights); the configured head itself is label ``default`` (added by the caller)."""
+    """``{head: {seed label: head name}}`` of the seed runs among the ablations; the configured head
+    itself is label ``default`` (added by the caller).
+
+    A seed run (``{base, seed}``) without loss weights belongs to its base method; one with loss
+    weights belongs to the unseeded ablation with the same base and weights (so a loss ablation's
+    claim, e.g. DREAM Table 6, can have seeds too), and is its own head when there is none.
+    """
     out: dict[str, dict[str, str]] = {}
     for name, spec in ablations.items():
-        if spec.get("seed") is not None and not spec.get("loss_weights"):
-            out.setdefault(str(spec["method"]), {})[str(spec["seed"])] = name
+        if spec.get("seed") is None:
+            continue
+        weights = dict(spec.get("loss_weights") or {})
+        owner: str | None = str(spec["method"]) if not weights else None
+        if weights:
+            owner = next(
+                (
+                    other
+                    for other, o in ablations.items()
+                    if o.get("seed") is None
+                    and o["method"] == spec["method"]
+                    and dict(o.get("loss_weights") or {}) == weights
+                ),
+                None,
+            )
+        if owner is not None:
+            out.setdefault(owner, {})[str(spec["seed"])] = name
     return out
 
 

@@ -1,0 +1,67 @@
+"""An exported head over the real bundled encoder gives the project's vectors on real MASSIVE sentences."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from language_agnostic.encoders.extraction import EmbeddingStore, ExtractionSettings, extract_embeddings
+from language_agnostic.encoders.loading import load_encoder
+from language_agnostic.methods.apply import control_meaning
+from language_agnostic.methods.export import export_sentence_transformer
+from language_agnostic.methods.registry import artifact, get_method, load_trained
+from tests.conftest import REAL_MASSIVE
+
+LOCALES = ("en-US", "de-DE", "ja-JP")
+PER_LOCALE = 40
+
+
+def _massive_sentences() -> list[str]:
+    """The first test utterances of three locales (Latin and Japanese script, short and long)."""
+    if not REAL_MASSIVE.is_file():
+        pytest.skip(f"MASSIVE not found at {REAL_MASSIVE}")
+    texts = []
+    with tarfile.open(REAL_MASSIVE) as archive:
+        for locale in LOCALES:
+            rows = archive.extractfile(f"1.1/data/{locale}.jsonl").read().decode("utf-8").splitlines()
+            test = [json.loads(r)["utt"] for r in rows if json.loads(r)["partition"] == "test"]
+            texts += test[:PER_LOCALE]
+    return texts
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("method", "pooling"), [("dream", "cls"), ("seed", "mean"), ("linear-infonce", "mean")])
+def test_exported_head_gives_the_projects_vectors_on_massive(
+    real_bundled: Path, tmp_path: Path, method: str, pooling: str
+):
+    texts = _massive_sentences()
+    encoder = load_encoder("bundled", real_bundled)
+    torch.manual_seed(0)
+    head = get_method(method).build(encoder.hidden_size, 2, {})
+    with torch.no_grad():
+        for parameter in head.parameters():
+            parameter.add_(0.05 * torch.randn_like(parameter))  # not the identity: the head must be applied
+    saved = artifact(method, head, encoder.hidden_size, 2, {}, pooling=pooling)
+    out = export_sentence_transformer(saved, encoder, tmp_path / "st", prefix="query: ")
+    settings = ExtractionSettings(prefix="query: ", dtype="float32", device="cpu", progress=False)
+    pooled = extract_embeddings(encoder, texts, settings, EmbeddingStore(tmp_path / "store")).vectors(pooling)
+    ours = control_meaning(load_trained(saved)[1], np.asarray(pooled), method)
+    script = (
+        "import json, sys; from sentence_transformers import SentenceTransformer; "
+        "m = SentenceTransformer(sys.argv[1], device='cpu'); "
+        "print(json.dumps(m.encode(json.loads(sys.argv[2])).tolist()))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(out), json.dumps(texts)], capture_output=True, text=True, check=True
+    )
+    theirs = np.asarray(json.loads(done.stdout.strip().splitlines()[-1]), dtype=np.float32)
+    cosine = (theirs * ours).sum(1) / np.linalg.norm(theirs, axis=1) / np.linalg.norm(ours, axis=1)
+    assert theirs.shape == ours.shape == (len(texts), encoder.hidden_size)
+    assert cosine.min() >= 0.9999
