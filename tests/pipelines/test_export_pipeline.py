@@ -47,7 +47,9 @@ def test_plan_lists_the_heads_of_the_sources_and_names_mistakes():
         _plan({"sorces": ["qe"]})
     with pytest.raises(PipelineConfigurationError, match=r"export.sources: \['emu'\] have no pooled heads"):
         _plan({"sources": ["emu"]})
-    with pytest.raises(PipelineConfigurationError, match=r"export.only: \['dream@sts'\] are not heads"):
+    with pytest.raises(
+        PipelineConfigurationError, match=r"export.only: \['dream@sts'\] are not models of the configured"
+    ):
         _plan({"sources": ["qe"], "only": ["dream@sts"]})
 
 

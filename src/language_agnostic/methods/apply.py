@@ -227,6 +227,23 @@ def expected_models(params: Mapping[str, Any], sources: Sequence[str] = SOURCES)
     return specs
 
 
+def only_models(specs: Sequence[ModelSpec], only: str | Sequence[str] | None, where: str) -> list[ModelSpec]:
+    """``specs`` limited to the ``<method>@<source>`` names of ``only`` (``None``: all of them).
+
+    Raises:
+        ValueError: a name that is not one of ``specs``, naming the parameter ``where`` and the known names.
+    """
+    if not only:
+        return list(specs)
+    names = [only] if isinstance(only, str) else [str(n) for n in only]
+    unknown = sorted(set(names) - {s.name for s in specs})
+    if unknown:
+        raise ValueError(
+            f"{where}: {unknown} are not models of the configured sources; known: {sorted(s.name for s in specs)}"
+        )
+    return [s for s in specs if s.name in names]
+
+
 def load_models(
     shelf: Any,
     specs: Sequence[ModelSpec],

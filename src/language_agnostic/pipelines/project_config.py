@@ -30,6 +30,10 @@ from language_agnostic.launch import set_default_processes
 
 logger = logging.getLogger(__name__)
 
+# the parameter sections that say which trained models exist (methods/apply.py:expected_models):
+# what the tatoeba and export pipelines read to find the models in data/06_models
+TRAINED_MODEL_PARAMS = ["params:qe", "params:sts", "params:massive", "params:fmda", "params:fmda_paper", "params:emu"]
+
 # the config loader of the running Kedro session (set by RunConfigHook), if any
 _session_config: AbstractConfigLoader | None = None
 

@@ -24,7 +24,7 @@ import mlflow.sentence_transformers
 from sentence_transformers import SentenceTransformer
 
 from language_agnostic.encoders.loading import LoadedEncoder
-from language_agnostic.methods.apply import ModelSpec, expected_models, load_models, training_languages
+from language_agnostic.methods.apply import ModelSpec, expected_models, load_models, only_models, training_languages
 from language_agnostic.methods.export import sentence_transformer
 from language_agnostic.pipelines.project_config import PipelineConfigurationError
 
@@ -87,17 +87,11 @@ def plan_exports(
             f"export.sources: {other} have no pooled heads to export; known: {list(SOURCES)}"
         )
     params = {"qe": qe, "sts": sts, "massive": massive, "fmda": fmda, "fmda_paper": fmda_paper, "emu": emu}
-    specs = [s for s in expected_models(params, sources) if s.kind == "head"]
-    only = export.get("only")
-    if only:
-        only = [only] if isinstance(only, str) else [str(n) for n in only]
-        missing = sorted(set(only) - {s.name for s in specs})
-        if missing:
-            known = sorted(s.name for s in specs)
-            raise PipelineConfigurationError(
-                f"export.only: {missing} are not heads of export.sources {sources}; known: {known}"
-            )
-        specs = [s for s in specs if s.name in only]
+    heads = [s for s in expected_models(params, sources) if s.kind == "head"]
+    try:
+        specs = only_models(heads, export.get("only"), "export.only")
+    except ValueError as exc:
+        raise PipelineConfigurationError(str(exc)) from None
     return {"sources": training_languages(params, sources), "models": [asdict(s) for s in specs]}
 
 

@@ -9,6 +9,7 @@ from kedro.pipeline import Pipeline, node
 
 from language_agnostic.pipelines.embeddings.pipeline import load_encoder_pipeline
 from language_agnostic.pipelines.export import nodes
+from language_agnostic.pipelines.project_config import TRAINED_MODEL_PARAMS
 
 
 def create_pipeline() -> Pipeline:
@@ -18,15 +19,7 @@ def create_pipeline() -> Pipeline:
             load_encoder_pipeline(),
             node(
                 nodes.plan_exports,
-                inputs=[
-                    "params:export",
-                    "params:qe",
-                    "params:sts",
-                    "params:massive",
-                    "params:fmda",
-                    "params:fmda_paper",
-                    "params:emu",
-                ],
+                inputs=["params:export", *TRAINED_MODEL_PARAMS],
                 outputs="export_plan",
                 name="plan_exports_node",
             ),

@@ -20,6 +20,7 @@ from language_agnostic.methods.apply import (
     ModelSpec,
     expected_models,
     load_models,
+    only_models,
     spec_rows,
     training_languages,
 )
@@ -62,17 +63,7 @@ def plan_tatoeba_models(
     sources = [str(s) for s in models.get("sources") or SOURCES]
     params = {"qe": qe, "sts": sts, "massive": massive, "fmda": fmda, "fmda_paper": fmda_paper, "emu": emu}
     languages = training_languages(params, sources)
-    specs = expected_models(params, sources)
-    only = models.get("only")
-    if only:
-        only = [only] if isinstance(only, str) else [str(n) for n in only]
-        unknown = sorted(set(only) - {s.name for s in specs})
-        if unknown:
-            raise ValueError(
-                f"tatoeba.models.only: {unknown} are not models of the configured sources; "
-                f"known: {sorted(s.name for s in specs)}"
-            )
-        specs = [s for s in specs if s.name in only]
+    specs = only_models(expected_models(params, sources), models.get("only"), "tatoeba.models.only")
     logger.info("tatoeba: %d models expected from %s; training languages %s", len(specs), sources, languages)
     return {"sources": languages, "models": [asdict(s) for s in specs]}
 

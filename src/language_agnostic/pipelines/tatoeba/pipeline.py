@@ -11,6 +11,7 @@ from __future__ import annotations
 from kedro.pipeline import Pipeline, node
 
 from language_agnostic.pipelines.embeddings.pipeline import load_encoder_pipeline
+from language_agnostic.pipelines.project_config import TRAINED_MODEL_PARAMS
 from language_agnostic.pipelines.tatoeba import nodes
 
 
@@ -21,15 +22,7 @@ def create_pipeline() -> Pipeline:
             load_encoder_pipeline(),
             node(
                 nodes.plan_tatoeba_models,
-                inputs=[
-                    "params:tatoeba.models",
-                    "params:qe",
-                    "params:sts",
-                    "params:massive",
-                    "params:fmda",
-                    "params:fmda_paper",
-                    "params:emu",
-                ],
+                inputs=["params:tatoeba.models", *TRAINED_MODEL_PARAMS],
                 outputs="tatoeba_model_plan",
                 name="plan_tatoeba_models_node",
             ),
