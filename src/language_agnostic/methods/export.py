@@ -15,6 +15,7 @@ are not exported here yet.
 from __future__ import annotations
 
 import json
+import logging
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -87,13 +88,31 @@ def sentence_transformer(
         init_weight=linear.weight.detach().clone().float(),
         init_bias=linear.bias.detach().clone().float() if linear.bias is not None else None,
     )
-    return SentenceTransformer(
-        modules=[transformer, Pooling(dim, pooling_mode=POOLING_MODES[pooling], include_prompt=True), dense],
-        device="cpu",
-        prompts={PROMPT_NAME: prefix} if prefix else None,
-        default_prompt_name=PROMPT_NAME if prefix else None,
-        similarity_fn_name="cosine",
-    )
+    # sentence-transformers warns that a default prompt applies to every text: here that is the point
+    # (the extraction's prefix), said in the module docstring, so not once per exported model
+    quiet = _Without("Default prompt name is set")
+    logging.getLogger("sentence_transformers.base.model").addFilter(quiet)
+    try:
+        return SentenceTransformer(
+            modules=[transformer, Pooling(dim, pooling_mode=POOLING_MODES[pooling], include_prompt=True), dense],
+            device="cpu",
+            prompts={PROMPT_NAME: prefix} if prefix else None,
+            default_prompt_name=PROMPT_NAME if prefix else None,
+            similarity_fn_name="cosine",
+        )
+    finally:
+        logging.getLogger("sentence_transformers.base.model").removeFilter(quiet)
+
+
+class _Without(logging.Filter):
+    """Drops log records whose message starts with ``prefix``."""
+
+    def __init__(self, prefix: str) -> None:
+        super().__init__()
+        self.prefix = prefix
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(self.prefix)
 
 
 def export_sentence_transformer(
