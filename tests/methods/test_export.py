@@ -33,6 +33,20 @@ def _head(method: str, pooling: str, options: dict | None = None, seed: int = 0)
     return artifact(method, model, DIM, 2, options, pooling=pooling)
 
 
+def encode_in_fresh_process(directory: Path, texts: list[str]) -> np.ndarray:
+    """``SentenceTransformer(directory).encode(texts)`` in a new interpreter that imports
+    sentence-transformers and numpy only (what a user outside the project runs)."""
+    script = (
+        "import json, sys; from sentence_transformers import SentenceTransformer; "
+        "m = SentenceTransformer(sys.argv[1], device='cpu'); "
+        "print(json.dumps(m.encode(json.loads(sys.argv[2]), batch_size=3).tolist()))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(directory), json.dumps(texts)], capture_output=True, text=True, check=True
+    )
+    return np.asarray(json.loads(done.stdout.strip().splitlines()[-1]), dtype=np.float32)
+
+
 def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
 
@@ -52,16 +66,7 @@ def test_sentence_transformers_gives_the_projects_vectors_in_a_fresh_process(
     pooled = extract_embeddings(encoder, TEXTS, settings, EmbeddingStore(tmp_path / "store")).vectors(pooling)
     _, model = load_trained(saved)
     ours = control_meaning(model, np.asarray(pooled), method)
-    # theirs: a new interpreter that imports sentence-transformers and numpy only
-    script = (
-        "import json, sys; from sentence_transformers import SentenceTransformer; "
-        "m = SentenceTransformer(sys.argv[1], device='cpu'); "
-        "print(json.dumps(m.encode(json.loads(sys.argv[2]), batch_size=3).tolist()))"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script, str(out), json.dumps(TEXTS)], capture_output=True, text=True, check=True
-    )
-    theirs = np.asarray(json.loads(done.stdout.strip().splitlines()[-1]), dtype=np.float32)
+    theirs = encode_in_fresh_process(out, TEXTS)
     assert theirs.shape == ours.shape == (len(TEXTS), DIM)
     assert _cosines(theirs, ours).min() >= 0.9999
     np.testing.assert_allclose(theirs, ours, atol=1e-4, rtol=1e-4)

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import tarfile
 from pathlib import Path
 
@@ -18,6 +16,7 @@ from language_agnostic.methods.apply import control_meaning
 from language_agnostic.methods.export import export_sentence_transformer
 from language_agnostic.methods.registry import artifact, get_method, load_trained
 from tests.conftest import REAL_MASSIVE
+from tests.methods.test_export import encode_in_fresh_process
 
 LOCALES = ("en-US", "de-DE", "ja-JP")
 PER_LOCALE = 40
@@ -53,15 +52,7 @@ def test_exported_head_gives_the_projects_vectors_on_massive(
     settings = ExtractionSettings(prefix="query: ", dtype="float32", device="cpu", progress=False)
     pooled = extract_embeddings(encoder, texts, settings, EmbeddingStore(tmp_path / "store")).vectors(pooling)
     ours = control_meaning(load_trained(saved)[1], np.asarray(pooled), method)
-    script = (
-        "import json, sys; from sentence_transformers import SentenceTransformer; "
-        "m = SentenceTransformer(sys.argv[1], device='cpu'); "
-        "print(json.dumps(m.encode(json.loads(sys.argv[2])).tolist()))"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script, str(out), json.dumps(texts)], capture_output=True, text=True, check=True
-    )
-    theirs = np.asarray(json.loads(done.stdout.strip().splitlines()[-1]), dtype=np.float32)
+    theirs = encode_in_fresh_process(out, texts)
     cosine = (theirs * ours).sum(1) / np.linalg.norm(theirs, axis=1) / np.linalg.norm(ours, axis=1)
     assert theirs.shape == ours.shape == (len(texts), encoder.hidden_size)
     assert cosine.min() >= 0.9999

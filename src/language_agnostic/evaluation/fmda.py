@@ -21,7 +21,7 @@ import pandas as pd
 from language_agnostic.encoders.extraction import EmbeddingSet
 from language_agnostic.evaluation.intent_nn import mcnemar
 from language_agnostic.evaluation.retrieval import retrieval_hits
-from language_agnostic.evaluation.template import mean_average_precision, template_accuracy_at_1
+from language_agnostic.evaluation.template import mean_average_precision
 from language_agnostic.methods.apply import control_meaning
 from language_agnostic.methods.centering import center, fit_language_means
 from language_agnostic.methods.fmda import encode_with_fmda
@@ -109,7 +109,13 @@ def _score(
     """
     sets = manifest["sets"]
     src, tgt = manifest["source_locale"], manifest["target_locale"]
-    rows = []
+    rows: list[dict[str, Any]] = []
+
+    def add(
+        emb: str, method: str, task: str, dataset: str, source: str, target: str, metric: str, value: float
+    ) -> None:
+        rows.append(_row(emb, method, task, dataset, source, target, metric, value, encoder))
+
     test = {side: embed(sets[f"test.{side}.utt"], loc) for side, loc in (("source", src), ("target", tgt))}
     reference = {}
     if against_centering is not None:
@@ -123,48 +129,13 @@ def _score(
         b = test["target"][(method, emb)]
         for (query, key), (q, k) in (((src, tgt), (a, b)), ((tgt, src), (b, a))):
             hits = retrieval_hits(q, k)
-            rows.append(
-                _row(
-                    emb,
-                    method,
-                    "cross_lingual_retrieval",
-                    "massive_test",
-                    query,
-                    key,
-                    "accuracy@1",
-                    int(hits.sum()) / len(hits),
-                    encoder,
-                )
-            )
+            semantic = (emb, method, "cross_lingual_retrieval", "massive_test", query, key)
+            add(*semantic, "accuracy@1", int(hits.sum()) / len(hits))
             if emb == against_centering:
-                rows.append(
-                    _row(
-                        emb,
-                        method,
-                        "cross_lingual_retrieval",
-                        "massive_test",
-                        query,
-                        key,
-                        AGAINST_CENTERING,
-                        mcnemar(hits, reference[(query, key)]).pvalue,
-                        encoder,
-                    )
-                )
+                add(*semantic, AGAINST_CENTERING, mcnemar(hits, reference[(query, key)]).pvalue)
             if emb in twin_test[query]:
                 twin_hits = retrieval_hits(twin_test[query][emb], twin_test[key][emb])
-                rows.append(
-                    _row(
-                        emb,
-                        method,
-                        "cross_lingual_retrieval",
-                        "massive_test",
-                        query,
-                        key,
-                        AGAINST_ALL_TOGETHER,
-                        mcnemar(hits, twin_hits).pvalue,
-                        encoder,
-                    )
-                )
+                add(*semantic, AGAINST_ALL_TOGETHER, mcnemar(hits, twin_hits).pvalue)
     # the trained pair is part of the row: EN is evaluated once per training pair
     pair = f"{src}>{tgt}"
     for side, locale in (("source", src), ("target", tgt)):
@@ -178,49 +149,23 @@ def _score(
         )
         for method, emb in single[0]:
             key = (method, emb)
-            rows.append(
-                _row(
-                    emb,
-                    method,
-                    "template_retrieval",
-                    f"massive_template_single:{pair}",
-                    locale,
-                    locale,
-                    "accuracy@1",
-                    template_accuracy_at_1(single[0][key], single[1][key]),
-                    encoder,
-                )
-            )
+            template = (emb, method, "template_retrieval", f"massive_template_single:{pair}", locale, locale)
+            # single-target template accuracy@1 is retrieval accuracy (template_accuracy_at_1): the
+            # hits are computed once, for the accuracy and for the paired test against the twin
+            hits = retrieval_hits(single[0][key], single[1][key])
+            add(*template, "accuracy@1", int(hits.sum()) / len(hits))
             if emb in twin_single[0]:
-                # single-target template accuracy@1 is retrieval accuracy: the same per-query hits
-                rows.append(
-                    _row(
-                        emb,
-                        method,
-                        "template_retrieval",
-                        f"massive_template_single:{pair}",
-                        locale,
-                        locale,
-                        AGAINST_ALL_TOGETHER,
-                        mcnemar(
-                            retrieval_hits(single[0][key], single[1][key]),
-                            retrieval_hits(twin_single[0][emb], twin_single[1][emb]),
-                        ).pvalue,
-                        encoder,
-                    )
-                )
-            rows.append(
-                _row(
-                    emb,
-                    method,
-                    "template_retrieval",
-                    f"massive_template_multi:{pair}",
-                    locale,
-                    locale,
-                    "MAP",
-                    mean_average_precision(multi[0][key], multi[1][key], k),
-                    encoder,
-                )
+                twin_hits = retrieval_hits(twin_single[0][emb], twin_single[1][emb])
+                add(*template, AGAINST_ALL_TOGETHER, mcnemar(hits, twin_hits).pvalue)
+            add(
+                emb,
+                method,
+                "template_retrieval",
+                f"massive_template_multi:{pair}",
+                locale,
+                locale,
+                "MAP",
+                mean_average_precision(multi[0][key], multi[1][key], k),
             )
     table = pd.DataFrame(rows)
     logger.info("%s-%s evaluated: %d metric rows", src, tgt, len(table))

@@ -21,7 +21,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import torch
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.modules import Dense, Pooling, Transformer
 from torch import nn
@@ -115,6 +114,20 @@ class _Without(logging.Filter):
         return not record.getMessage().startswith(self.prefix)
 
 
+def export_record(
+    saved: Mapping[str, Any], prefix: str, identity: Mapping[str, Any], provenance: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """Where an exported model came from: its method, pooling, prefix, encoder and ``provenance``
+    (e.g. the model's name, file and MLflow run)."""
+    return {
+        "method": str(saved["build"]["method"]),
+        "pooling": str(saved.get("pooling", "mean")),
+        "prefix": prefix,
+        "encoder": dict(identity),
+        **dict(provenance or {}),
+    }
+
+
 def export_sentence_transformer(
     saved: Mapping[str, Any],
     encoder: LoadedEncoder,
@@ -123,10 +136,8 @@ def export_sentence_transformer(
     max_length: int | None = None,
     provenance: Mapping[str, Any] | None = None,
 ) -> Path:
-    """Write a trained pooled head over ``encoder`` as a sentence-transformers directory.
-
-    ``out_dir/language_agnostic.json`` records where it came from (method, pooling, prefix and
-    ``provenance``, e.g. the model's name and MLflow run).
+    """Write a trained pooled head over ``encoder`` as a sentence-transformers directory, with
+    :func:`export_record` as ``out_dir/language_agnostic.json``.
 
     Returns:
         ``out_dir``.
@@ -134,18 +145,6 @@ def export_sentence_transformer(
     model = sentence_transformer(saved, encoder, prefix, max_length)
     out = Path(out_dir)
     model.save(str(out))
-    record = {
-        "method": str(saved["build"]["method"]),
-        "pooling": str(saved.get("pooling", "mean")),
-        "prefix": prefix,
-        "encoder": dict(encoder.identity),
-        **dict(provenance or {}),
-    }
+    record = export_record(saved, prefix, encoder.identity, provenance)
     (out / "language_agnostic.json").write_text(json.dumps(record, indent=2, default=str) + "\n")
     return out
-
-
-@torch.no_grad()
-def encode(directory: str | Path, texts: list[str], batch_size: int = 64) -> Any:
-    """``SentenceTransformer(directory).encode(texts)`` as numpy, on the CPU (what a user outside the project runs)."""
-    return SentenceTransformer(str(directory), device="cpu").encode(texts, batch_size=batch_size, convert_to_numpy=True)

@@ -25,7 +25,7 @@ from sentence_transformers import SentenceTransformer
 
 from language_agnostic.encoders.loading import LoadedEncoder
 from language_agnostic.methods.apply import ModelSpec, expected_models, load_models, only_models, training_languages
-from language_agnostic.methods.export import sentence_transformer
+from language_agnostic.methods.export import export_record, sentence_transformer
 from language_agnostic.pipelines.project_config import PipelineConfigurationError
 
 logger = logging.getLogger(__name__)
@@ -117,16 +117,17 @@ def export_models(
     for model in loaded:
         method = model.spec.name.split("@")[0]
         directory = out_dir / model.spec.source / method
-        record = {
-            "name": model.spec.name,
-            "method": str(model.saved["build"]["method"]),
-            "pooling": str(model.saved.get("pooling", "mean")),
-            "prefix": prefix,
-            "encoder": dict(identity),
-            "source_file": str(shelf.path(model.spec.path)),
-            "training_languages": list(model.languages),
-            "mlflow_run_id": model.saved.get("mlflow_run_id"),
-        }
+        record = export_record(
+            model.saved,
+            prefix,
+            identity,
+            {
+                "name": model.spec.name,
+                "source_file": str(shelf.path(model.spec.path)),
+                "training_languages": list(model.languages),
+                "mlflow_run_id": model.saved.get("mlflow_run_id"),
+            },
+        )
         save_model(sentence_transformer(model.saved, encoder, prefix, max_length), directory, record)
         logger.info(
             "export: %s → %s (MLflow model; sentence-transformers in %s/)", model.spec.name, directory, ST_SUBDIRECTORY
