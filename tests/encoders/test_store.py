@@ -14,7 +14,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
 from language_agnostic.encoders.extraction import (
     EmbeddingStore,
@@ -37,29 +36,6 @@ SETTINGS = ExtractionSettings(
 def _texts(n: int, seed: int) -> list[str]:
     rng = np.random.default_rng(seed)
     return [" ".join(rng.choice(WORDS, size=int(rng.integers(1, 9)))) for _ in range(n)]
-
-
-@pytest.fixture(scope="module")
-def wide_model(tmp_path_factory: pytest.TempPathFactory, tiny_hub_model: Path) -> Path:
-    """The tiny model's tokenizer with a wider BertModel (hidden 128): GEMMs large enough for blocked kernels."""
-    from transformers import BertConfig, BertModel
-
-    directory = tmp_path_factory.mktemp("wide-bert")
-    for name in tiny_hub_model.iterdir():
-        if "token" in name.name or name.name == "special_tokens_map.json":
-            (directory / name.name).write_bytes(name.read_bytes())
-    torch.manual_seed(1)
-    config = BertConfig(
-        vocab_size=120,
-        hidden_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=512,
-        max_position_embeddings=24,
-        pad_token_id=0,
-    )
-    BertModel(config, add_pooling_layer=False).save_pretrained(directory)
-    return directory
 
 
 def _outputs(entry) -> dict[str, np.ndarray]:

@@ -28,6 +28,13 @@ import torch
 from tqdm.auto import tqdm
 
 from language_agnostic.config import settings_from_params
+from language_agnostic.encoders.backends import (
+    PER_TEXT,
+    backend_forward,
+    backend_precision,
+    check_backend,
+    prepare_backend,
+)
 from language_agnostic.encoders.loading import LoadedEncoder
 from language_agnostic.encoders.pooling import cls_pool, mean_pool
 from language_agnostic.encoders.store import (
@@ -60,6 +67,8 @@ logger = logging.getLogger(__name__)
 
 
 DRY_RUN_VARIABLE = "LANGUAGE_AGNOSTIC_STORE_DRY_RUN"
+# Under the store's root: the encoder exported for each non-torch backend (encoders/backends.py)
+BACKENDS_DIR = "backends"
 
 
 class StoreDryRunStop(RuntimeError):
@@ -88,6 +97,9 @@ class ExtractionSettings:
         processes: Worker processes sharing the texts to encode (each writes its own shards
             into the store); ``None``: the run's ``processes`` parameter (1 unless set). The
             vectors do not depend on it (tested), so it is not part of the store's namespace.
+        backend: Where the forward pass runs: ``torch`` (default), ``onnx``, ``onnx-int8``,
+            ``openvino`` or ``openvino-int8`` (CPU only; ``encoders/backends.py``). Part of the
+            store's namespace, except ``torch``, whose namespaces keep their names.
     """
 
     prefix: str = "query: "
@@ -100,6 +112,7 @@ class ExtractionSettings:
     chunk_size: int = 4096
     progress: bool = True
     processes: int | None = None
+    backend: str = "torch"
 
     def __post_init__(self) -> None:
         if self.processes is not None:
@@ -232,7 +245,7 @@ def _inference_copy(model: torch.nn.Module, device: torch.device, dtype: torch.d
 def namespace_inputs(encoder: LoadedEncoder, settings: ExtractionSettings) -> dict[str, Any]:
     """Everything that decides a text's output besides the text (and nothing that does not, like batch size)."""
     device, dtype = resolve_device_and_dtype(settings.device, settings.dtype)
-    return {
+    inputs = {
         "encoder": encoder.identity.get("name"),
         "weights_sha256": encoder.identity.get("weights_sha256"),
         "prefix": settings.prefix,
@@ -241,6 +254,12 @@ def namespace_inputs(encoder: LoadedEncoder, settings: ExtractionSettings) -> di
         "device_type": device.type,
         "dtype": str(dtype).removeprefix("torch."),
     }
+    if settings.backend != "torch":
+        # torch's namespaces keep the names they had before backends existed: their vectors are unchanged
+        check_backend(settings.backend, device.type, settings.dtype)
+        inputs["dtype"] = backend_precision(settings.backend, settings.dtype, cpu_has_native_bf16())
+        inputs["backend"] = settings.backend
+    return inputs
 
 
 # On the CPU, a forward pass of fewer than about a dozen token rows takes another matmul kernel
@@ -286,15 +305,33 @@ def _encode_missing(
     started = time.perf_counter()
     tok = tokenise_all(encoder, texts, settings)
     logger.info(
-        "encoding %d texts with %s on %s (%s), batch %d%s",
+        "encoding %d texts with %s on %s (%s, %s), batch %d%s",
         len(texts),
         encoder.identity.get("name"),
         device,
-        str(dtype).removeprefix("torch."),
-        settings.batch_size,
+        settings.backend,
+        namespace_inputs(encoder, settings)["dtype"],
+        1 if settings.backend in PER_TEXT else settings.batch_size,
         ", with token states" if token_states else "",
     )
-    model = _inference_copy(encoder.model, device, dtype)
+    if settings.backend == "torch":
+        model = _inference_copy(encoder.model, device, dtype)
+
+        def forward_pass(ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+            return model(input_ids=ids.to(device), attention_mask=mask.to(device)).last_hidden_state.float()
+    else:
+        run = backend_forward(
+            prepare_backend(encoder, settings.backend, space.directory.parent / BACKENDS_DIR),
+            settings.backend,
+            backend_precision(settings.backend, settings.dtype, cpu_has_native_bf16()),
+            torch.get_num_threads(),
+        )
+
+        def forward_pass(ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+            return run(ids)  # one length per batch: the mask is all ones
+
+    # int8 activations scaled per batch tensor: each text alone keeps its vector its own
+    batch_size = 1 if settings.backend in PER_TEXT else settings.batch_size
     fill = device.type == "cuda"
     bar = tqdm(total=len(texts), desc=progress_desc, unit="text", disable=not settings.progress)
     forward = 0.0
@@ -310,10 +347,10 @@ def _encode_missing(
             starts = np.zeros(len(chunk), dtype=np.int64)
             starts[1:] = np.cumsum(lengths)[:-1]
             tokens = np.zeros((int(lengths.sum()), dim), dtype=np.float16) if token_states else None
-            for batch in _forward_groups(lengths, settings.batch_size, fill):
+            for batch in _forward_groups(lengths, batch_size, fill):
                 ids, mask = padded_batch(tok, chunk[batch], 0)  # one length per batch: nothing is padded
                 tick = time.perf_counter()
-                hidden = model(input_ids=ids.to(device), attention_mask=mask.to(device)).last_hidden_state.float()
+                hidden = forward_pass(ids, mask)
                 forward += time.perf_counter() - tick
                 real = np.unique(batch, return_index=True)[1]  # filled batches repeat rows: keep each once
                 cls[batch[real]] = cls_pool(hidden, mask).cpu().numpy()[real]
@@ -440,6 +477,8 @@ def extract_embedding_sets(
                 f"{sum(len(t) for t in wanted.values())} requested with repeats); stopping before encoding"
             )
         space.ensure()
+        if todo:  # exported once here, before any worker starts, so workers only read it
+            prepare_backend(encoder, settings.backend, store.root / BACKENDS_DIR)
         if todo and should_launch(settings.processes):
             _encode_in_processes(
                 encoder, list(todo.values()), np.array(list(todo), dtype=f"S{KEY_BYTES}"), settings, space
