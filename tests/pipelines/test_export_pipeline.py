@@ -35,8 +35,8 @@ QE = {"ablations": {}}
 EXTRACTION = {"prefix": "query: ", "max_length": None}
 
 
-def _plan(export: dict) -> dict:
-    return nodes.plan_exports(export, QE, {}, {}, {}, {}, {})
+def _plan(export: dict, emu: dict | None = None) -> dict:
+    return nodes.plan_exports(export, QE, {}, {}, {}, {}, emu or {})
 
 
 def test_plan_lists_the_heads_of_the_sources_and_names_mistakes():
@@ -45,8 +45,17 @@ def test_plan_lists_the_heads_of_the_sources_and_names_mistakes():
     assert [m["name"] for m in _plan({"sources": ["qe"], "only": "seed@qe"})["models"]] == ["seed@qe"]
     with pytest.raises(PipelineConfigurationError, match=r"export: unknown key\(s\) \['sorces'\]"):
         _plan({"sorces": ["qe"]})
-    with pytest.raises(PipelineConfigurationError, match=r"export.sources: \['emu'\] have no pooled heads"):
-        _plan({"sources": ["emu"]})
+    with pytest.raises(PipelineConfigurationError, match=r"export.sources: \['slu'\] have no pooled heads or"):
+        _plan({"sources": ["slu"]})
+    # EMU's saved fine-tuned encoders, with the pooling they were trained with
+    emu = {"save_encoders": ["emu-no_ld"], "methods": {"emu-no_ld": {"options": {"pooling": "cls"}}}}
+    (spec,) = _plan({"sources": ["emu"]}, emu)["models"]
+    assert (spec["name"], spec["kind"], spec["path"], spec["embedding"]) == (
+        "emu-no_ld@massive",
+        "encoder",
+        "emu/encoders/emu_no_ld",
+        "cls",
+    )
     with pytest.raises(
         PipelineConfigurationError, match=r"export.only: \['dream@sts'\] are not models of the configured"
     ):
@@ -176,3 +185,34 @@ def test_mlflow_serves_an_exported_model_over_http(tiny_hub_model: Path, tmp_pat
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def test_a_fine_tuned_encoder_exports_with_its_pooling(tiny_hub_model: Path, tmp_path: Path):
+    encoder = load_encoder(str(tiny_hub_model))
+    # a "fine-tuned" copy of the tiny encoder, saved as the emu pipeline saves one
+    torch.manual_seed(3)
+    with torch.no_grad():
+        for parameter in encoder.model.parameters():
+            parameter.add_(0.05 * torch.randn_like(parameter))
+    tuned = tmp_path / "models" / "emu" / "encoders" / "emu"
+    encoder.model.save_pretrained(tuned)
+    encoder.tokenizer.save_pretrained(tuned)
+    (tuned / "finetuned.json").write_text(json.dumps({"name": "emu/emu", "base": dict(encoder.identity)}))
+    base = load_encoder(str(tiny_hub_model))  # the unchanged base, as configured
+    out = tmp_path / "st"
+    emu = {"save_encoders": ["emu"], "methods": {"emu": {"options": {"pooling": "mean"}}}}
+    plan = _plan({"sources": ["emu"]}, emu)
+    report = nodes.export_models(
+        ModelShelf(tmp_path / "models"), plan, base, dict(base.identity), EXTRACTION, {"out_dir": str(out)}
+    )
+    assert [e["name"] for e in report["exported"]] == ["emu@massive"] and not report["skipped"]
+    directory = out / "massive" / "emu"
+    record = json.loads((directory / "language_agnostic.json").read_text())
+    assert (record["method"], record["pooling"], record["encoder"]["name"]) == ("emu", "mean", "emu/emu")
+    # the project's vectors of the fine-tuned encoder: the extraction stage over its directory (fp32)
+    settings = ExtractionSettings(prefix="query: ", dtype="float32", device="cpu", batch_size=2, progress=False)
+    ours = extract_embeddings(load_encoder(str(tuned)), TEXTS, settings, EmbeddingStore(tmp_path / "store"))
+    theirs = np.asarray(mlflow.pyfunc.load_model(str(directory)).predict(TEXTS))
+    np.testing.assert_allclose(theirs, np.asarray(ours.vectors("mean")), atol=1e-4, rtol=1e-4)
+    modules = json.loads((directory / nodes.ST_SUBDIRECTORY / "modules.json").read_text())
+    assert [m["type"].rsplit(".", 1)[-1] for m in modules] == ["Transformer", "Pooling"]

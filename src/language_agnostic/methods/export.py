@@ -8,8 +8,10 @@ optional activation. sentence-transformers has a standard module for each step, 
 precision; see ``tests/methods/test_export.py``). No custom code is saved: the directory loads
 wherever ``sentence-transformers`` is installed.
 
-Models over token states (FMDA) or with a fine-tuned encoder (EMU) need more than these modules and
-are not exported here yet.
+A fine-tuned encoder (EMU's, saved as a Hugging Face directory) needs no head: its meaning
+embedding is ``pool(encoder(prefix + text))``, exported as ``Transformer → Pooling``
+(:func:`encoder_sentence_transformer`). Models over token states (FMDA) need a module
+sentence-transformers does not have and are not exported here yet.
 """
 
 from __future__ import annotations
@@ -78,22 +80,47 @@ def sentence_transformer(
         encoder.model.save_pretrained(tmp)
         encoder.tokenizer.save_pretrained(tmp)
         transformer = Transformer(tmp, max_seq_length=int(max_length or encoder.max_length))
-    dim = linear.in_features
     dense = Dense(
-        dim,
+        linear.in_features,
         linear.out_features,
         bias=linear.bias is not None,
         activation_function=activation,
         init_weight=linear.weight.detach().clone().float(),
         init_bias=linear.bias.detach().clone().float() if linear.bias is not None else None,
     )
+    return _assemble([transformer, dense], linear.in_features, pooling, prefix)
+
+
+def encoder_sentence_transformer(
+    directory: str | Path, pooling: str, prefix: str, max_length: int | None = None
+) -> SentenceTransformer:
+    """A fine-tuned encoder directory (EMU's ``data/06_models/emu/encoders/<name>``) read with ``pooling``,
+    as an in-memory ``SentenceTransformer`` on the CPU: ``Transformer → Pooling``, no head.
+
+    Args:
+        directory: The Hugging Face directory the pipeline saved (weights, config, tokenizer).
+        pooling: The pooling the model was trained and scored with (``mean`` or ``cls``).
+        prefix: What the extraction puts before every text.
+        max_length: Tokens per text, special tokens included; None = the model's maximum.
+    """
+    if pooling not in POOLING_MODES:
+        raise ExportError(f"pooling {pooling!r} has no sentence-transformers mode; known: {sorted(POOLING_MODES)}")
+    if not (Path(directory) / "config.json").is_file():
+        raise ExportError(f"{directory} is not a fine-tuned encoder directory (no config.json)")
+    transformer = Transformer(str(directory), max_seq_length=max_length)
+    return _assemble([transformer], transformer.get_embedding_dimension(), pooling, prefix)
+
+
+def _assemble(modules: list[nn.Module], dim: int, pooling: str, prefix: str) -> SentenceTransformer:
+    """``modules[0] → Pooling(pooling) → modules[1:]`` with ``prefix`` as the default prompt."""
     # sentence-transformers warns that a default prompt applies to every text: here that is the point
     # (the extraction's prefix), said in the module docstring, so not once per exported model
     quiet = _Without("Default prompt name is set")
     logging.getLogger("sentence_transformers.base.model").addFilter(quiet)
     try:
+        pool = Pooling(dim, pooling_mode=POOLING_MODES[pooling], include_prompt=True)
         return SentenceTransformer(
-            modules=[transformer, Pooling(dim, pooling_mode=POOLING_MODES[pooling], include_prompt=True), dense],
+            modules=[modules[0], pool, *modules[1:]],
             device="cpu",
             prompts={PROMPT_NAME: prefix} if prefix else None,
             default_prompt_name=PROMPT_NAME if prefix else None,

@@ -25,13 +25,14 @@ from sentence_transformers import SentenceTransformer
 
 from language_agnostic.encoders.loading import LoadedEncoder
 from language_agnostic.methods.apply import ModelSpec, expected_models, load_models, only_models, training_languages
-from language_agnostic.methods.export import export_record, sentence_transformer
+from language_agnostic.methods.export import encoder_sentence_transformer, export_record, sentence_transformer
 from language_agnostic.pipelines.project_config import PipelineConfigurationError
 
 logger = logging.getLogger(__name__)
 
 EXPORT_KEYS = {"sources", "only", "out_dir"}
-SOURCES = ("qe", "sts", "fmda")  # the pipelines whose heads over pooled vectors are exported
+SOURCES = ("qe", "sts", "fmda", "emu")  # the pipelines whose pooled heads or fine-tuned encoders are exported
+KINDS = ("head", "encoder")  # FMDA's own models (kind fmda) work on token states: not exported yet
 # what a served or loaded model needs, pinned to the versions it was written with
 REQUIREMENTS = ("mlflow", "sentence-transformers", "torch", "transformers")
 INPUT_EXAMPLE = ["The weather is nice today.", "Das Wetter ist heute schön."]
@@ -71,7 +72,8 @@ def plan_exports(
     fmda_paper: Mapping[str, Any],
     emu: Mapping[str, Any],
 ) -> dict[str, Any]:
-    """The heads over pooled vectors the configured ``export.sources`` train, as the tatoeba plan finds them.
+    """The heads over pooled vectors and the fine-tuned encoders (EMU's ``save_encoders``) the configured
+    ``export.sources`` train, as the tatoeba plan finds them.
 
     Raises:
         PipelineConfigurationError: an unknown key or source, or an ``only`` name no source trains.
@@ -84,10 +86,10 @@ def plan_exports(
     other = sorted(set(sources) - set(SOURCES))
     if other:
         raise PipelineConfigurationError(
-            f"export.sources: {other} have no pooled heads to export; known: {list(SOURCES)}"
+            f"export.sources: {other} have no pooled heads or fine-tuned encoders to export; known: {list(SOURCES)}"
         )
     params = {"qe": qe, "sts": sts, "massive": massive, "fmda": fmda, "fmda_paper": fmda_paper, "emu": emu}
-    heads = [s for s in expected_models(params, sources) if s.kind == "head"]
+    heads = [s for s in expected_models(params, sources) if s.kind in KINDS]
     try:
         specs = only_models(heads, export.get("only"), "export.only")
     except ValueError as exc:
@@ -117,21 +119,26 @@ def export_models(
     for model in loaded:
         method = model.spec.name.split("@")[0]
         directory = out_dir / model.spec.source / method
-        record = export_record(
-            model.saved,
-            prefix,
-            identity,
-            {
-                "name": model.spec.name,
-                "source_file": str(shelf.path(model.spec.path)),
-                "training_languages": list(model.languages),
-                "mlflow_run_id": model.saved.get("mlflow_run_id"),
-            },
-        )
-        save_model(sentence_transformer(model.saved, encoder, prefix, max_length), directory, record)
+        source = shelf.path(model.spec.path)
+        provenance = {"name": model.spec.name, "source_file": str(source), "training_languages": list(model.languages)}
+        if model.spec.kind == "encoder":  # a fine-tuned encoder directory: its pooling, no head
+            record = {
+                "method": method,
+                "pooling": model.pooling,
+                "prefix": prefix,
+                "encoder": dict(shelf.provenance(model.spec.path)),
+                **provenance,
+            }
+            st_model = encoder_sentence_transformer(source, model.pooling, prefix, max_length)
+        else:
+            record = export_record(
+                model.saved, prefix, identity, {**provenance, "mlflow_run_id": model.saved.get("mlflow_run_id")}
+            )
+            st_model = sentence_transformer(model.saved, encoder, prefix, max_length)
+        save_model(st_model, directory, record)
         logger.info(
             "export: %s → %s (MLflow model; sentence-transformers in %s/)", model.spec.name, directory, ST_SUBDIRECTORY
         )
         exported.append({**record, "directory": str(directory)})
-    logger.info("export: %d of %d heads exported, %d skipped", len(exported), len(specs), len(skipped))
+    logger.info("export: %d of %d models exported, %d skipped", len(exported), len(specs), len(skipped))
     return {"exported": exported, "skipped": skipped}
