@@ -171,6 +171,7 @@ def _build(encoder: Any, backend: str, work: Path, cache_dir: Path) -> Path:
     if backend == "openvino-int8":
         import nncf
 
+        nncf.set_log_level(logging.ERROR)  # its statistics table and progress bar would print on every export
         # weight-only int8 (NNCF's default, asymmetric per output channel): activations stay float, so
         # a text's vector does not depend on its batch-mates
         converted = nncf.compress_weights(converted)
