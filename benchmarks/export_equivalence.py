@@ -10,6 +10,8 @@ Usage::
 
     .venv/bin/python benchmarks/export_equivalence.py --model data/06_models/exported/qe/seed \\
         --head data/06_models/qe/seed.safetensors --per-locale 100
+    .venv/bin/python benchmarks/export_equivalence.py --model data/06_models/exported/massive/emu \\
+        --encoder data/06_models/emu/encoders/emu --per-locale 100
 """
 
 from __future__ import annotations
@@ -47,21 +49,28 @@ def massive_test(archive: Path, locales: list[str], per_locale: int) -> list[str
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", required=True, help="an exported MLflow model directory")
-    parser.add_argument("--head", required=True, help="the .safetensors head it was exported from")
+    parser.add_argument("--head", help="the .safetensors head it was exported from")
+    parser.add_argument("--encoder", help="or: the fine-tuned encoder directory it was exported from (EMU)")
+    parser.add_argument("--pooling", default="mean", help="with --encoder: its pooling")
     parser.add_argument("--massive", type=Path, default=MASSIVE)
     parser.add_argument("--locales", nargs="+", default=["en-US", "de-DE", "ja-JP"])
     parser.add_argument("--per-locale", type=int, default=100)
     args = parser.parse_args()
     texts = massive_test(args.massive, args.locales, args.per_locale)
-    saved = read_artifact(args.head)
-    _, head = load_trained(saved)
-    method, pooling = str(saved["build"]["method"]), str(saved.get("pooling", "mean"))
+    if bool(args.head) == bool(args.encoder):
+        parser.error("give one of --head and --encoder")
+    if args.head:
+        saved = read_artifact(args.head)
+        _, head = load_trained(saved)
+        method, pooling = str(saved["build"]["method"]), str(saved.get("pooling", "mean"))
+    else:
+        head, method, pooling = None, "", args.pooling
     theirs = np.asarray(mlflow.pyfunc.load_model(args.model).predict(texts))
-    encoder = load_encoder("bundled")
+    encoder = load_encoder(args.encoder or "bundled")
     for dtype in ("float32", "auto"):
         settings = ExtractionSettings(dtype=dtype, progress=False)
         pooled = extract_embeddings(encoder, texts, settings, EmbeddingStore(tempfile.mkdtemp())).vectors(pooling)
-        ours = control_meaning(head, np.asarray(pooled), method)
+        ours = control_meaning(head, np.asarray(pooled), method) if head is not None else np.asarray(pooled)
         cosine = (theirs * ours).sum(1) / np.linalg.norm(theirs, axis=1) / np.linalg.norm(ours, axis=1)
         print(
             f"{len(texts)} texts, project dtype {dtype}: min cosine {cosine.min():.8f}, mean {cosine.mean():.8f}, "
