@@ -130,19 +130,26 @@ def export_onnx(model: torch.nn.Module, path: Path, max_length: int) -> Path:
     wrapped = _LastHidden(copy.deepcopy(model).float()).eval()
     example = torch.full((2, 8), 5, dtype=torch.long)
     batch, length = torch.export.Dim("batch"), torch.export.Dim("length", max=max_length)
-    with torch.no_grad(), warnings.catch_warnings():
-        # torch.export's own FutureWarning on its pytree internals (third-party, nothing to act on)
-        warnings.filterwarnings("ignore", category=FutureWarning, module="copyreg")
-        program = torch.onnx.export(
-            wrapped,
-            (example,),
-            dynamo=True,
-            input_names=["input_ids"],
-            output_names=["last_hidden_state"],
-            dynamic_shapes={"input_ids": {0: batch, 1: length}},
-            opset_version=_OPSET,
-            verbose=False,
-        )
+    registration = logging.getLogger("torch.onnx._internal.exporter._registration")
+    level = registration.level
+    # its "torchvision is not installed. Skipping ..." lines are about operators this encoder never uses
+    registration.setLevel(logging.ERROR)
+    try:
+        with torch.no_grad(), warnings.catch_warnings():
+            # torch.export's own FutureWarning on its pytree internals (third-party, nothing to act on)
+            warnings.filterwarnings("ignore", category=FutureWarning, module="copyreg")
+            program = torch.onnx.export(
+                wrapped,
+                (example,),
+                dynamo=True,
+                input_names=["input_ids"],
+                output_names=["last_hidden_state"],
+                dynamic_shapes={"input_ids": {0: batch, 1: length}},
+                opset_version=_OPSET,
+                verbose=False,
+            )
+    finally:
+        registration.setLevel(level)
     program.save(str(path))
     return path
 
