@@ -38,6 +38,8 @@ import numpy as np
 import pandas as pd
 import torch
 
+from language_agnostic.corpora.errors import RejectLog
+from language_agnostic.corpora.tatoeba import read_tatoeba_pair, tatoeba_files
 from language_agnostic.encoders.backends import prepare_backend
 from language_agnostic.encoders.extraction import (
     BACKENDS_DIR,
@@ -67,14 +69,13 @@ CONFIGS = {
 
 
 def tatoeba_pairs(languages: list[str]) -> list[tuple[str, list[str], list[str]]]:
-    """``(language, xxx sentences, English sentences)`` per language, aligned by line."""
+    """``(language, xxx sentences, English sentences)`` per language, read as the tatoeba pipeline reads them."""
     out = []
     for lang in languages:
-        base = ROOT / "tatoeba" / "v1" / f"tatoeba.{lang}-eng"
-        xxx = (base.parent / f"{base.name}.{lang}").read_text(encoding="utf-8").splitlines()
-        eng = (base.parent / f"{base.name}.eng").read_text(encoding="utf-8").splitlines()
-        keep = [i for i in range(len(xxx)) if xxx[i].strip() and eng[i].strip()]
-        out.append((lang, [xxx[i] for i in keep], [eng[i] for i in keep]))
+        xxx_file, eng_file = tatoeba_files(lang)
+        texts = [(ROOT / "tatoeba" / "v1" / name).read_text(encoding="utf-8") for name in (xxx_file, eng_file)]
+        pairs = read_tatoeba_pair(*texts, lang, (xxx_file, eng_file), RejectLog(policy="skip"))
+        out.append((lang, [x for _, x, _ in pairs], [e for _, _, e in pairs]))
     return out
 
 

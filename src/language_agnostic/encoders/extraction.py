@@ -302,6 +302,7 @@ def _encode_missing(
 ) -> None:
     """Encode ``texts`` (distinct, none stored yet) into shards of ``settings.chunk_size`` texts."""
     device, dtype = resolve_device_and_dtype(settings.device, settings.dtype)
+    precision = namespace_inputs(encoder, settings)["dtype"]  # what the backend computes in
     started = time.perf_counter()
     tok = tokenise_all(encoder, texts, settings)
     logger.info(
@@ -310,7 +311,7 @@ def _encode_missing(
         encoder.identity.get("name"),
         device,
         settings.backend,
-        namespace_inputs(encoder, settings)["dtype"],
+        precision,
         1 if settings.backend in PER_TEXT else settings.batch_size,
         ", with token states" if token_states else "",
     )
@@ -323,7 +324,7 @@ def _encode_missing(
         run = backend_forward(
             prepare_backend(encoder, settings.backend, space.directory.parent / BACKENDS_DIR),
             settings.backend,
-            backend_precision(settings.backend, settings.dtype, cpu_has_native_bf16()),
+            precision,
             torch.get_num_threads(),
         )
 
