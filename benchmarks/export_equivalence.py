@@ -1,15 +1,18 @@
-"""How close an exported head's vectors are to the project's own, on real MASSIVE test utterances.
+"""How close an exported model's vectors are to the project's own, on real MASSIVE test utterances.
 
 Loads an exported MLflow model (``kedro run --pipelines=export``) with ``mlflow.pyfunc`` and
 compares its ``predict`` with the project's vectors of the same texts: the extraction stage over
 the configured bundled encoder in fp32 and in the pipelines' default precision (``dtype: auto``:
-bf16 where the CPU computes it natively), then the saved head. Prints the smallest and mean cosine
+bf16 where the CPU computes it natively), then the saved head (for FMDA: its meaning ``m`` over the
+stored token states). Prints the smallest and mean cosine
 and the largest element difference for each.
 
 Usage::
 
     .venv/bin/python benchmarks/export_equivalence.py --model data/06_models/exported/qe/seed \\
         --head data/06_models/qe/seed.safetensors --per-locale 100
+    .venv/bin/python benchmarks/export_equivalence.py --model data/06_models/exported/en_de/fmda \
+        --head data/06_models/en_de/fmda_all_together.safetensors --per-locale 100
     .venv/bin/python benchmarks/export_equivalence.py --model data/06_models/exported/massive/emu \\
         --encoder data/06_models/emu/encoders/emu --per-locale 100
 """
@@ -28,6 +31,8 @@ import numpy as np
 from language_agnostic.encoders.extraction import EmbeddingStore, ExtractionSettings, extract_embeddings
 from language_agnostic.encoders.loading import load_encoder
 from language_agnostic.methods.apply import control_meaning
+from language_agnostic.methods.export import over_token_states
+from language_agnostic.methods.fmda import encode_with_fmda
 from language_agnostic.methods.registry import load_trained
 from language_agnostic.methods.trained import read_artifact
 
@@ -49,7 +54,7 @@ def massive_test(archive: Path, locales: list[str], per_locale: int) -> list[str
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", required=True, help="an exported MLflow model directory")
-    parser.add_argument("--head", help="the .safetensors head it was exported from")
+    parser.add_argument("--head", help="the .safetensors head (or FMDA model) it was exported from")
     parser.add_argument("--encoder", help="or: the fine-tuned encoder directory it was exported from (EMU)")
     parser.add_argument("--pooling", default="mean", help="with --encoder: its pooling")
     parser.add_argument("--massive", type=Path, default=MASSIVE)
@@ -64,13 +69,19 @@ def main() -> None:
         _, head = load_trained(saved)
         method, pooling = str(saved["build"]["method"]), str(saved.get("pooling", "mean"))
     else:
-        head, method, pooling = None, "", args.pooling
+        saved, head, method, pooling = {}, None, "", args.pooling
+    tokens = bool(saved) and over_token_states(saved)
     theirs = np.asarray(mlflow.pyfunc.load_model(args.model).predict(texts))
     encoder = load_encoder(args.encoder or "bundled")
     for dtype in ("float32", "auto"):
-        settings = ExtractionSettings(dtype=dtype, progress=False)
-        pooled = extract_embeddings(encoder, texts, settings, EmbeddingStore(tempfile.mkdtemp())).vectors(pooling)
-        ours = control_meaning(head, np.asarray(pooled), method) if head is not None else np.asarray(pooled)
+        settings = ExtractionSettings(dtype=dtype, token_states=tokens, progress=False)
+        entry = extract_embeddings(encoder, texts, settings, EmbeddingStore(tempfile.mkdtemp()))
+        if tokens:
+            ours = encode_with_fmda(head, entry)["m"]
+        elif head is not None:
+            ours = control_meaning(head, np.asarray(entry.vectors(pooling)), method)
+        else:
+            ours = np.asarray(entry.vectors(pooling))
         cosine = (theirs * ours).sum(1) / np.linalg.norm(theirs, axis=1) / np.linalg.norm(ours, axis=1)
         print(
             f"{len(texts)} texts, project dtype {dtype}: min cosine {cosine.min():.8f}, mean {cosine.mean():.8f}, "

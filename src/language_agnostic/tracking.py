@@ -122,3 +122,45 @@ def log_child_metrics(run_id: str | None, rows: pd.DataFrame) -> None:
 
     with mlflow.start_run(run_id=run_id, nested=True):
         mlflow.log_metrics({metric_key(r): float(r.value) for r in rows.itertuples()})
+
+
+def log_exported_model(run_id: str | None, name: str, directory: str | Path) -> tuple[str, str] | None:
+    """Log an exported MLflow model directory (``pipelines/export``) as a logged model of the run that
+    trained it, or else of the active run, so ``mlflow.pyfunc.load_model("models:/<id>")`` and
+    ``mlflow models serve -m models:/<id>`` work from the tracking store.
+
+    Args:
+        run_id: The training run the model's artifact records (``mlflow_run_id``); used if the
+            store has it.
+        name: The model's ``<method>@<source>`` name.
+        directory: The saved MLflow model (its ``MLmodel`` at the top).
+
+    Returns:
+        ``(model id, run id)``, or None when neither run exists (no tracking).
+    """
+    import mlflow
+    from mlflow.entities import LoggedModelOutput, LoggedModelStatus
+    from mlflow.exceptions import MlflowException
+
+    client = mlflow.MlflowClient()
+    run = None
+    if run_id:
+        try:
+            run = client.get_run(run_id)
+        except MlflowException:
+            run = None  # trained with tracking elsewhere or since deleted: the export's own run holds it
+    if run is None and mlflow.active_run() is not None:
+        run = client.get_run(mlflow.active_run().info.run_id)
+    if run is None:
+        return None
+    model = client.create_logged_model(
+        experiment_id=run.info.experiment_id,
+        name=re.sub(r"[^\w.-]", "_", f"{name}-exported"),
+        source_run_id=run.info.run_id,
+        tags={"language_agnostic.exported": "sentence_transformers"},
+        model_type="sentence_transformers",
+    )
+    client.log_model_artifacts(model.model_id, str(directory))
+    client.finalize_logged_model(model.model_id, LoggedModelStatus.READY)
+    client.log_outputs(run.info.run_id, [LoggedModelOutput(model_id=model.model_id, step=0)])
+    return model.model_id, run.info.run_id

@@ -11,6 +11,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import mlflow
 import mlflow.pyfunc
 import numpy as np
 import pytest
@@ -23,7 +24,7 @@ from language_agnostic.datasets.directory import ModelShelf
 from language_agnostic.encoders.extraction import EmbeddingStore, ExtractionSettings, extract_embeddings
 from language_agnostic.encoders.loading import load_encoder
 from language_agnostic.methods.apply import control_meaning
-from language_agnostic.methods.export import sentence_transformer
+from language_agnostic.methods.export import exportable
 from language_agnostic.methods.registry import artifact, get_method, load_trained
 from language_agnostic.methods.trained import write_artifact
 from language_agnostic.pipelines.export import nodes
@@ -45,7 +46,7 @@ def test_plan_lists_the_heads_of_the_sources_and_names_mistakes():
     assert [m["name"] for m in _plan({"sources": ["qe"], "only": "seed@qe"})["models"]] == ["seed@qe"]
     with pytest.raises(PipelineConfigurationError, match=r"export: unknown key\(s\) \['sorces'\]"):
         _plan({"sorces": ["qe"]})
-    with pytest.raises(PipelineConfigurationError, match=r"export.sources: \['slu'\] have no pooled heads or"):
+    with pytest.raises(PipelineConfigurationError, match=r"export.sources: \['slu'\] have no trained meaning models"):
         _plan({"sources": ["slu"]})
     # EMU's saved fine-tuned encoders, with the pooling they were trained with
     emu = {"save_encoders": ["emu-no_ld"], "methods": {"emu-no_ld": {"options": {"pooling": "cls"}}}}
@@ -93,6 +94,7 @@ def test_export_writes_what_is_there_and_skips_the_rest(tiny_hub_model: Path, tm
     assert [e["name"] for e in report["exported"]] == ["seed@qe"]
     assert report["exported"][0]["directory"] == str(out / "qe" / "seed")
     assert report["exported"][0]["mlflow_run_id"] == "abc"
+    assert "mlflow_model_uri" not in report["exported"][0]  # run "abc" is not in the store, and no run is active
     skipped = {s["method"]: s["reason"] for s in report["skipped"]}
     assert set(skipped) == {"dream@qe", "meat@qe"}
     assert (
@@ -130,17 +132,15 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_mlflow_serves_an_exported_model_over_http(tiny_hub_model: Path, tmp_path: Path):
+@pytest.mark.parametrize("method", ["dream", "fmda"])  # standard modules; FMDA's module shipped as a file
+def test_mlflow_serves_an_exported_model_over_http(tiny_hub_model: Path, tmp_path: Path, method: str):
     """``mlflow models serve`` (local environment, 127.0.0.1) answers a list of texts with their vectors."""
     encoder = load_encoder(str(tiny_hub_model))
     torch.manual_seed(1)
-    head = get_method("dream").build(encoder.hidden_size, 2, {"activation": "none"})
-    saved = artifact("dream", head, encoder.hidden_size, 2, {"activation": "none"}, pooling="cls")
-    directory = nodes.save_model(
-        sentence_transformer(saved, encoder, "query: "),
-        tmp_path / "dream",
-        {"name": "dream@test"},
-    )
+    options = {"activation": "none"} if method == "dream" else {}
+    model = get_method(method).build(encoder.hidden_size, 2, options)
+    saved = artifact(method, model, encoder.hidden_size, 2, options, pooling="cls")
+    directory = nodes.save_model(exportable(saved, encoder, "query: "), tmp_path / method, {"name": f"{method}@test"})
     expected = mlflow.pyfunc.load_model(str(directory)).predict(TEXTS)
     port = _free_port()
     mlflow_cli = Path(sys.executable).with_name("mlflow")
@@ -216,3 +216,68 @@ def test_a_fine_tuned_encoder_exports_with_its_pooling(tiny_hub_model: Path, tmp
     np.testing.assert_allclose(theirs, np.asarray(ours.vectors("mean")), atol=1e-4, rtol=1e-4)
     modules = json.loads((directory / nodes.ST_SUBDIRECTORY / "modules.json").read_text())
     assert [m["type"].rsplit(".", 1)[-1] for m in modules] == ["Transformer", "Pooling"]
+
+
+def test_fmda_exports_through_the_pipeline_and_loads_by_every_route(tiny_hub_model: Path, tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    monkeypatch.chdir(tmp_path)  # the store's artifacts go to ./mlruns: the test's, not the project's
+    encoder = load_encoder(str(tiny_hub_model))
+    torch.manual_seed(2)
+    model = get_method("fmda").build(encoder.hidden_size, 2, {})
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.add_(0.2 * torch.randn_like(parameter))
+    with mlflow.start_run(run_name="fmda-all_together") as training:  # the run that "trained" it
+        pass
+    run_id = training.info.run_id
+    saved = artifact(
+        "fmda",
+        model,
+        encoder.hidden_size,
+        2,
+        {},
+        variant="all_together",
+        mlflow_run_id=run_id,
+        encoder=encoder.identity,
+    )
+    write_artifact(saved, tmp_path / "models" / "en_de" / "fmda_all_together.safetensors")
+    massive = {"pairs": {"en_de": {"source": "en-US", "target": "de-DE"}}}
+    fmda = {"variants": {"all_together": {"pairs": "all"}}}
+    plan = nodes.plan_exports({"sources": ["fmda"]}, {}, {}, massive, fmda, {}, {})
+    assert [(m["name"], m["kind"]) for m in plan["models"]] == [("fmda@en_de", "fmda")]
+    out = tmp_path / "exported"
+    report = nodes.export_models(
+        ModelShelf(tmp_path / "models"), plan, encoder, dict(encoder.identity), EXTRACTION, {"out_dir": str(out)}
+    )
+    assert [e["name"] for e in report["exported"]] == ["fmda@en_de"] and not report["skipped"]
+    directory = out / "en_de" / "fmda"
+    record = json.loads((directory / "language_agnostic.json").read_text())
+    assert (record["method"], record["pooling"], record["mlflow_run_id"]) == ("fmda", "token states", run_id)
+    assert record["training_languages"] == ["deu", "eng"]
+    # the project's vectors: token states of the extraction stage (fp32, stored as fp16), then FMDA's m
+    settings = ExtractionSettings(
+        prefix="query: ", dtype="float32", device="cpu", batch_size=2, token_states=True, progress=False
+    )
+    entry = extract_embeddings(encoder, TEXTS, settings, EmbeddingStore(tmp_path / "store"))
+    states, mask = entry.token_states(np.arange(len(TEXTS)))
+    with torch.no_grad():
+        ours = load_trained(saved)[1](torch.from_numpy(states.astype(np.float32)), torch.from_numpy(mask))["m"]
+    pyfunc = mlflow.pyfunc.load_model(str(directory))
+    np.testing.assert_allclose(np.asarray(pyfunc.predict(TEXTS)), ours.numpy(), atol=2e-3, rtol=2e-3)
+    # and from the tracking store: a logged model of the run that trained it
+    (entry,) = report["exported"]
+    assert entry["mlflow_logged_in_run"] == run_id and entry["mlflow_model_uri"].startswith("models:/")
+    logged = mlflow.pyfunc.load_model(entry["mlflow_model_uri"])
+    np.testing.assert_allclose(np.asarray(logged.predict(TEXTS)), ours.numpy(), atol=2e-3, rtol=2e-3)
+    st_dir = directory / nodes.ST_SUBDIRECTORY
+    theirs = SentenceTransformer(str(st_dir), device="cpu", trust_remote_code=True).encode(TEXTS)
+    np.testing.assert_allclose(theirs, ours.numpy(), atol=2e-3, rtol=2e-3)
+    modules = json.loads((st_dir / "modules.json").read_text())
+    assert [m["type"] for m in modules] == [
+        "sentence_transformers.base.modules.transformer.Transformer",
+        "fmda_meaning.FmdaMeaning",
+    ]
+    assert (st_dir / "fmda_meaning.py").is_file()
+    # without trust_remote_code sentence-transformers refuses, naming the flag
+    with pytest.raises(ValueError, match="trust_remote_code=True"):
+        SentenceTransformer(str(st_dir), device="cpu")

@@ -10,14 +10,22 @@ wherever ``sentence-transformers`` is installed.
 
 A fine-tuned encoder (EMU's, saved as a Hugging Face directory) needs no head: its meaning
 embedding is ``pool(encoder(prefix + text))``, exported as ``Transformer → Pooling``
-(:func:`encoder_sentence_transformer`). Models over token states (FMDA) need a module
-sentence-transformers does not have and are not exported here yet.
+(:func:`encoder_sentence_transformer`).
+
+FMDA's meaning path works on token states, which no standard module reads: its export is
+``Transformer → FmdaMeaning`` (:func:`fmda_sentence_transformer`), the one custom module,
+defined in ``methods/fmda_meaning.py``, a file that imports only torch and sentence-transformers.
+:func:`ship_custom_code` copies that file beside the saved ``modules.json`` and names the class by
+it, so the directory loads with ``trust_remote_code=True`` (MLflow's flavour passes it) and without
+this package.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
+import shutil
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -28,12 +36,16 @@ from sentence_transformers.sentence_transformer.modules import Dense, Pooling, T
 from torch import nn
 
 from language_agnostic.encoders.loading import LoadedEncoder
-from language_agnostic.methods.registry import POOLED_METHODS, TRAINED_METHODS, load_trained
+from language_agnostic.methods.fmda_meaning import MEANING_LAYERS, FmdaMeaning
+from language_agnostic.methods.registry import METHODS, POOLED_METHODS, TRAINED_METHODS, load_trained
 
 # the heads whose meaning is one linear layer (and an activation) over a pooled vector
 EXPORTABLE = tuple(dict.fromkeys((*TRAINED_METHODS, *POOLED_METHODS)))
 POOLING_MODES = {"mean": "mean", "cls": "cls"}  # this project's pooling → sentence-transformers' mode
 PROMPT_NAME = "query"  # the prefix ("query: " for e5) becomes the default prompt of this name
+# the project's own sentence-transformers modules, written into an export as source files
+CUSTOM_MODULES: dict[str, type[nn.Module]] = {f"{FmdaMeaning.__module__}.{FmdaMeaning.__name__}": FmdaMeaning}
+TOKEN_STATES = "token states"  # the record's pooling of a model over token states (FMDA)
 
 
 class ExportError(ValueError):
@@ -75,11 +87,7 @@ def sentence_transformer(
     pooling = str(saved.get("pooling", "mean"))
     if pooling not in POOLING_MODES:
         raise ExportError(f"pooling {pooling!r} has no sentence-transformers mode; known: {sorted(POOLING_MODES)}")
-    with tempfile.TemporaryDirectory() as tmp:
-        # the Transformer module loads from a directory; the encoder's own files, as loaded
-        encoder.model.save_pretrained(tmp)
-        encoder.tokenizer.save_pretrained(tmp)
-        transformer = Transformer(tmp, max_seq_length=int(max_length or encoder.max_length))
+    transformer = _transformer(encoder, max_length)
     dense = Dense(
         linear.in_features,
         linear.out_features,
@@ -88,7 +96,32 @@ def sentence_transformer(
         init_weight=linear.weight.detach().clone().float(),
         init_bias=linear.bias.detach().clone().float() if linear.bias is not None else None,
     )
-    return _assemble([transformer, dense], linear.in_features, pooling, prefix)
+    return _assemble([transformer, _pooling(linear.in_features, pooling), dense], prefix)
+
+
+def fmda_sentence_transformer(
+    saved: Mapping[str, Any], encoder: LoadedEncoder, prefix: str, max_length: int | None = None
+) -> SentenceTransformer:
+    """A trained FMDA model's meaning path over ``encoder`` as an in-memory ``SentenceTransformer`` on the
+    CPU: ``Transformer → FmdaMeaning`` (``emb_m`` of §3.1 over every token state, prefix included).
+
+    Args:
+        saved: The FMDA model as saved (``build`` with its config, its weights).
+        encoder: The encoder whose token states it was trained on.
+        prefix: What the extraction puts before every text.
+        max_length: Tokens per text, special tokens included; None = the encoder's maximum.
+
+    Raises:
+        ExportError: ``saved`` is not a model over token states.
+    """
+    if not over_token_states(saved):
+        raise ExportError(f"{saved['build']['method']!r} is not a model over token states; export it as a head")
+    _, model = load_trained(saved)
+    config = model.config
+    meaning = FmdaMeaning(config.dim, config.ffn_layers, config.mlp_layers, config.activation, config.attention_scale)
+    # the meaning path's layers, by the names they have in the full model; the rest serve training only
+    meaning.load_state_dict({k: v.float() for k, v in model.state_dict().items() if k.split(".")[0] in MEANING_LAYERS})
+    return _assemble([_transformer(encoder, max_length), meaning], prefix)
 
 
 def encoder_sentence_transformer(
@@ -108,19 +141,32 @@ def encoder_sentence_transformer(
     if not (Path(directory) / "config.json").is_file():
         raise ExportError(f"{directory} is not a fine-tuned encoder directory (no config.json)")
     transformer = Transformer(str(directory), max_seq_length=max_length)
-    return _assemble([transformer], transformer.get_embedding_dimension(), pooling, prefix)
+    return _assemble([transformer, _pooling(transformer.get_embedding_dimension(), pooling)], prefix)
 
 
-def _assemble(modules: list[nn.Module], dim: int, pooling: str, prefix: str) -> SentenceTransformer:
-    """``modules[0] → Pooling(pooling) → modules[1:]`` with ``prefix`` as the default prompt."""
+def _transformer(encoder: LoadedEncoder, max_length: int | None) -> Transformer:
+    """The loaded encoder as a ``Transformer`` module (its weights as loaded, e.g. dequantised)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        # the Transformer module loads from a directory; the encoder's own files, as loaded
+        encoder.model.save_pretrained(tmp)
+        encoder.tokenizer.save_pretrained(tmp)
+        return Transformer(tmp, max_seq_length=int(max_length or encoder.max_length))
+
+
+def _pooling(dim: int, pooling: str) -> Pooling:
+    """The project's ``pooling`` over every token, the prefix's included (as extraction pools)."""
+    return Pooling(dim, pooling_mode=POOLING_MODES[pooling], include_prompt=True)
+
+
+def _assemble(modules: list[nn.Module], prefix: str) -> SentenceTransformer:
+    """``modules`` in order, with ``prefix`` as the default prompt."""
     # sentence-transformers warns that a default prompt applies to every text: here that is the point
     # (the extraction's prefix), said in the module docstring, so not once per exported model
     quiet = _Without("Default prompt name is set")
     logging.getLogger("sentence_transformers.base.model").addFilter(quiet)
     try:
-        pool = Pooling(dim, pooling_mode=POOLING_MODES[pooling], include_prompt=True)
         return SentenceTransformer(
-            modules=[modules[0], pool, *modules[1:]],
+            modules=modules,
             device="cpu",
             prompts={PROMPT_NAME: prefix} if prefix else None,
             default_prompt_name=PROMPT_NAME if prefix else None,
@@ -144,11 +190,11 @@ class _Without(logging.Filter):
 def export_record(
     saved: Mapping[str, Any], prefix: str, identity: Mapping[str, Any], provenance: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
-    """Where an exported model came from: its method, pooling, prefix, encoder and ``provenance``
-    (e.g. the model's name, file and MLflow run)."""
+    """Where an exported model came from: its method, pooling (``token states`` for a model over them),
+    prefix, encoder and ``provenance`` (e.g. the model's name, file and MLflow run)."""
     return {
         "method": str(saved["build"]["method"]),
-        "pooling": str(saved.get("pooling", "mean")),
+        "pooling": TOKEN_STATES if over_token_states(saved) else str(saved.get("pooling", "mean")),
         "prefix": prefix,
         "encoder": dict(identity),
         **dict(provenance or {}),
@@ -163,15 +209,56 @@ def export_sentence_transformer(
     max_length: int | None = None,
     provenance: Mapping[str, Any] | None = None,
 ) -> Path:
-    """Write a trained pooled head over ``encoder`` as a sentence-transformers directory, with
+    """Write a trained model (a pooled head or FMDA) over ``encoder`` as a sentence-transformers directory, with
     :func:`export_record` as ``out_dir/language_agnostic.json``.
 
     Returns:
         ``out_dir``.
     """
-    model = sentence_transformer(saved, encoder, prefix, max_length)
+    model = exportable(saved, encoder, prefix, max_length)
     out = Path(out_dir)
     model.save(str(out))
+    ship_custom_code(out)
     record = export_record(saved, prefix, encoder.identity, provenance)
     (out / "language_agnostic.json").write_text(json.dumps(record, indent=2, default=str) + "\n")
     return out
+
+
+def exportable(
+    saved: Mapping[str, Any], encoder: LoadedEncoder, prefix: str, max_length: int | None = None
+) -> SentenceTransformer:
+    """A trained model as a ``SentenceTransformer``: :func:`fmda_sentence_transformer` for a model over token
+    states, :func:`sentence_transformer` for a head over pooled vectors."""
+    if over_token_states(saved):
+        return fmda_sentence_transformer(saved, encoder, prefix, max_length)
+    return sentence_transformer(saved, encoder, prefix, max_length)
+
+
+def over_token_states(saved: Mapping[str, Any]) -> bool:
+    """Whether a saved model's method reads token states (FMDA), per its registry entry."""
+    method = METHODS.get(str(saved["build"]["method"]))
+    return method is not None and method.inputs == "tokens"
+
+
+def ship_custom_code(directory: str | Path) -> list[str]:
+    """Make a saved sentence-transformers ``directory`` load without this package: each module of
+    :data:`CUSTOM_MODULES` gets its source file copied beside ``modules.json`` and its ``type`` renamed
+    ``<file>.<class>``, which sentence-transformers imports from the directory under ``trust_remote_code``.
+
+    Returns:
+        The files copied (none for a model of standard modules only).
+    """
+    path = Path(directory) / "modules.json"
+    modules = json.loads(path.read_text())
+    shipped = []
+    for entry in modules:
+        module_class = CUSTOM_MODULES.get(entry["type"])
+        if module_class is None:
+            continue
+        source = Path(inspect.getfile(module_class))
+        shutil.copyfile(source, Path(directory) / source.name)
+        entry["type"] = f"{source.stem}.{module_class.__name__}"
+        shipped.append(source.name)
+    if shipped:
+        path.write_text(json.dumps(modules, indent=2) + "\n")
+    return shipped

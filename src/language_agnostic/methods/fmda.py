@@ -46,6 +46,7 @@ from torch import nn
 
 from language_agnostic.encoders.extraction import EmbeddingSet
 from language_agnostic.methods.contrastive import ContrastiveSettings, info_nce, pairwise_contrastive
+from language_agnostic.methods.fmda_meaning import ACTIVATIONS, stack  # defined with the exported meaning path
 
 LOSS_WEIGHTS = {
     "lang": 1.0,
@@ -78,9 +79,6 @@ def two_stage_weights(stage: int) -> dict[str, float]:
     if stage not in (1, 2):
         raise ValueError(f"stage must be 1 or 2, got {stage}")
     return {name: float((name in TEMPLATE_LOSSES) == (stage == 1)) for name in LOSS_WEIGHTS}
-
-
-ACTIVATIONS = {"none": nn.Identity, "relu": nn.ReLU, "gelu": nn.GELU, "tanh": nn.Tanh}
 
 
 @dataclass(frozen=True)
@@ -123,16 +121,6 @@ class FmdaConfig:
             raise ValueError(f"init must be 'pytorch' or 'identity', got {self.init!r}")
         if self.ffn_layers < 1 or self.mlp_layers < 1:
             raise ValueError("ffn_layers and mlp_layers must be >= 1")
-
-
-def stack(dim: int, layers: int, activation: str) -> nn.Module:
-    """``layers`` ``D × D`` linear layers with ``activation`` between them (none after the last)."""
-    modules: list[nn.Module] = []
-    for i in range(layers):
-        modules.append(nn.Linear(dim, dim))
-        if i < layers - 1:
-            modules.append(ACTIVATIONS[activation]())
-    return nn.Sequential(*modules)
 
 
 class Fmda(nn.Module):

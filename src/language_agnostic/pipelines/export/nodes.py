@@ -1,12 +1,12 @@
-"""Nodes of the ``export`` pipeline: find the trained heads the configured pipelines leave, write each
-as an MLflow model of the ``sentence_transformers`` flavour.
+"""Nodes of the ``export`` pipeline: find the trained meaning models the configured pipelines leave, write
+each as an MLflow model of the ``sentence_transformers`` flavour.
 
-One directory per head serves every route out of the project: ``mlflow.pyfunc.load_model(dir)``
+One directory per model serves every route out of the project: ``mlflow.pyfunc.load_model(dir)``
 and ``mlflow models serve -m dir`` (its pyfunc: a list of strings in, one vector per string out,
 with a signature, an input example and pinned requirements), and
 ``SentenceTransformer(dir / "model.sentence_transformer")``, the same weights (MLflow's flavour
 keeps the sentence-transformers model there; one copy of the encoder, about 470 MB for the
-bundled one, per head). MLflow is written here, in the Kedro layer, not in ``methods/``.
+bundled one, per model). MLflow is written here, in the Kedro layer, not in ``methods/``.
 """
 
 from __future__ import annotations
@@ -25,14 +25,15 @@ from sentence_transformers import SentenceTransformer
 
 from language_agnostic.encoders.loading import LoadedEncoder
 from language_agnostic.methods.apply import ModelSpec, expected_models, load_models, only_models, training_languages
-from language_agnostic.methods.export import encoder_sentence_transformer, export_record, sentence_transformer
+from language_agnostic.methods.export import encoder_sentence_transformer, export_record, exportable, ship_custom_code
 from language_agnostic.pipelines.project_config import PipelineConfigurationError
+from language_agnostic.tracking import log_exported_model
 
 logger = logging.getLogger(__name__)
 
-EXPORT_KEYS = {"sources", "only", "out_dir"}
-SOURCES = ("qe", "sts", "fmda", "emu")  # the pipelines whose pooled heads or fine-tuned encoders are exported
-KINDS = ("head", "encoder")  # FMDA's own models (kind fmda) work on token states: not exported yet
+EXPORT_KEYS = {"sources", "only", "out_dir", "log_to_mlflow"}
+SOURCES = ("qe", "sts", "fmda", "emu")  # the pipelines whose trained meaning models are exported
+KINDS = ("head", "encoder", "fmda")  # every trained meaning model (centring is a per-language shift, not a model)
 # what a served or loaded model needs, pinned to the versions it was written with
 REQUIREMENTS = ("mlflow", "sentence-transformers", "torch", "transformers")
 INPUT_EXAMPLE = ["The weather is nice today.", "Das Wetter ist heute schön."]
@@ -59,6 +60,7 @@ def save_model(model: SentenceTransformer, directory: str | Path, record: Mappin
         pip_requirements=pinned_requirements(),
         metadata={"language_agnostic": json.loads(json.dumps(dict(record), default=str))},
     )
+    ship_custom_code(out / ST_SUBDIRECTORY)  # FMDA's module as a file in the directory, not an import of ours
     (out / "language_agnostic.json").write_text(json.dumps(dict(record), indent=2, default=str) + "\n")
     return out
 
@@ -72,7 +74,7 @@ def plan_exports(
     fmda_paper: Mapping[str, Any],
     emu: Mapping[str, Any],
 ) -> dict[str, Any]:
-    """The heads over pooled vectors and the fine-tuned encoders (EMU's ``save_encoders``) the configured
+    """The heads over pooled vectors, FMDA's models and the fine-tuned encoders (EMU's ``save_encoders``) the configured
     ``export.sources`` train, as the tatoeba plan finds them.
 
     Raises:
@@ -86,7 +88,7 @@ def plan_exports(
     other = sorted(set(sources) - set(SOURCES))
     if other:
         raise PipelineConfigurationError(
-            f"export.sources: {other} have no pooled heads or fine-tuned encoders to export; known: {list(SOURCES)}"
+            f"export.sources: {other} have no trained meaning models to export; known: {list(SOURCES)}"
         )
     params = {"qe": qe, "sts": sts, "massive": massive, "fmda": fmda, "fmda_paper": fmda_paper, "emu": emu}
     heads = [s for s in expected_models(params, sources) if s.kind in KINDS]
@@ -108,8 +110,11 @@ def export_models(
     """Write every planned head found in ``shelf`` to ``<out_dir>/<source>/<method>``; a missing one is skipped
     with a warning naming its file and the command that makes it.
 
+    With ``export.log_to_mlflow`` (default true) each export is also an MLflow logged model of the run
+    that trained it (else of the export's own run), loadable as ``models:/<id>``.
+
     Returns:
-        ``{"exported": [{name, directory, source_file, ...}], "skipped": [{method, path, reason}]}``.
+        ``{"exported": [{name, directory, source_file, mlflow_model_uri, ...}], "skipped": [{method, path, reason}]}``.
     """
     specs = [ModelSpec(**spec) for spec in plan["models"]]
     loaded, skipped = load_models(shelf, specs, plan["sources"], identity)
@@ -134,11 +139,17 @@ def export_models(
             record = export_record(
                 model.saved, prefix, identity, {**provenance, "mlflow_run_id": model.saved.get("mlflow_run_id")}
             )
-            st_model = sentence_transformer(model.saved, encoder, prefix, max_length)
+            st_model = exportable(model.saved, encoder, prefix, max_length)
         save_model(st_model, directory, record)
         logger.info(
             "export: %s → %s (MLflow model; sentence-transformers in %s/)", model.spec.name, directory, ST_SUBDIRECTORY
         )
-        exported.append({**record, "directory": str(directory)})
+        entry = {**record, "directory": str(directory)}
+        if export.get("log_to_mlflow", True):
+            logged = log_exported_model((model.saved or {}).get("mlflow_run_id"), model.spec.name, directory)
+            if logged is not None:
+                entry.update(mlflow_model_uri=f"models:/{logged[0]}", mlflow_logged_in_run=logged[1])
+                logger.info("export: %s logged to MLflow as models:/%s (run %s)", model.spec.name, *logged)
+        exported.append(entry)
     logger.info("export: %d of %d models exported, %d skipped", len(exported), len(specs), len(skipped))
     return {"exported": exported, "skipped": skipped}

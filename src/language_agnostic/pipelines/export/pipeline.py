@@ -1,6 +1,6 @@
-"""``export``: ``kedro run --pipelines=export`` writes every trained head over pooled vectors (DREAM,
-MEAT, SEED, the InfoNCE controls) that ``data/06_models`` holds as an MLflow model holding a
-sentence-transformers model
+"""``export``: ``kedro run --pipelines=export`` writes every trained meaning model that ``data/06_models``
+holds (the heads over pooled vectors: DREAM, MEAT, SEED, the InfoNCE controls; FMDA's variants; EMU's
+encoders) as an MLflow model holding a sentence-transformers model
 (``conf/base/parameters_export.yml``; ``docs/export.md``)."""
 
 from __future__ import annotations
