@@ -6,8 +6,16 @@ from collections.abc import Mapping
 from typing import Any
 
 
+class ParameterError(ValueError):
+    """A parameter under ``conf/`` that cannot be used; the message names it (its path) and what is allowed.
+
+    A run that stops on one prints the message alone, without a traceback (``pipelines/errors.py``).
+    """
+
+
 def settings_from_params(cls: type, params: Mapping[str, Any], where: str, **overrides: Any) -> Any:
-    """Build a settings dataclass from a parameter mapping, naming the parameter on unknown keys.
+    """Build a settings dataclass from a parameter mapping; an unknown key, or a value its checks reject,
+    is a :class:`ParameterError` naming the parameter.
 
     Args:
         cls: The dataclass (``ExtractionSettings``, ``TrainSettings``, ``FmdaConfig``...).
@@ -18,8 +26,15 @@ def settings_from_params(cls: type, params: Mapping[str, Any], where: str, **ove
     known = set(cls.__dataclass_fields__) - set(overrides)
     unknown = sorted(set(params) - known)
     if unknown:
-        raise ValueError(f"{where}: unknown key(s) {unknown}; known: {sorted(known)}")
-    return cls(**{**params, **overrides})
+        raise ParameterError(f"{where}: unknown key(s) {unknown}; known: {sorted(known)}")
+    try:
+        return cls(**{**params, **overrides})
+    except ParameterError:
+        raise
+    except ValueError as exc:
+        # the settings' own checks (``__post_init__``) say what is wrong; the path says where
+        message = str(exc)
+        raise ParameterError(message if message.startswith(where) else f"{where}: {message}") from exc
 
 
 def method_spec(spec: Mapping[str, Any] | None, where: str, keys: set[str], method: str, why: str) -> dict[str, Any]:
@@ -38,7 +53,7 @@ def method_spec(spec: Mapping[str, Any] | None, where: str, keys: set[str], meth
     spec = dict(spec or {})
     unknown = sorted(set(spec) - keys)
     if unknown:
-        raise ValueError(f"{where}: unknown key(s) {unknown}; known: {sorted(keys)}")
+        raise ParameterError(f"{where}: unknown key(s) {unknown}; known: {sorted(keys)}")
     if spec.get("method", method) != method:
-        raise ValueError(f"{where}.method must be {method!r} ({why}), got {spec.get('method')!r}")
+        raise ParameterError(f"{where}.method must be {method!r} ({why}), got {spec.get('method')!r}")
     return spec

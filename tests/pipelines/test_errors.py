@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from language_agnostic.config import ParameterError, settings_from_params
 from language_agnostic.corpora.errors import CorpusFormatError
+from language_agnostic.encoders.extraction import ExtractionSettings
+from language_agnostic.methods.registry import check_ablations
 from language_agnostic.pipelines.errors import excepthook, user_error
+from language_agnostic.training.loop import TrainSettings
 
 
 def _raised(exc: BaseException) -> BaseException:
@@ -52,3 +56,23 @@ def test_a_bug_or_the_variable_keeps_the_traceback(capsys, monkeypatch, exc, var
     calls = []
     excepthook(lambda *args: calls.append(args))(type(exc), exc, exc.__traceback__)
     assert len(calls) == 1 and capsys.readouterr().err == ""
+
+
+def test_a_rejected_parameter_names_its_path_and_prints_alone(capsys, monkeypatch):
+    """A settings check (``__post_init__``) rejects a value: the error is a parameter error naming where it is."""
+    monkeypatch.delenv("LANGUAGE_AGNOSTIC_TRACEBACK", raising=False)
+    with pytest.raises(ParameterError) as raised:
+        settings_from_params(TrainSettings, {"max_epochs": 0}, "fmda.training")
+    assert str(raised.value) == "fmda.training: max_epochs and patience must be >= 1, got 0, 15"
+    with pytest.raises(ParameterError, match=r"^qe.ablations.x.base must be one of \['dream', 'meat', 'seed'\]"):
+        check_ablations({"x": {"base": "emu", "seed": 1}}, "qe")
+    calls = []
+    hook = excepthook(lambda *args: calls.append(args))
+    hook(type(raised.value), raised.value, raised.value.__traceback__)
+    assert capsys.readouterr().err.startswith(
+        "\nError (ParameterError): fmda.training: max_epochs and patience must be >= 1, got 0, 15\n"
+    )
+    assert calls == []
+    # a message that already names its parameter is not prefixed twice
+    with pytest.raises(ParameterError, match=r"^embeddings.extraction.processes"):
+        settings_from_params(ExtractionSettings, {"processes": -1}, "embeddings.extraction")

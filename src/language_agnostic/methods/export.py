@@ -35,6 +35,7 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.modules import Dense, Pooling, Transformer
 from torch import nn
 
+from language_agnostic.config import ParameterError
 from language_agnostic.encoders.loading import LoadedEncoder
 from language_agnostic.methods.fmda_meaning import MEANING_LAYERS, FmdaMeaning
 from language_agnostic.methods.registry import METHODS, POOLED_METHODS, TRAINED_METHODS, load_trained
@@ -48,8 +49,8 @@ CUSTOM_MODULES: dict[str, type[nn.Module]] = {f"{FmdaMeaning.__module__}.{FmdaMe
 TOKEN_STATES = "token states"  # the record's pooling of a model over token states (FMDA)
 
 
-class ExportError(ValueError):
-    """A model that cannot be exported as asked; the message names it and why."""
+class ExportError(ParameterError):
+    """A model that cannot be exported as asked (``export.only``, its pooling); the message names it and why."""
 
 
 def meaning_layers(model: nn.Module, method: str) -> tuple[nn.Linear, nn.Module]:

@@ -28,6 +28,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from language_agnostic.config import ParameterError
 from language_agnostic.encoders.loading import LoadedEncoder
 from language_agnostic.methods.contrastive import ContrastiveSettings
 from language_agnostic.methods.dream import Dream, dream_losses
@@ -70,7 +71,7 @@ class Method:
         options = dict(options or {})
         unknown = sorted(set(options) - set(self.options))
         if unknown:
-            raise ValueError(
+            raise ParameterError(
                 f"{where}: unknown option(s) {unknown} for method {self.name!r}; known: {list(self.options)}"
             )
         return options
@@ -286,15 +287,15 @@ def check_ablations(ablations: Mapping[str, Any] | None, pipeline: str = "qe") -
     for name, spec in dict(ablations or {}).items():
         spec, where = dict(spec or {}), f"{pipeline}.ablations.{name}"
         if name in (*TRAINED_METHODS, "raw", "centering") or not name.replace("_", "").isalnum():
-            raise ValueError(f"{where}: the name must be a new identifier (letters, digits, _), not a method name")
+            raise ParameterError(f"{where}: the name must be a new identifier (letters, digits, _), not a method name")
         unknown = sorted(set(spec) - {"base", "loss_weights", "seed"})
         if unknown:
             hint = " ('method' is now 'base')" if "method" in unknown else ""
-            raise ValueError(f"{where}: unknown key(s) {unknown}{hint}; known: ['base', 'loss_weights', 'seed']")
+            raise ParameterError(f"{where}: unknown key(s) {unknown}{hint}; known: ['base', 'loss_weights', 'seed']")
         if spec.get("base") not in TRAINED_METHODS:
-            raise ValueError(f"{where}.base must be one of {list(TRAINED_METHODS)}, got {spec.get('base')!r}")
+            raise ParameterError(f"{where}.base must be one of {list(TRAINED_METHODS)}, got {spec.get('base')!r}")
         if not spec.get("loss_weights") and spec.get("seed") is None:
-            raise ValueError(f"{where}: give the loss_weights it changes (e.g. {{meaning: 0}}) or a training seed")
+            raise ParameterError(f"{where}: give the loss_weights it changes (e.g. {{meaning: 0}}) or a training seed")
         out[name] = {
             "method": str(spec["base"]),
             "loss_weights": {str(k): float(v) for k, v in dict(spec.get("loss_weights") or {}).items()},

@@ -14,8 +14,10 @@ import sys
 from collections.abc import Callable
 from types import TracebackType
 
+from language_agnostic.config import ParameterError
 from language_agnostic.corpora.errors import CorpusFormatError, MissingRawDataError
 from language_agnostic.corpora.massive import AnnotationError
+from language_agnostic.encoders.backends import BackendError
 from language_agnostic.encoders.bundled import BundledFormatError
 from language_agnostic.encoders.extraction import ExtractionError
 from language_agnostic.encoders.loading import EncoderLoadError
@@ -27,6 +29,8 @@ USER_ERRORS: tuple[type[BaseException], ...] = (
     AnnotationError,
     MissingRawDataError,
     PipelineConfigurationError,
+    ParameterError,  # also ExportError
+    BackendError,
     ExtractionError,
     BundledFormatError,
     EncoderLoadError,

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from language_agnostic.config import settings_from_params
+from language_agnostic.config import ParameterError, settings_from_params
 from language_agnostic.encoders.extraction import vectors_of
 from language_agnostic.methods.centering import fit_language_means
 from language_agnostic.methods.registry import TRAINED_METHODS, build, build_spec, check_ablations, get_method
@@ -51,7 +51,7 @@ def head_spec(spec: Mapping[str, Any] | None, where: str) -> HeadSpec:
     given = {k: v for k, v in dict(spec or {}).items() if v is not None}
     parsed = settings_from_params(HeadSpec, given, where)
     if parsed.pooling not in (None, "mean", "cls"):
-        raise ValueError(f"{where}.pooling must be 'mean' or 'cls', got {parsed.pooling!r}")
+        raise ParameterError(f"{where}.pooling must be 'mean' or 'cls', got {parsed.pooling!r}")
     return parsed
 
 
