@@ -142,6 +142,8 @@ def log_exported_model(run_id: str | None, name: str, directory: str | Path) -> 
     from mlflow.entities import LoggedModelOutput, LoggedModelStatus
     from mlflow.exceptions import MlflowException
 
+    if not run_id and mlflow.active_run() is None:
+        return None  # no run to log into (and no tracking store to open)
     client = mlflow.MlflowClient()
     run = None
     if run_id:
