@@ -80,23 +80,30 @@ def log_child_model(run_id: str | None, name: str, trained: Mapping[str, Any]) -
     if run_id is None or not _active():
         return None
     import mlflow
-    from mlflow.entities import LoggedModelOutput, LoggedModelStatus
 
     client = mlflow.MlflowClient()
-    run = client.get_run(run_id)
     build = dict(trained.get("build") or {})
     params = {k: str(v) for k, v in trained.items() if isinstance(v, (str, int, float, bool)) and k != "mlflow_run_id"}
-    model = client.create_logged_model(
-        experiment_id=run.info.experiment_id,
-        name=re.sub(r"[^\w.-]", "_", name),
-        source_run_id=run_id,
-        params=params,
-        model_type=str(build.get("method", "")),
-    )
     with tempfile.TemporaryDirectory() as tmp:
         path = write_artifact(trained, Path(tmp) / f"{name}.safetensors")
         client.log_artifact(run_id, str(path))
-        client.log_model_artifacts(model.model_id, tmp)
+        return _logged_model(client, run_id, name, tmp, params=params, model_type=str(build.get("method", "")))
+
+
+def _logged_model(client: Any, run_id: str, name: str, directory: str | Path, **create: Any) -> str:
+    """``directory`` as a READY logged model whose source and output is run ``run_id``; its id.
+
+    ``create``: more arguments of ``create_logged_model`` (``params``, ``tags``, ``model_type``).
+    """
+    from mlflow.entities import LoggedModelOutput, LoggedModelStatus
+
+    model = client.create_logged_model(
+        experiment_id=client.get_run(run_id).info.experiment_id,
+        name=re.sub(r"[^\w.-]", "_", name),
+        source_run_id=run_id,
+        **create,
+    )
+    client.log_model_artifacts(model.model_id, str(directory))
     client.finalize_logged_model(model.model_id, LoggedModelStatus.READY)
     client.log_outputs(run_id, [LoggedModelOutput(model_id=model.model_id, step=0)])
     return model.model_id
@@ -139,7 +146,6 @@ def log_exported_model(run_id: str | None, name: str, directory: str | Path) -> 
         ``(model id, run id)``, or None when neither run exists (no tracking).
     """
     import mlflow
-    from mlflow.entities import LoggedModelOutput, LoggedModelStatus
     from mlflow.exceptions import MlflowException
 
     if not run_id and mlflow.active_run() is None:
@@ -155,14 +161,12 @@ def log_exported_model(run_id: str | None, name: str, directory: str | Path) -> 
         run = client.get_run(mlflow.active_run().info.run_id)
     if run is None:
         return None
-    model = client.create_logged_model(
-        experiment_id=run.info.experiment_id,
-        name=re.sub(r"[^\w.-]", "_", f"{name}-exported"),
-        source_run_id=run.info.run_id,
+    model_id = _logged_model(
+        client,
+        run.info.run_id,
+        f"{name}-exported",
+        directory,
         tags={"language_agnostic.exported": "sentence_transformers"},
         model_type="sentence_transformers",
     )
-    client.log_model_artifacts(model.model_id, str(directory))
-    client.finalize_logged_model(model.model_id, LoggedModelStatus.READY)
-    client.log_outputs(run.info.run_id, [LoggedModelOutput(model_id=model.model_id, step=0)])
-    return model.model_id, run.info.run_id
+    return model_id, run.info.run_id

@@ -22,6 +22,7 @@ from language_agnostic.methods.export import (
     fmda_sentence_transformer,
     meaning_layers,
 )
+from language_agnostic.methods.fmda import encode_with_fmda
 from language_agnostic.methods.registry import artifact, get_method, load_trained
 
 TEXTS = ["wake me up at nine am", "spiel etwas musik", "what is the weather today", "set an alarm for six please"]
@@ -126,10 +127,7 @@ def test_fmda_exports_its_meaning_path_and_loads_without_the_project(tiny_hub_mo
         prefix="query: ", dtype="float32", device="cpu", batch_size=2, token_states=True, progress=False
     )
     entry = extract_embeddings(encoder, TEXTS, settings, EmbeddingStore(tmp_path / "store"))
-    states, mask = entry.token_states(np.arange(len(TEXTS)))
-    _, model = load_trained(saved)
-    with torch.no_grad():
-        ours = model(torch.from_numpy(states.astype(np.float32)), torch.from_numpy(mask))["m"].numpy()
+    ours = encode_with_fmda(load_trained(saved)[1], entry)["m"]
     # the directory loads in a process that never imports this package (the module is a file in it)
     theirs = encode_in_fresh_process(out, TEXTS, trust_remote_code=True)
     assert theirs.shape == ours.shape == (len(TEXTS), DIM)

@@ -25,6 +25,7 @@ from language_agnostic.encoders.extraction import EmbeddingStore, ExtractionSett
 from language_agnostic.encoders.loading import load_encoder
 from language_agnostic.methods.apply import control_meaning
 from language_agnostic.methods.export import exportable
+from language_agnostic.methods.fmda import encode_with_fmda
 from language_agnostic.methods.registry import artifact, get_method, load_trained
 from language_agnostic.methods.trained import write_artifact
 from language_agnostic.pipelines.export import nodes
@@ -259,9 +260,7 @@ def test_fmda_exports_through_the_pipeline_and_loads_by_every_route(tiny_hub_mod
         prefix="query: ", dtype="float32", device="cpu", batch_size=2, token_states=True, progress=False
     )
     entry = extract_embeddings(encoder, TEXTS, settings, EmbeddingStore(tmp_path / "store"))
-    states, mask = entry.token_states(np.arange(len(TEXTS)))
-    with torch.no_grad():
-        ours = load_trained(saved)[1](torch.from_numpy(states.astype(np.float32)), torch.from_numpy(mask))["m"]
+    ours = torch.from_numpy(encode_with_fmda(load_trained(saved)[1], entry)["m"])
     pyfunc = mlflow.pyfunc.load_model(str(directory))
     np.testing.assert_allclose(np.asarray(pyfunc.predict(TEXTS)), ours.numpy(), atol=2e-3, rtol=2e-3)
     # and from the tracking store: a logged model of the run that trained it

@@ -46,7 +46,7 @@ from torch import nn
 
 from language_agnostic.encoders.extraction import EmbeddingSet
 from language_agnostic.methods.contrastive import ContrastiveSettings, info_nce, pairwise_contrastive
-from language_agnostic.methods.fmda_meaning import ACTIVATIONS, stack  # defined with the exported meaning path
+from language_agnostic.methods.fmda_meaning import ACTIVATIONS, stack, template_attention  # shared with the export
 
 LOSS_WEIGHTS = {
     "lang": 1.0,
@@ -171,29 +171,17 @@ class Fmda(nn.Module):
             ``{"lang", "tp", "rs", "m", "attn_tp", "attn_rs"}``; embeddings are ``(B, D)``,
             attention rows of the first position ``(B, L)``.
         """
-        mask = mask.bool()
+        tp, rs, attn_tp, attn_rs = template_attention(
+            self.query_tp,
+            self.key_tp,
+            self.value_tp,
+            self.value_rs,
+            states,
+            mask,
+            sqrt_d=self.config.attention_scale == "sqrt_d",
+            affine=self.affine_fast_path,
+        )
         cls = states[:, 0]
-        query = self.query_tp(cls)  # only the first position's query is needed
-        affine = self.affine_fast_path
-        if affine:
-            # One-layer FFNs are affine maps, and attention weights sum to 1, so
-            #   q·(W_k x + b_k) = (W_kᵀ q)·x + q·b_k   and   Σ a_l (W_v x_l + b_v) = W_v (Σ a_l x_l) + b_v.
-            # Working in the input space costs O(L·D) per utterance instead of O(L·D²): the
-            # same numbers (tested against the token-wise form) at a fraction of the time.
-            key = self.key_tp[0]
-            scores = torch.einsum("bd,bld->bl", query @ key.weight, states) + (query @ key.bias).unsqueeze(1)
-        else:
-            scores = torch.einsum("bd,bld->bl", query, self.key_tp(states))
-        if self.config.attention_scale == "sqrt_d":
-            scores = scores / math.sqrt(self.config.dim)
-        attn_tp = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
-        attn_rs = torch.softmax((1 - attn_tp).masked_fill(~mask, float("-inf")), dim=-1)
-        if affine:
-            tp = self.value_tp(torch.einsum("bl,bld->bd", attn_tp, states))
-            rs = self.value_rs(torch.einsum("bl,bld->bd", attn_rs, states))
-        else:
-            tp = torch.einsum("bl,bld->bd", attn_tp, self.value_tp(states))
-            rs = torch.einsum("bl,bld->bd", attn_rs, self.value_rs(states))
         return {
             "lang": self.lang(cls),
             "tp": tp,

@@ -4,7 +4,8 @@ This file is copied as it is into every exported FMDA model (``fmda_meaning.py``
 ``modules.json``), so that ``SentenceTransformer(directory, trust_remote_code=True)`` and MLflow
 load the model without this project installed. It therefore imports only torch and
 sentence-transformers (a test fails on any other import), and the project's own FMDA model
-(``methods/fmda.py``) builds its layers with :func:`stack` from here: one definition of the layers.
+(``methods/fmda.py``) builds its layers with :func:`stack` and computes its attention with
+:func:`template_attention` from here: one definition of both.
 
 Over the encoder's token states ``X`` (``L × D``, prefix and special tokens included, as the
 project's extraction stores them) and their mask:
@@ -41,6 +42,49 @@ def stack(dim: int, layers: int, activation: str) -> nn.Sequential:
     return nn.Sequential(*modules)
 
 
+def template_attention(
+    query_tp: nn.Module,
+    key_tp: nn.Module,
+    value_tp: nn.Module,
+    value_rs: nn.Module,
+    states: torch.Tensor,
+    mask: torch.Tensor,
+    sqrt_d: bool,
+    affine: bool,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(emb_tp, emb_rs, AttnProb, softmax(1 − AttnProb))`` of the first position (§3.1); attention rows ``(B, L)``.
+
+    Only the first position's query is computed: only its row is ever used. With ``affine`` (one-layer
+    FFNs, affine maps) keys and values are never materialised per token: attention weights sum to 1, so
+    ``q·(W_k x + b_k) = (W_kᵀ q)·x + q·b_k`` and ``Σ a_l (W_v x_l + b_v) = W_v (Σ a_l x_l) + b_v``,
+    O(L·D) per text instead of O(L·D²), the same numbers (tested against the token-wise form).
+
+    Args:
+        states: Token states ``(B, L, D)``; position 0 is the first token.
+        mask: ``(B, L)``, true for real tokens.
+        sqrt_d: Scores divided by ``√D`` (as in Transformers), else as the paper writes them.
+        affine: The FFNs are single ``nn.Linear`` layers inside ``nn.Sequential``.
+    """
+    mask = mask.bool()
+    query = query_tp(states[:, 0])
+    if affine:
+        key = key_tp[0]
+        scores = torch.einsum("bd,bld->bl", query @ key.weight, states) + (query @ key.bias).unsqueeze(1)
+    else:
+        scores = torch.einsum("bd,bld->bl", query, key_tp(states))
+    if sqrt_d:
+        scores = scores / math.sqrt(states.shape[-1])
+    attn_tp = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
+    attn_rs = torch.softmax((1 - attn_tp).masked_fill(~mask, float("-inf")), dim=-1)
+    if affine:
+        tp = value_tp(torch.einsum("bl,bld->bd", attn_tp, states))
+        rs = value_rs(torch.einsum("bl,bld->bd", attn_rs, states))
+    else:
+        tp = torch.einsum("bl,bld->bd", attn_tp, value_tp(states))
+        rs = torch.einsum("bl,bld->bd", attn_rs, value_rs(states))
+    return tp, rs, attn_tp, attn_rs
+
+
 class FmdaMeaning(Module):
     """``token_embeddings`` and ``attention_mask`` in, FMDA's meaning embedding ``emb_m`` out as
     ``sentence_embedding``.
@@ -75,16 +119,16 @@ class FmdaMeaning(Module):
         self.meaning = stack(self.dim, self.mlp_layers, activation)
 
     def forward(self, features: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        states = features["token_embeddings"]
-        mask = features["attention_mask"].bool()
-        query = self.query_tp(states[:, 0])
-        scores = torch.einsum("bd,bld->bl", query, self.key_tp(states))
-        if self.attention_scale == "sqrt_d":
-            scores = scores / math.sqrt(self.dim)
-        attn_tp = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
-        attn_rs = torch.softmax((1 - attn_tp).masked_fill(~mask, float("-inf")), dim=-1)
-        tp = torch.einsum("bl,bld->bd", attn_tp, self.value_tp(states))
-        rs = torch.einsum("bl,bld->bd", attn_rs, self.value_rs(states))
+        tp, rs, _, _ = template_attention(
+            self.query_tp,
+            self.key_tp,
+            self.value_tp,
+            self.value_rs,
+            features["token_embeddings"],
+            features["attention_mask"],
+            sqrt_d=self.attention_scale == "sqrt_d",
+            affine=self.ffn_layers == 1,
+        )
         features["sentence_embedding"] = self.meaning(tp + rs)
         return features
 
