@@ -14,6 +14,8 @@ Usage (from the project root)::
 
     .venv/bin/python benchmarks/embedding.py                 # 10,000 texts, 3 repeats
     .venv/bin/python benchmarks/embedding.py --n 2000 --repeats 1
+    python3 benchmarks/embedding.py --utterances data/02_intermediate/massive_utterances.parquet \
+        --n 66084 --batch-size 512 --skip-plain          # a GPU machine (docs/benchmarks.md)
 """
 
 from __future__ import annotations
@@ -31,9 +33,6 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from language_agnostic.corpora.errors import RejectLog
-from language_agnostic.corpora.massive import ParseOptions, iter_massive_rows, massive_member
-from language_agnostic.datasets import TarArchiveDataset
 from language_agnostic.encoders.extraction import (
     EmbeddingStore,
     ExtractionSettings,
@@ -49,12 +48,28 @@ ROOT = Path(
 )
 
 
-def massive_texts(n: int) -> list[str]:
+LOCALES = ("en-US", "de-DE", "es-ES", "ja-JP")
+
+
+def massive_texts(n: int, utterances: str | None = None) -> list[str]:
+    """The first ``n`` MASSIVE utterances, locale by locale, from the raw archive or ``utterances``
+    (the ingested ``massive_utterances.parquet``, same order; for a machine without the raw data).
+    """
+    if utterances:
+        import pandas as pd
+
+        table = pd.read_parquet(utterances, columns=["locale", "utt"])
+        return [t for loc in LOCALES for t in table.loc[table["locale"] == loc, "utt"]][:n]
+    # the archive reader is a Kedro dataset: imported here so --utterances works without Kedro
+    from language_agnostic.corpora.errors import RejectLog
+    from language_agnostic.corpora.massive import ParseOptions, iter_massive_rows, massive_member
+    from language_agnostic.datasets import TarArchiveDataset
+
     archive = TarArchiveDataset(
         str(ROOT / "massive" / "amazon-massive-dataset-1.1.tar.gz"), "MASSIVE 1.1 tarball"
     ).load()
     texts: list[str] = []
-    for locale in ("en-US", "de-DE", "es-ES", "ja-JP"):
+    for locale in LOCALES:
         rows = iter_massive_rows(
             archive[massive_member(locale)](),
             locale,
@@ -117,10 +132,11 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--device", default="auto")
     parser.add_argument("--skip-plain", action="store_true")
+    parser.add_argument("--utterances", help="read the texts from massive_utterances.parquet instead of the archive")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     encoder = load_encoder("bundled")
-    texts = massive_texts(args.n)
+    texts = massive_texts(args.n, args.utterances)
     settings = ExtractionSettings(batch_size=args.batch_size, device=args.device, progress=False)
     device, dtype = resolve_device_and_dtype(settings.device, settings.dtype)
     print(

@@ -65,3 +65,14 @@ def test_the_experiment_is_tagged_as_training_runs(tracking):
         == EXPERIMENT_KIND
         == "custom_model_development"
     )
+
+
+def test_tracking_is_off_where_mlflow_is_not_installed(monkeypatch):
+    # the package trains and evaluates without MLflow (e.g. on a GPU machine with torch only)
+    import sys
+
+    from language_agnostic import tracking
+
+    monkeypatch.setitem(sys.modules, "mlflow", None)
+    assert tracking._active() is False
+    assert tracking.log_child_run("x", {"a": 1}, []) is None

@@ -20,8 +20,12 @@ from language_agnostic.methods.trained import write_artifact
 
 
 def _active() -> bool:
-    import mlflow
-
+    """Whether an MLflow run is open; False where MLflow is not installed (the package's functions
+    then train and evaluate without logging, e.g. on a GPU machine that has only torch)."""
+    try:
+        import mlflow
+    except ImportError:
+        return False
     return mlflow.active_run() is not None
 
 

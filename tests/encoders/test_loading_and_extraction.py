@@ -87,6 +87,15 @@ def test_pool_by_name_and_bad_name():
         pool(hidden, mask, "max")
 
 
+def test_mean_pooling_takes_a_cpu_mask_for_states_on_another_device():
+    # the extraction stage builds its masks on the CPU; on CUDA the states are on the GPU, and
+    # mean pooling failed there (found on an H200, docs/benchmarks.md). "meta" stands in for CUDA.
+    hidden = torch.zeros(2, 3, 4, device="meta")
+    mask = torch.ones(2, 3, dtype=torch.long)
+    pooled = pool(hidden, mask, "mean")
+    assert pooled.device.type == "meta" and tuple(pooled.shape) == (2, 4)
+
+
 def test_token_states_stream_to_disk_and_match(tiny_hub_model: Path, tmp_path: Path):
     encoder = load_encoder(str(tiny_hub_model))
     settings = ExtractionSettings(**{**FP32.__dict__, "token_states": True})

@@ -18,7 +18,7 @@ def cls_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor
 
 def mean_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
     """Mean over the non-padding positions (special tokens included, as e5 does)."""
-    mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+    mask = attention_mask.unsqueeze(-1).to(hidden.device, hidden.dtype)  # a CPU mask with CUDA states
     return (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1)
 
 
