@@ -216,6 +216,16 @@ def env_file(env: str, name: str) -> dict:
     return yaml.safe_load((PROJECT_ROOT / "conf" / env / f"parameters_{name}.yml").read_text())
 
 
+def only_differs(env_name: str, pipeline: str, changed: set[str]) -> tuple[dict, dict]:
+    """``(base, resolved env)`` of a pipeline's parameters, after checking that the env's file holds
+    only the ``changed`` keys and that everything else resolves to base's."""
+    base = yaml_base(f"parameters_{pipeline}.yml")[pipeline]
+    env = resolved(env_name)[pipeline]
+    assert set(env_file(env_name, pipeline)[pipeline]) == changed  # the file holds only what differs
+    assert {k: v for k, v in env.items() if k not in changed} == {k: v for k, v in base.items() if k not in changed}
+    return base, env
+
+
 def test_the_fmda_en_de_env_is_base_on_the_first_pair(project: Path, forget_env):
 
     from language_agnostic.pipeline_registry import register_pipelines
@@ -231,15 +241,39 @@ def test_the_fmda_en_de_env_is_base_on_the_first_pair(project: Path, forget_env)
     assert not any(name.startswith(("en_es.", "en_ja.")) for name in names)
 
 
+def test_the_fmda_seeds_env_trains_table_2s_variants_on_three_seeds(project: Path, forget_env):
+    from language_agnostic.pipeline_registry import register_pipelines
+
+    base, env = only_differs("fmda_seeds", "fmda", {"variants", "methods", "figure"})
+    assert env["methods"] == {} and env["figure"]["pair"] == ""
+    # the configured seed as in base, and each seed run that variant with only its seed changed
+    for name, spec in env["variants"].items():
+        variant, _, seed = name.rpartition("seed")
+        variant = variant.rstrip("_") or "all_together"
+        if not seed.isdigit():
+            assert spec == base["variants"][name]
+            continue
+        twin = base["variants"][variant]
+        assert {k: v for k, v in spec.items() if k != "training"} == {k: v for k, v in twin.items() if k != "training"}
+        assert spec["training"] == {**twin.get("training", {}), "seed": int(seed)}
+        assert int(seed) != base["training"]["seed"]
+    assert sorted(env["variants"]) == sorted(
+        ["all_together", "seed1", "seed2", "infonce", "infonce_seed1", "infonce_seed2"]
+    )
+    with KedroSession.create(PROJECT_ROOT, env="fmda_seeds") as session:
+        context = session.load_context()
+        names = {n.name for n in register_pipelines()["fmda"].nodes}
+        report = context.catalog["fmda_tables_markdown"]
+    assert {"en_ja.train_fmda_seed2_node", "en_de.evaluate_fmda_infonce_seed1_node", "report_fmda_node"} <= names
+    assert not any("dream" in name or "plot_embeddings" in name for name in names)
+    assert "fmda_seeds_tables.md" in str(report._describe())  # beside the default run's tables
+
+
 def test_the_emu_seeds_env_restates_base_but_for_its_methods(project: Path, forget_env):
 
     from language_agnostic.pipeline_registry import register_pipelines
 
-    base = yaml_base("parameters_emu.yml")["emu"]
-    env = resolved("emu_seeds")["emu"]
-    changed = {"methods", "figure", "save_encoders"}
-    assert set(env_file("emu_seeds", "emu")["emu"]) == changed  # the file holds only what differs
-    assert {k: v for k, v in env.items() if k not in changed} == {k: v for k, v in base.items() if k not in changed}
+    base, env = only_differs("emu_seeds", "emu", {"methods", "figure", "save_encoders"})
     # each method is a base method with only the training seed changed
     for name, spec in env["methods"].items():
         method, seed = name.rsplit("-seed", 1)

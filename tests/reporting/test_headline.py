@@ -104,3 +104,70 @@ def test_the_readme_table_is_what_the_report_code_writes_from_the_committed_head
     rows = yaml.safe_load((PROJECT_ROOT / "conf" / "base" / "parameters_headline.yml").read_text())["headline"]["rows"]
     assert [(r["paper"], r["claim"]) for r in rows] == list(zip(committed["paper"], committed["claim"]))
     assert (PROJECT_ROOT / "docs" / "headline.png").stat().st_size > 10_000
+
+
+def _report(rows: list[tuple[str, str, str, str, str, str]]) -> str:
+    """A report with one claims table in claims_section's layout: (method, baseline, on, p, seeds, verdict)."""
+    from language_agnostic.reporting.claims import claims_section
+
+    quoted = lambda name: name if "`" in name else f"`{name}`"  # noqa: E731
+    body = [
+        ["a claim", "XLM-R", "1 vs 0", quoted(m), quoted(b), on, "70.00", "60.00", "+10.00", p, s, v]
+        for m, b, on, p, s, v in rows
+    ]
+    return "# Report\n\n" + "\n".join(claims_section("Claims", "intro", body)) + "\nafter the table\n"
+
+
+def test_claims_tables_are_read_back_as_the_report_wrote_them():
+    from language_agnostic.reporting.claims import parse_claims
+
+    report = _report([("fmda/m", "centering/mean", "EN→DE", "<1e-6", "3", "holds")])
+    report += "\n" + _report([("`lajmcl` (this run)", "cosda", "EM, non-en", "0.2", "1", "tie")])
+    parsed = parse_claims(report)
+    assert parsed.values.tolist() == [
+        [
+            "a claim",
+            "XLM-R",
+            "1 vs 0",
+            "fmda/m",
+            "centering/mean",
+            "EN→DE",
+            "70.00",
+            "60.00",
+            "+10.00",
+            "<1e-6",
+            "3",
+            "holds",
+        ],
+        ["a claim", "XLM-R", "1 vs 0", "lajmcl", "cosda", "EM, non-en", "70.00", "60.00", "+10.00", "0.2", "1", "tie"],
+    ]
+
+
+def test_the_verdict_column_summarises_the_first_report_with_the_rows():
+    verdict = {"reports": ["seeds_report", "report"], "method": "fmda/m", "baseline": "centering/mean"}
+    reports = {
+        "seeds_report": _report([("fmda/m", "raw/mean", "EN→DE", "0.01", "3", "holds")]),  # other baseline: skipped
+        "report": _report(
+            [
+                ("fmda/m", "centering/mean", "EN→DE", "<1e-6", "3", "holds"),
+                ("fmda/m", "centering/mean", "DE→EN", "0.003", "3", "holds"),
+                ("fmda/m", "centering/mean", "JA→EN", "0.6", "3", "tie"),
+            ]
+        ),
+    }
+    table = headline_table(METRICS, [{**ROW, "verdict": verdict}], reports)
+    assert table.loc[0, "verdict"] == "holds 2/3, tie 1/3 vs `centering/mean` (3 seeds, p ≤ 0.6)"
+    line = headline_markdown(table).splitlines()[2]
+    assert line.endswith("| holds 2/3, tie 1/3 vs `centering/mean` (3 seeds, p ≤ 0.6); [claims](docs/results.md) |")
+    # `where` keeps the rows whose "on" contains it; reports that do not exist, or lack the rows
+    on = headline_table(METRICS, [{**ROW, "verdict": {**verdict, "where": "JA"}}], reports)
+    assert on.loc[0, "verdict"] == "tie 1/1 vs `centering/mean` (3 seeds, p ≤ 0.6)"
+    assert headline_table(METRICS, [{**ROW, "verdict": verdict}], {}).loc[0, "verdict"] == "not run"
+    tiny = {"report": _report([("fmda/m", "centering/mean", "EN→DE", "<1e-6", "1", "holds")])}
+    assert headline_table(METRICS, [{**ROW, "verdict": verdict}], tiny).loc[0, "verdict"] == (
+        "holds 1/1 vs `centering/mean` (1 seed, p < 1e-6)"  # a bound stays a bound
+    )
+    other = {**verdict, "method": "fmda-infonce/m"}
+    assert headline_table(METRICS, [{**ROW, "verdict": other}], reports).loc[0, "verdict"] == "not tested"
+    with pytest.raises(ValueError, match=r"headline.rows\[0\].verdict: missing \['baseline'\], unknown \['metod'\]"):
+        headline_table(METRICS, [{**ROW, "verdict": {"reports": ["report"], "method": "x", "metod": "y"}}], reports)

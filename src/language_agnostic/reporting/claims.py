@@ -3,10 +3,12 @@ paper's figures, ours, the paired test, the seeds and the verdict (``evaluation/
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from language_agnostic.evaluation.claims import Paired, verdict
 from language_agnostic.reporting.markdown import table
@@ -34,6 +36,23 @@ VERDICT_RULE = (
     "(multilingual-e5-small, of the XLM-R family) is judged against the paper's XLM-R or mE5 figures "
     "where it has them."
 )
+
+
+# a method trained with another seed than the configured one: `emu-seed2021` (EMU), `fmda-seed1`,
+# `fmda-infonce_seed1` (FMDA variants `seed1`, `infonce_seed1`)
+SEED_SUFFIX = re.compile(r"^(?P<method>.+)[-_]seed(?P<seed>\d+)$")
+
+
+def seed_runs(methods: Sequence[str]) -> dict[str, dict[str, str]]:
+    """``{method: {seed label: method name}}`` of the metrics table's method names: ``emu-seed2021`` is
+    ``emu`` trained with seed label ``2021``; a name without the suffix is the configured seed (label ``""``).
+    """
+    out: dict[str, dict[str, str]] = {}
+    for name in methods:
+        match = SEED_SUFFIX.match(name)
+        method, seed = (match["method"], match["seed"]) if match else (name, "")
+        out.setdefault(method, {})[seed] = name
+    return out
 
 
 @dataclass(frozen=True)
@@ -147,3 +166,50 @@ def claims_section(
         return []
     rule = VERDICT_RULE.format(test=MCNEMAR if test == "McNemar" else BOOTSTRAP)
     return [f"## {title}", "", intro, "", rule, "", *table(columns(percent, test), [list(r) for r in rows], left=6), ""]
+
+
+# what :func:`parse_claims` returns: the claims tables' columns under names that do not depend on the
+# metric (``method %`` or ``method r``) or the test (``McNemar p`` or ``bootstrap p``)
+PARSED = [
+    "claim",
+    "backbone",
+    "paper",
+    "method",
+    "baseline",
+    "on",
+    "method_value",
+    "baseline_value",
+    "delta",
+    "p",
+    "seeds",
+    "verdict",
+]
+
+
+def _name(cell: str) -> str:
+    """The first back-quoted name of a cell (`` `lajmcl` (this run)`` → ``lajmcl``), else the cell."""
+    start = cell.find("`")
+    end = cell.find("`", start + 1)
+    return cell[start + 1 : end] if 0 <= start < end else cell
+
+
+def parse_claims(markdown: str) -> pd.DataFrame:
+    """Every claims table (:func:`claims_section`'s layout) of a report, as rows of :data:`PARSED`.
+
+    The reports are the one place each paper's verdicts are computed; the README's headline reads
+    them back from here, so a verdict is never restated by hand.
+    """
+    rows: list[list[str]] = []
+    lines = markdown.splitlines()
+    for i, line in enumerate(lines):
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if cells[:2] != ["claim", "paper's backbone"] or len(cells) != len(PARSED):
+            continue
+        for body in lines[i + 2 :]:  # after the separator line
+            if not body.startswith("|"):
+                break
+            row = [c.strip() for c in body.strip().strip("|").split("|")]
+            if len(row) == len(PARSED):
+                row[3], row[4] = _name(row[3]), _name(row[4])
+                rows.append(row)
+    return pd.DataFrame(rows, columns=PARSED)

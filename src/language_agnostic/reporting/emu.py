@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
-
 import numpy as np
 import pandas as pd
 
 from language_agnostic.evaluation.claims import outcomes_of, paired
-from language_agnostic.reporting.claims import ClaimSpec, claim_row, claims_section
+from language_agnostic.reporting.claims import ClaimSpec, claim_row, claims_section, seed_runs
 from language_agnostic.reporting.markdown import table
 
 # the order of EMU's Table 2: the raw encoder, the fine-tuning baselines, EMU's ablations, EMU
@@ -215,20 +212,6 @@ CLAIMS = [
         "not >",
     ),
 ]
-
-
-SEED_SUFFIX = re.compile(r"^(?P<method>.+)-seed(?P<seed>\d+)$")
-
-
-def seed_runs(methods: Sequence[str]) -> dict[str, dict[str, str]]:
-    """``{method: {seed label: method name}}``: ``emu-seed2022`` is ``emu`` trained with another seed
-    (``--env=emu_seeds``); a name without the suffix is the configured seed (label ``""``)."""
-    out: dict[str, dict[str, str]] = {}
-    for name in methods:
-        match = SEED_SUFFIX.match(name)
-        method, seed = (match["method"], match["seed"]) if match else (name, "")
-        out.setdefault(method, {})[seed] = name
-    return out
 
 
 def claims_rows(outcomes: pd.DataFrame, training_locale: str) -> list[list[str]]:

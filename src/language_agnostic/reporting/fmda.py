@@ -9,7 +9,7 @@ import pandas as pd
 from language_agnostic.evaluation.claims import Paired
 from language_agnostic.evaluation.fmda import AGAINST_ALL_TOGETHER
 from language_agnostic.methods.registry import POOLED_METHODS
-from language_agnostic.reporting.claims import ClaimSpec, claim_row, claims_section
+from language_agnostic.reporting.claims import ClaimSpec, claim_row, claims_section, seed_runs
 from language_agnostic.reporting.markdown import table
 
 # the rows of Tables 2-3: the untrained baselines, every pooled head the registry offers
@@ -155,18 +155,28 @@ TABLE5_CLAIMS = [
 
 
 def claims_rows(cells: Mapping[CellKey, float], directions: list[tuple[str, str]]) -> list[list[str]]:
-    """:data:`FMDA_CLAIMS` per direction, from the accuracies and ``mcnemar_p_vs_centering`` rows (one seed)."""
+    """:data:`FMDA_CLAIMS` per direction, from the accuracies and ``mcnemar_p_vs_centering`` rows.
+
+    Every seed run of the method (``fmda-seed1`` for ``fmda``, ``fmda-infonce_seed1`` for
+    ``fmda-infonce``: ``--env=fmda_seeds``) is one more test against the untrained centring; the row
+    gives the mean over seeds, the sd of Δ and the largest p, and a verdict that any seed flips is a tie.
+    """
+    runs = seed_runs(sorted({key[0] for key in cells}))
     body = []
     for spec in FMDA_CLAIMS:
         method, emb = spec.method.split("/")
         for a, b in directions:
-            mine, base = _semantic(method, emb, a, b), _semantic("centering", "mean", a, b)
-            if mine not in cells or base not in cells:
+            base = _semantic("centering", "mean", a, b)
+            names = [name for _, name in sorted(runs.get(method, {}).items()) if _semantic(name, emb, a, b) in cells]
+            if not names or base not in cells:
                 continue
-            p = cells.get((method, emb, "cross_lingual_retrieval", "", a, b, "mcnemar_p_vs_centering"))
-            test = Paired(cells[mine], cells[base], p, 0) if p is not None else None
+            tests = []
+            for name in names:
+                p = cells.get((name, emb, "cross_lingual_retrieval", "", a, b, "mcnemar_p_vs_centering"))
+                tests.append(Paired(cells[_semantic(name, emb, a, b)], cells[base], p, 0) if p is not None else None)
             # an older run without the p-value rows: the accuracies, untested
-            body.append(claim_row(spec, f"{short_locale(a)}→{short_locale(b)}", [test], (cells[mine], cells[base])))
+            untested = (cells[_semantic(names[0], emb, a, b)], cells[base])
+            body.append(claim_row(spec, f"{short_locale(a)}→{short_locale(b)}", tests, untested))
     return body
 
 

@@ -3,8 +3,10 @@
 A view of the one metrics table (``data/08_reporting/metrics.csv``): each row of
 ``headline.rows`` selects cells of the table for its method and for its baseline (the raw
 encoder, or the paper's own baseline where the method fine-tunes the encoder) and averages
-them (e.g. over the six MASSIVE retrieval directions). The verdicts, with their paired tests
-and seeds, stay in each paper's claims table, which the row links to.
+them (e.g. over the six MASSIVE retrieval directions). Its ``verdict`` names the claims rows that
+judge it in the pipelines' reports (the first report that has them: a seeds run's before the
+default run's), and the row summarises their verdicts, seeds and largest p-value; the claims table
+it links to has each one.
 
 ``python -m language_agnostic.reporting.headline README.md data/08_reporting/headline.csv``
 writes the table into the README between its markers (``make readme`` runs the pipeline first).
@@ -19,6 +21,7 @@ from typing import Any
 
 import pandas as pd
 
+from language_agnostic.reporting.claims import parse_claims
 from language_agnostic.reporting.markdown import table
 
 COLUMNS = [
@@ -31,10 +34,14 @@ COLUMNS = [
     "ours",
     "ours_label",
     "cells",
+    "verdict",
     "claims",
 ]
 SELECTOR_KEYS = ("pipeline", "method", "embedding", "task", "dataset", "source", "target", "metric")
 ROW_KEYS = {"paper", "claim", "measure", "paper_figure", "ours", "baseline", "claims"}
+OPTIONAL_KEYS = {"verdict"}
+VERDICT_KEYS = {"reports", "method", "baseline", "where"}
+ORDER = ("holds", "tie", "fails", "not comparable")
 START, END = "<!-- headline:start -->", "<!-- headline:end -->"
 
 
@@ -54,8 +61,42 @@ def select(metrics: pd.DataFrame, selector: Mapping[str, Any], where: str) -> pd
     return metrics.loc[mask, "value"].astype(float)
 
 
-def headline_table(metrics: pd.DataFrame, rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
-    """One line per ``headline.rows`` entry: the averages of its ``ours`` and ``baseline`` cells.
+def verdict_summary(claims: pd.DataFrame, spec: Mapping[str, Any], where: str) -> str:
+    """``holds 5/6, tie 1/6 vs `centering/mean` (3 seeds, p ≤ 0.6)`` from the claims rows ``spec`` selects.
+
+    ``spec``: ``reports`` (report names, the first holding matching rows is used; the caller
+    passes only those found), ``method`` and ``baseline`` as the claims tables name them, and
+    optionally ``where`` (a substring of the rows' *on* column; not ``on``, which YAML reads as ``true``).
+
+    Raises:
+        ValueError: A missing or unknown key (naming ``where``).
+    """
+    missing, unknown = sorted({"reports", "method", "baseline"} - set(spec)), sorted(set(spec) - VERDICT_KEYS)
+    if missing or unknown:
+        raise ValueError(f"{where}: missing {missing}, unknown {unknown}; expected {sorted(VERDICT_KEYS)}")
+    if claims.empty:
+        return "not run"
+    rows = claims[(claims["method"] == spec["method"]) & (claims["baseline"] == spec["baseline"])]
+    if spec.get("where"):
+        rows = rows[rows["on"].str.contains(str(spec["where"]), regex=False)]
+    if rows.empty:
+        return "not run"
+    counts = rows["verdict"].value_counts()
+    verdicts = ", ".join(f"{v} {counts[v]}/{len(rows)}" for v in ORDER if v in counts)
+    seeds = sorted(set(rows["seeds"].astype(int)))
+    seed_text = f"{seeds[0]} seed{'s' if seeds[0] != 1 else ''}" if len(seeds) == 1 else f"{seeds[0]}–{seeds[-1]} seeds"
+    # the largest p as the report printed it: "<1e-6" stays a bound
+    shown = [(float(p.lstrip("<")), p) for p in rows["p"] if p not in ("—", "")]
+    largest = max(shown)[1] if shown else ""
+    p_text = "" if not largest else f", p < {largest[1:]}" if largest.startswith("<") else f", p ≤ {largest}"
+    return f"{verdicts} vs `{spec['baseline']}` ({seed_text}{p_text})"
+
+
+def headline_table(
+    metrics: pd.DataFrame, rows: Sequence[Mapping[str, Any]], reports: Mapping[str, str] | None = None
+) -> pd.DataFrame:
+    """One line per ``headline.rows`` entry: the averages of its ``ours`` and ``baseline`` cells, and the
+    verdicts of the claims rows its ``verdict`` names in ``reports`` (``{report name: markdown}``).
 
     A row whose cells the table does not hold (its pipeline has not run) keeps empty values, so the
     README says what is missing instead of dropping the paper. ``ours`` and ``baseline`` must select
@@ -67,9 +108,12 @@ def headline_table(metrics: pd.DataFrame, rows: Sequence[Mapping[str, Any]]) -> 
     out = []
     for i, row in enumerate(rows):
         where = f"headline.rows[{i}]"
-        missing, unknown = sorted(ROW_KEYS - set(row)), sorted(set(row) - ROW_KEYS)
+        missing, unknown = sorted(ROW_KEYS - set(row)), sorted(set(row) - ROW_KEYS - OPTIONAL_KEYS)
         if missing or unknown:
-            raise ValueError(f"{where}: missing {missing}, unknown {unknown}; expected {sorted(ROW_KEYS)}")
+            raise ValueError(
+                f"{where}: missing {missing}, unknown {unknown}; expected {sorted(ROW_KEYS)} and optionally "
+                f"{sorted(OPTIONAL_KEYS)}"
+            )
         ours = select(metrics, row["ours"], f"{where}.ours")
         base = select(metrics, row["baseline"], f"{where}.baseline")
         if len(ours) and len(base) and len(ours) != len(base):
@@ -85,10 +129,25 @@ def headline_table(metrics: pd.DataFrame, rows: Sequence[Mapping[str, Any]]) -> 
                 "ours": round(float(ours.mean()), 3) if len(ours) else None,
                 "ours_label": _label(row["ours"]),
                 "cells": len(ours),
+                "verdict": _verdict(row.get("verdict"), reports or {}, f"{where}.verdict"),
                 "claims": row["claims"],
             }
         )
     return pd.DataFrame(out, columns=COLUMNS)
+
+
+def _verdict(spec: Mapping[str, Any] | None, reports: Mapping[str, str], where: str) -> str:
+    """The summary from the first named report that has the rows; ``not run`` when none of the reports
+    exists, ``not tested`` when they exist without such a claims row (a report older than the claim)."""
+    if not spec:
+        return ""
+    found = [name for name in spec.get("reports") or [] if name in reports]
+    for name in found:
+        summary = verdict_summary(parse_claims(reports[name]), spec, where)
+        if summary != "not run":
+            return summary
+    verdict_summary(pd.DataFrame(), spec, where)  # checks the keys
+    return "not tested" if found else "not run"
 
 
 def _label(selector: Mapping[str, Any]) -> str:
@@ -114,7 +173,7 @@ def headline_markdown(headline: pd.DataFrame) -> str:
                 f"{_number(r.baseline)} (`{r.baseline_label}`)",
                 f"{_number(r.ours)} (`{r.ours_label}`)",
                 delta,
-                r.claims,
+                f"{v}; {r.claims}" if isinstance(v := getattr(r, "verdict", ""), str) and v else r.claims,
             ]
         )
     header = [
