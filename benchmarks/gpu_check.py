@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from device_bundle import used_ids  # benchmarks/ is on the path when a script here runs
 
 TABLES = {
     "masked": "data/03_primary/massive_masked_texts.parquet",
@@ -89,11 +90,9 @@ def fmda_nodes() -> types.ModuleType:
     return module
 
 
-def check_vocabulary(encoder: Any, texts: list[str], kept: np.ndarray, prefix: str) -> int:
-    """Fail unless every token of ``texts`` has its word-embedding row in the pruned file."""
-    ids = set()
-    for row in encoder.tokenizer([prefix + t for t in texts])["input_ids"]:
-        ids.update(row)
+def check_vocabulary(encoder: Any, texts: list[str], kept: np.ndarray) -> int:
+    """Fail unless every token of ``texts`` (under each e5 prefix) has its word-embedding row in the pruned file."""
+    ids = used_ids(encoder.tokenizer, texts)
     missing = ids - set(kept.tolist())
     if missing:
         raise SystemExit(f"{len(missing)} token ids are not in the pruned file, e.g. {sorted(missing)[:5]}")
@@ -158,9 +157,7 @@ def main() -> None:
     masked = tables["masked"]
     texts = masked[masked["locale"].isin(locales)]
     every = sorted(set(texts["utt"]) | set(texts["template_text"]) | set(texts["residual_text"]))
-    report["token_ids_used"] = check_vocabulary(
-        encoder, every, np.load(bundle / "kept_token_ids.npy"), extraction["prefix"]
-    )
+    report["token_ids_used"] = check_vocabulary(encoder, every, np.load(bundle / "kept_token_ids.npy"))
 
     # 1. the extraction node, into an empty store
     manifest, seconds = timed(

@@ -319,7 +319,7 @@ def _encode_missing(
         model = _inference_copy(encoder.model, device, dtype)
 
         def forward_pass(ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-            return model(input_ids=ids.to(device), attention_mask=mask.to(device)).last_hidden_state.float()
+            return model(input_ids=ids, attention_mask=mask).last_hidden_state.float()
     else:
         run = backend_forward(
             prepare_backend(encoder, settings.backend, space.directory.parent / BACKENDS_DIR),
@@ -351,6 +351,8 @@ def _encode_missing(
             for batch in _forward_groups(lengths, batch_size, fill):
                 ids, mask = padded_batch(tok, chunk[batch], 0)  # one length per batch: nothing is padded
                 tick = time.perf_counter()
+                if settings.backend == "torch":  # once, for the forward and the pooling (the other backends: CPU)
+                    ids, mask = ids.to(device), mask.to(device)
                 hidden = forward_pass(ids, mask)
                 forward += time.perf_counter() - tick
                 real = np.unique(batch, return_index=True)[1]  # filled batches repeat rows: keep each once

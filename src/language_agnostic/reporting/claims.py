@@ -203,7 +203,7 @@ def parse_claims(markdown: str) -> pd.DataFrame:
     lines = markdown.splitlines()
     for i, line in enumerate(lines):
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if cells[:2] != ["claim", "paper's backbone"] or len(cells) != len(PARSED):
+        if cells[:2] != COLUMNS[:2] or len(cells) != len(PARSED):
             continue
         for body in lines[i + 2 :]:  # after the separator line
             if not body.startswith("|"):

@@ -61,12 +61,8 @@ def select(metrics: pd.DataFrame, selector: Mapping[str, Any], where: str) -> pd
     return metrics.loc[mask, "value"].astype(float)
 
 
-def verdict_summary(claims: pd.DataFrame, spec: Mapping[str, Any], where: str) -> str:
-    """``holds 5/6, tie 1/6 vs `centering/mean` (3 seeds, p ≤ 0.6)`` from the claims rows ``spec`` selects.
-
-    ``spec``: ``reports`` (report names, the first holding matching rows is used; the caller
-    passes only those found), ``method`` and ``baseline`` as the claims tables name them, and
-    optionally ``where`` (a substring of the rows' *on* column; not ``on``, which YAML reads as ``true``).
+def check_verdict(spec: Mapping[str, Any], where: str) -> None:
+    """A row's ``verdict``: ``reports``, ``method`` and ``baseline`` required, ``where`` optional.
 
     Raises:
         ValueError: A missing or unknown key (naming ``where``).
@@ -74,13 +70,22 @@ def verdict_summary(claims: pd.DataFrame, spec: Mapping[str, Any], where: str) -
     missing, unknown = sorted({"reports", "method", "baseline"} - set(spec)), sorted(set(spec) - VERDICT_KEYS)
     if missing or unknown:
         raise ValueError(f"{where}: missing {missing}, unknown {unknown}; expected {sorted(VERDICT_KEYS)}")
+
+
+def verdict_summary(claims: pd.DataFrame, spec: Mapping[str, Any]) -> str | None:
+    """``holds 5/6, tie 1/6 vs `centering/mean` (3 seeds, p ≤ 0.6)`` from the claims rows ``spec`` selects
+    (``None`` when it selects none).
+
+    ``spec``: ``method`` and ``baseline`` as the claims tables name them, and optionally ``where``
+    (a substring of the rows' *on* column; not ``on``, which YAML reads as ``true``).
+    """
     if claims.empty:
-        return "not run"
+        return None
     rows = claims[(claims["method"] == spec["method"]) & (claims["baseline"] == spec["baseline"])]
     if spec.get("where"):
         rows = rows[rows["on"].str.contains(str(spec["where"]), regex=False)]
     if rows.empty:
-        return "not run"
+        return None
     counts = rows["verdict"].value_counts()
     verdicts = ", ".join(f"{v} {counts[v]}/{len(rows)}" for v in ORDER if v in counts)
     seeds = sorted(set(rows["seeds"].astype(int)))
@@ -105,6 +110,7 @@ def headline_table(
     Raises:
         ValueError: A missing or unknown key, or ``ours`` and ``baseline`` selecting different counts.
     """
+    claims = {name: parse_claims(markdown) for name, markdown in (reports or {}).items()}  # each report once
     out = []
     for i, row in enumerate(rows):
         where = f"headline.rows[{i}]"
@@ -129,24 +135,24 @@ def headline_table(
                 "ours": round(float(ours.mean()), 3) if len(ours) else None,
                 "ours_label": _label(row["ours"]),
                 "cells": len(ours),
-                "verdict": _verdict(row.get("verdict"), reports or {}, f"{where}.verdict"),
+                "verdict": _verdict(row.get("verdict"), claims, f"{where}.verdict"),
                 "claims": row["claims"],
             }
         )
     return pd.DataFrame(out, columns=COLUMNS)
 
 
-def _verdict(spec: Mapping[str, Any] | None, reports: Mapping[str, str], where: str) -> str:
-    """The summary from the first named report that has the rows; ``not run`` when none of the reports
-    exists, ``not tested`` when they exist without such a claims row (a report older than the claim)."""
+def _verdict(spec: Mapping[str, Any] | None, reports: Mapping[str, pd.DataFrame], where: str) -> str:
+    """The summary from the first named report (its parsed claims) that has the rows; ``not run`` when
+    none of the reports exists, ``not tested`` when they exist without such a claims row (a report
+    older than the claim)."""
     if not spec:
         return ""
-    found = [name for name in spec.get("reports") or [] if name in reports]
+    check_verdict(spec, where)
+    found = [name for name in spec["reports"] or [] if name in reports]
     for name in found:
-        summary = verdict_summary(parse_claims(reports[name]), spec, where)
-        if summary != "not run":
+        if summary := verdict_summary(reports[name], spec):
             return summary
-    verdict_summary(pd.DataFrame(), spec, where)  # checks the keys
     return "not tested" if found else "not run"
 
 
