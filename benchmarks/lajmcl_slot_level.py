@@ -40,7 +40,7 @@ from slu_speed import slu_inputs
 import language_agnostic.methods.lajmcl as mcl
 from language_agnostic.training.lajmcl import LajRun, lajmcl_loss_fn, prepare_lajmcl
 from language_agnostic.training.loop import train
-from language_agnostic.training.slu import method_settings
+from language_agnostic.training.slu_methods import method_settings
 
 TERMS = ("intent", "slot", "utterance", "slot_value", "word")
 

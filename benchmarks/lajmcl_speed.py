@@ -40,7 +40,7 @@ from slu_speed import slu_inputs  # benchmarks/ is on the path when a script her
 
 from language_agnostic.training.lajmcl import lajmcl_loss_fn, prepare_lajmcl
 from language_agnostic.training.loop import train
-from language_agnostic.training.slu import method_settings
+from language_agnostic.training.slu_methods import method_settings
 
 
 def train_layers_values(values: list[str]) -> list[str | int | None]:

@@ -35,7 +35,8 @@ import yaml
 from slu_speed import slu_inputs  # benchmarks/ is on the path when a script here runs
 
 from language_agnostic.training.lajmcl import train_lajmcl
-from language_agnostic.training.slu import method_settings, train_slu
+from language_agnostic.training.slu import train_slu
+from language_agnostic.training.slu_methods import method_settings
 
 
 def parse_value(value: str) -> Any:

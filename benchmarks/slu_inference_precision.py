@@ -22,7 +22,7 @@ from language_agnostic.datasets.torch_state import TrainedHeadDataset
 from language_agnostic.evaluation.slu import slu_scores
 from language_agnostic.methods.registry import load_trained
 from language_agnostic.training.lajmcl import predict_lajmcl
-from language_agnostic.training.slu import predict_slu
+from language_agnostic.training.slu_predict import predict_slu
 
 params, extraction, rows, encoder, languages, dictionaries = slu_inputs("../shared/data")
 dev = rows[(rows.locale == "en-US") & (rows.partition == "dev")]

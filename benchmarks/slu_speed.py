@@ -43,7 +43,8 @@ from language_agnostic.encoders.loading import load_encoder
 from language_agnostic.methods.slu import slu_losses
 from language_agnostic.text.code_switch import code_switch_languages
 from language_agnostic.training.loop import resolve_precision, train
-from language_agnostic.training.slu import method_settings, prepare_slu
+from language_agnostic.training.slu import prepare_slu
+from language_agnostic.training.slu_methods import method_settings
 
 
 def step_seconds(model: torch.nn.Module, kind: str, batch_size: int, repeats: int, precision: str) -> float:

@@ -36,18 +36,18 @@ def _token_batch(g: torch.Generator) -> dict[str, torch.Tensor]:
     return batch
 
 
-def _id_batch(g: torch.Generator) -> dict[str, torch.Tensor]:
+def _id_batch(g: torch.Generator, length: int = LENGTH) -> dict[str, torch.Tensor]:
     batch = {}
     for prefix in ("", "adv_"):
-        ids = torch.randint(5, 64, (BATCH, LENGTH), generator=g)
-        mask = torch.ones(BATCH, LENGTH, dtype=torch.long)
+        ids = torch.randint(5, 64, (BATCH, length), generator=g)
+        mask = torch.ones(BATCH, length, dtype=torch.long)
         mask[0, 3:] = 0
         batch[f"{prefix}input_ids"], batch[f"{prefix}attention_mask"] = ids, mask
     batch["labels"] = torch.arange(BATCH) % 2
-    # the joint SLU model's targets (build_slu's test defaults: 2 intents, 3 labels): an intent per
-    # sentence, a slot label per sub-token, -100 (ignored) on the first token and on padding
+    # the joint SLU model's targets (build_slu's and build_lajmcl's test defaults: 2 intents, 3 labels): an
+    # intent per sentence, a slot label per sub-token, -100 (ignored) on the first token and on padding
     batch["intents"] = torch.arange(BATCH) % 2
-    slots = torch.randint(0, 3, (BATCH, LENGTH), generator=g)
+    slots = torch.randint(0, 3, (BATCH, length), generator=g)
     slots[:, 0] = -100
     batch["slot_labels"] = slots.masked_fill(batch["attention_mask"] == 0, -100)
     return batch
@@ -61,10 +61,19 @@ class One:
         yield self.batch
 
 
+# LAJoint's ids hold [CLS], the 4 label positions of one slot (s_O, s_B, s_I, s_1) and [SEP] before the words
+LENGTHS = {"lajoint": 9}
+# the loss weights of the protocol's step: LAJ-MCL's slot and word levels need MCL's batch extras
+# (training.lajmcl_data; tested in tests/methods/test_lajmcl.py), its utterance level only pairs of rows
+WEIGHTS = {"lajoint": {"slot_value": 0.0, "word": 0.0}}
+
+
 def _batch(name: str) -> dict[str, torch.Tensor]:
     g = torch.Generator().manual_seed(0)
     inputs = get_method(name).inputs
-    return _token_batch(g) if inputs == "tokens" else _id_batch(g) if inputs == "ids" else _vector_batch(g)
+    if inputs == "ids":
+        return _id_batch(g, LENGTHS.get(name, LENGTH))
+    return _token_batch(g) if inputs == "tokens" else _vector_batch(g)
 
 
 def _inputs(name: str, batch):
@@ -80,17 +89,18 @@ def test_every_method_trains_a_step_and_lowers_its_loss(name: str):
     torch.manual_seed(0)
     model = build(name, DIM, N_LANG)
     batch = _batch(name)
+    weights = WEIGHTS.get(name, {})
     with torch.no_grad():
-        before = float(method.losses(model, batch, {}, {})["total"])
+        before = float(method.losses(model, batch, weights, {})["total"])
     result = train(
         model,
-        lambda m, b: method.losses(m, b, {}, {}),
+        lambda m, b: method.losses(m, b, weights, {}),
         One(batch),
         One(batch),
         TrainSettings(lr=1e-2, max_epochs=1, patience=1, progress=False),
     )
     with torch.no_grad():
-        after = float(method.losses(model, batch, {}, {})["total"])
+        after = float(method.losses(model, batch, weights, {})["total"])
     assert result.epochs_run == 1 and after < before
     encoded = method.encode(model, _inputs(name, batch))
     assert encoded and all(v.shape == (BATCH, DIM) for v in encoded.values())

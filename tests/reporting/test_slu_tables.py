@@ -363,3 +363,43 @@ def test_the_slot_level_readings_are_claimed_against_laj_cs_and_cosda():
             "-5.00",
         ],
     ]
+
+
+def test_a_claim_is_tested_once_per_seed_both_methods_hold():
+    # the configured seed from an earlier run, seed 2023 from this one; seed 2024 of the baseline alone is left out
+    rows = _rows(
+        {
+            "lajoint-seed2023": _three((0.9, 0.5, 0.5)),
+            "lajoint-no_compressor-seed2023": _three((0.9, 0.5, 0.5)),
+            "lajoint-no_compressor-seed2024": _three((0.9, 0.0, 0.0)),
+        }
+    ).assign(encoder="e5", source="en-US")
+    earlier = _rows({"lajoint": _three((0.9, 0.5, 0.5)), "lajoint-no_compressor": _three((0.9, 0.5, 0.5))}).assign(
+        encoder="e5", source="en-US", run_id="abcdef0123456789"
+    )
+    outcomes = pd.concat(
+        [
+            # configured seed: 20 of 20 vs 2 of 20, all discordant one way (p = 2 / 2^18)
+            _outcomes("lajoint", [True] * 10, [True] * 10),
+            _outcomes("lajoint-no_compressor", [True] + [False] * 9, [True] + [False] * 9),
+            # seed 2023: 11 of 20 vs 10 of 20, one discordant (p = 1)
+            _outcomes("lajoint-seed2023", [True] * 6 + [False] * 4, [True] * 5 + [False] * 5),
+            _outcomes("lajoint-no_compressor-seed2023", [True] * 5 + [False] * 5, [True] * 5 + [False] * 5),
+        ]
+    )
+    claims = _claims(slu_tables(rows, "en-US", earlier=earlier, outcomes=outcomes))
+    # means over the two seeds: (100 + 55) / 2 = 77.5 vs (10 + 50) / 2 = 30; Δ 90 and 5: sd 60.10;
+    # the largest p is seed 2023's 1, so the sign holds on both seeds but the verdict is a tie
+    assert claims == [
+        [
+            "LAJoint > − Compressor (§4.5, Table 4)",
+            "`lajoint` (run `abcdef01`, this run)",
+            "`lajoint-no_compressor` (run `abcdef01`, this run)",
+            "77.50",
+            "30.00",
+            "+47.50 ± 60.10",
+            "1",
+            "2",
+            "tie",
+        ]
+    ]

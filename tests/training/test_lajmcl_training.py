@@ -176,7 +176,7 @@ def test_the_slot_affinity_options_reach_the_model_and_survive_the_artifact(enco
     assert run.model.mcl.slot_affinity == run.info["slot_affinity"] == "cosine"
     method, model = load_trained(lajmcl_artifact(run.model, encoder), encoder)  # over the base encoder
     rebuilt = model.mcl
-    assert method is None and type(model) is type(run.model)
+    assert method.name == "lajoint" and type(model) is type(run.model)
     assert (rebuilt.slot_temperature, rebuilt.slot_affinity) == (0.25, "cosine")
     with pytest.raises(ValueError, match="slot_temperature must be a number > 0, got -1"):
         prepare_lajmcl(

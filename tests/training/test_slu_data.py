@@ -283,8 +283,8 @@ def test_unspaced_words_are_tokenised_as_the_text_reads():
 
 
 def test_a_word_without_its_own_sub_token_continues_the_covering_ones_label():
-    from language_agnostic.training.slu import _predict_ids
     from language_agnostic.training.slu_data import WordTokenisation, tokenise_spaced_words
+    from language_agnostic.training.slu_predict import predict_ids
 
     class Fixed(torch.nn.Module):
         """Every sub-token predicts label 1 (B-x), the intent 0."""
@@ -302,8 +302,8 @@ def test_a_word_without_its_own_sub_token_continues_the_covering_ones_label():
     tokens, covering = tokenise_spaced_words(
         tokenizer, [["set", "up", "me"]], [[True, False, True]], WordTokenisation(prefix="", max_length=16)
     )
-    _, labels = _predict_ids(Fixed(), tokens, 0, 8, fill=0, covering=covering, inside=[0, 2, 2])
+    _, labels = predict_ids(Fixed(), tokens, 0, 8, fill=0, covering=covering, inside=[0, 2, 2])
     # "setup" is set's first sub-token (B-x); "up" has none of its own: I-x; "me" its own: B-x
     assert labels == [[1, 2, 1]]
-    _, plain = _predict_ids(Fixed(), tokens, 0, 8, fill=0)
+    _, plain = predict_ids(Fixed(), tokens, 0, 8, fill=0)
     assert plain == [[1, 0, 1]]  # without the covering map, such a word would fall back to the fill (O)

@@ -12,17 +12,12 @@ import torch
 from language_agnostic.encoders.loading import load_encoder
 from language_agnostic.methods.registry import load_trained
 from language_agnostic.methods.slu import JointSlu, SluConfig, rebuild_slu, slu_losses
+from language_agnostic.training.finetune import trained_state
 from language_agnostic.training.loop import TrainSettings, train
-from language_agnostic.training.slu import (
-    code_switch_settings,
-    method_settings,
-    predict_slu,
-    prepare_slu,
-    slu_artifact,
-    train_slu,
-    trained_state,
-)
+from language_agnostic.training.slu import code_switch_settings, prepare_slu, slu_artifact, train_slu
 from language_agnostic.training.slu_data import SluBatches
+from language_agnostic.training.slu_methods import method_settings
+from language_agnostic.training.slu_predict import predict_slu
 
 # (locale, id, partition, intent, words, labels)
 EN = [
@@ -375,7 +370,7 @@ def test_the_kept_checkpoint_info_has_the_dev_scores_and_the_seconds_per_epoch(e
 
 
 def test_intent_vectors_are_what_the_intent_head_reads(encoder):
-    from language_agnostic.training.slu import intent_vectors
+    from language_agnostic.training.slu_predict import intent_vectors
 
     model, _, info = train_slu(_table(), encoder, {}, {}, {**TRAINING, "max_epochs": 1}, EXTRACTION)
     rows = _table()
@@ -388,3 +383,15 @@ def test_intent_vectors_are_what_the_intent_head_reads(encoder):
     one = intent_vectors(model, [rows["words"].iloc[0]], encoder, EXTRACTION)
     assert torch.allclose(torch.from_numpy(one[0]), torch.from_numpy(vectors[0]), atol=1e-5)  # batching changes nothing
     assert intent_vectors(model, [], encoder, EXTRACTION).shape == (0, 16)
+
+
+def test_every_slu_model_of_the_registry_has_its_trainer_and_no_other():
+    from language_agnostic.methods.registry import SLU_METHODS
+    from language_agnostic.training.slu_methods import TRAINERS, method_kind, trainer
+
+    assert set(TRAINERS) == set(SLU_METHODS) == {"slu", "lajoint"}
+    assert method_kind(None, "zsjoint") == "slu" and trainer("lajoint").train.__name__ == "train_lajmcl"
+    with pytest.raises(ValueError, match=r"slu.methods.x.method must be one of \['slu', 'lajoint'\], got 'dream'"):
+        method_kind({"method": "dream"}, "x")
+    with pytest.raises(ValueError, match=r"no SLU trainer for method 'dream'; known: \['lajoint', 'slu'\]"):
+        trainer("dream")

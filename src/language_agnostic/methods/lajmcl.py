@@ -31,7 +31,7 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -39,7 +39,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from language_agnostic.encoders.loading import LoadedEncoder
+from language_agnostic.encoders.loading import LoadedEncoder, encoder_from_config
 from language_agnostic.methods.lajoint import LAJoint, LajointConfig, joint_losses
 from language_agnostic.methods.trained import load_over_base
 
@@ -448,16 +448,49 @@ def _slot_level(model: LajMcl, states: torch.Tensor, batch: Mapping[str, torch.T
     )
 
 
+# the options of a saved LAJoint / LAJ-MCL model (``methods.registry``'s ``lajoint``): LajointConfig's fields
+# and ``mcl``, MclConfig's as a dict (``training.lajmcl.lajmcl_artifact`` writes them)
+LAJMCL_OPTIONS = (*(f.name for f in fields(LajointConfig)), "mcl")
+
+
+def _configs(options: Mapping[str, Any]) -> tuple[LajointConfig, MclConfig]:
+    """LAJoint's and MCL's configs from a build spec's options (``encoder_config`` stays in LAJoint's)."""
+    options = dict(options)
+    mcl = MclConfig(**dict(options.pop("mcl", None) or {}))
+    for key in ("slots", "abstract_texts"):  # lists once saved
+        if key in options:
+            options[key] = tuple(options[key])
+    return LajointConfig(**options), mcl
+
+
+def build_lajmcl(dim: int, n_languages: int, options: Mapping[str, Any]) -> LajMcl:
+    """A LAJoint / LAJ-MCL model from its build spec (``methods.registry``), untrained.
+
+    The encoder is built from ``encoder_config`` (the artifact's state dict holds every weight it
+    needs); without it a one-layer BERT of width ``dim`` with 2 intents and one slot unless given
+    (the protocol's tests). The label embeddings start random: training initialises them from
+    the encoder (:func:`~language_agnostic.methods.lajoint.build_lajoint`), loading from the
+    artifact. ``n_languages`` is unused.
+    """
+    del n_languages
+    config, mcl = _configs({"n_intents": 2, "slots": ("slot",), **dict(options)})
+    encoder, width = encoder_from_config(config.encoder_config, dim)
+    return LajMcl(encoder, width, config, mcl)
+
+
+def encode_lajmcl(model: LAJoint, inputs: tuple[torch.Tensor, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """``{"utterance": the [CLS] state}`` of ``(input_ids, attention_mask)`` whose ids carry the label
+    prefix (:func:`~language_agnostic.methods.lajoint.prepend_labels`): what the intent head reads."""
+    return {"utterance": model.encode(*inputs)[:, 0]}
+
+
 def rebuild_lajmcl(encoder: LoadedEncoder, artifact: Mapping[str, Any]) -> LajMcl:
     """The fine-tuned model: a copy of the base encoder with the artifact's tensors loaded over it, in eval mode.
 
     Raises:
         ValueError: the artifact's tensors do not fit this encoder, or it holds none.
     """
-    options = {k: v for k, v in dict(artifact["build"]["options"]).items() if k not in ("encoder_config", "mcl")}
-    mcl = MclConfig(**dict(artifact["build"]["options"].get("mcl") or {}))
-    config = LajointConfig(
-        **{**options, "slots": tuple(options["slots"]), "abstract_texts": tuple(options["abstract_texts"])}
-    )
+    options = {k: v for k, v in dict(artifact["build"]["options"]).items() if k != "encoder_config"}
+    config, mcl = _configs(options)
     model = LajMcl(copy.deepcopy(encoder.model), int(encoder.hidden_size), config, mcl)
     return load_over_base(model, artifact, "LAJ-MCL")

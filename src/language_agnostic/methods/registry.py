@@ -34,16 +34,18 @@ from language_agnostic.methods.contrastive import ContrastiveSettings
 from language_agnostic.methods.dream import Dream, dream_losses
 from language_agnostic.methods.emu import EMU_OPTIONS, build_emu, emu_losses, encode_emu, rebuild_emu
 from language_agnostic.methods.fmda import Fmda, FmdaConfig, fmda_losses
-from language_agnostic.methods.lajmcl import rebuild_lajmcl
+from language_agnostic.methods.lajmcl import LAJMCL_OPTIONS, build_lajmcl, encode_lajmcl, lajmcl_losses, rebuild_lajmcl
 from language_agnostic.methods.linear import LinearHead, linear_infonce_losses
 from language_agnostic.methods.meat import Meat, meat_losses
 from language_agnostic.methods.seed import Seed, seed_losses
 from language_agnostic.methods.slu import SLU_OPTIONS, build_slu, encode_slu, rebuild_slu, slu_losses
 
 # roles (Method.roles): a head the qe and sts pipelines train (and retrain in their ablations);
-# a head over pooled sentence vectors that fmda.methods may name (DREAM and the InfoNCE controls)
+# a head over pooled sentence vectors that fmda.methods may name (DREAM and the InfoNCE controls);
+# a joint intent / slot model the slu pipeline fine-tunes (slu.methods.<name>.method)
 SIMILARITY_HEAD = "similarity_head"
 POOLED_HEAD = "pooled_head"
+SLU_MODEL = "slu_model"
 
 Batch = Mapping[str, torch.Tensor]
 Options = Mapping[str, Any]
@@ -62,9 +64,12 @@ class Method:
     encode: Callable[[nn.Module, Any], dict[str, torch.Tensor]]
     options: tuple[str, ...] = ()
     description: str = ""
-    # what the pipelines train it as (SIMILARITY_HEAD, POOLED_HEAD): their lists of methods are
-    # derived from these, so a new method is named here and nowhere else
+    # what the pipelines train it as (SIMILARITY_HEAD, POOLED_HEAD, SLU_MODEL): their lists of methods
+    # are derived from these, so a new method is named here and nowhere else
     roles: tuple[str, ...] = ()
+    # a model that fine-tunes the encoder saves only the tensors fine-tuning changed (a few MB instead
+    # of the whole encoder) and is rebuilt over a copy of the base encoder it started from
+    rebuild: Callable[[LoadedEncoder, Mapping[str, Any]], nn.Module] | None = None
 
     def check_options(self, options: Options | None, where: str) -> dict[str, Any]:
         """``options`` as a dict; unknown keys raise naming ``where`` (the parameter path)."""
@@ -175,6 +180,7 @@ METHODS: dict[str, Method] = {
         losses=emu_losses,
         encode=encode_emu,
         options=EMU_OPTIONS,
+        rebuild=rebuild_emu,
         description="Hirota et al. 2020: the encoder fine-tuned with an L2-constrained softmax, center loss "
         "and a WGAN language critic",
     ),
@@ -185,8 +191,23 @@ METHODS: dict[str, Method] = {
         losses=slu_losses,
         encode=encode_slu,
         options=SLU_OPTIONS,
+        rebuild=rebuild_slu,
         description="joint intent (first token) and BIO slot (first sub-token) heads over the fine-tuned encoder, "
         "L_I + L_S (zsjoint; cosda with code-switched training data)",
+        roles=(SLU_MODEL,),
+    ),
+    "lajoint": Method(
+        "lajoint",
+        "ids",
+        build=build_lajmcl,
+        losses=lajmcl_losses,
+        encode=encode_lajmcl,
+        options=LAJMCL_OPTIONS,
+        rebuild=rebuild_lajmcl,
+        description="Liang et al. 2022: LAJoint (label embeddings in the input, compressor, projector; "
+        "eq. 1-6) and LAJ-MCL's utterance-, slot- and word-level contrastive losses (eq. 7-14); "
+        "input ids carry the label prefix",
+        roles=(SLU_MODEL,),
     ),
 }
 
@@ -220,17 +241,7 @@ def artifact(
     }
 
 
-# Models that fine-tune the encoder save only the tensors fine-tuning changed (a few MB instead of
-# the whole encoder); each is rebuilt over a copy of the base encoder it started from. LAJoint and
-# LAJ-MCL ("lajoint") train through training/lajmcl.py, not the Method protocol, and are rebuilt here.
-REBUILD_OVER_BASE: dict[str, Callable[[LoadedEncoder, Mapping[str, Any]], nn.Module]] = {
-    "emu": rebuild_emu,
-    "slu": rebuild_slu,
-    "lajoint": rebuild_lajmcl,
-}
-
-
-def load_trained(saved: Mapping[str, Any], base: LoadedEncoder | None = None) -> tuple[Method | None, nn.Module]:
+def load_trained(saved: Mapping[str, Any], base: LoadedEncoder | None = None) -> tuple[Method, nn.Module]:
     """Rebuild any saved model with its weights, in eval mode: the one way back from a saved artifact.
 
     Args:
@@ -239,7 +250,7 @@ def load_trained(saved: Mapping[str, Any], base: LoadedEncoder | None = None) ->
             artifact holds only the changed tensors; such a model is rebuilt over a copy of it.
 
     Returns:
-        The method (None for LAJoint / LAJ-MCL, which has no registry entry) and the model.
+        The method and the model.
 
     Raises:
         ValueError: The artifact has no ``build`` entry (saved by an older version: rerun the
@@ -251,10 +262,9 @@ def load_trained(saved: Mapping[str, Any], base: LoadedEncoder | None = None) ->
             "rerun the pipeline that trained it"
         )
     spec = saved["build"]
-    if base is not None and str(spec["method"]) in REBUILD_OVER_BASE:
-        model = REBUILD_OVER_BASE[str(spec["method"])](base, saved)
-        return METHODS.get(str(spec["method"])), model
     method = get_method(str(spec["method"]), "build.method")
+    if base is not None and method.rebuild is not None:
+        return method, method.rebuild(base, saved)
     model = method.build(int(spec["dim"]), int(spec["n_languages"]), dict(spec.get("options") or {}))
     model.load_state_dict(saved["state_dict"])
     model.eval()
@@ -270,6 +280,8 @@ def methods_for(role: str) -> tuple[str, ...]:
 TRAINED_METHODS = methods_for(SIMILARITY_HEAD)
 # the heads over pooled vectors fmda.methods may name: dream and the controls of fmda-infonce
 POOLED_METHODS = methods_for(POOLED_HEAD)
+# what slu.methods.<name>.method may name: the joint baseline (slu) and LAJoint / LAJ-MCL (lajoint)
+SLU_METHODS = methods_for(SLU_MODEL)
 
 
 def check_ablations(ablations: Mapping[str, Any] | None, pipeline: str = "qe") -> dict[str, dict[str, Any]]:

@@ -22,7 +22,7 @@ import pandas as pd
 
 from language_agnostic.evaluation.claims import outcomes_of, paired
 from language_agnostic.evaluation.slu import SLOT_ERRORS
-from language_agnostic.reporting.claims import ClaimSpec, claim_row, claims_section
+from language_agnostic.reporting.claims import ClaimSpec, claim_row, claims_section, seed_runs
 from language_agnostic.reporting.markdown import table
 
 METRICS = {"exact_match": "Semantic exact match", "intent_accuracy": "Intent accuracy", "slot_f1": "Slot F1"}
@@ -465,7 +465,9 @@ def claims_table(
     did not train is taken from ``earlier`` (the metrics table before this run, e.g. the default run's
     ``lajoint-cs`` for the ablations run), named by its MLflow run, on the same test locales only.
     The paired test is McNemar's on the utterances both methods' ``outcomes`` (this run's and the stored
-    ones) hold; without them the averages are shown and the verdict is *not comparable*.
+    ones) hold; without them the averages are shown and the verdict is *not comparable*. A method trained
+    with more seeds (``<method>-seed<N>``, e.g. ``--env=slu_ablation_seeds``) is tested once per seed its
+    baseline also has, against that seed; the row shows the means over seeds, the largest p and the count.
     """
     if not len(rows):
         return []
@@ -485,21 +487,32 @@ def claims_table(
         found = pool[(pool["method"] == method) & (pool["metric"] == "exact_match")]
         return locales <= set(found["target"])
 
-    def origin(method: str) -> str:
-        runs = sorted(set(pool.loc[pool["method"] == method, "run_id"].astype(str)))
+    def origin(methods: Sequence[str]) -> str:
+        runs = sorted(set(pool.loc[pool["method"].isin(methods), "run_id"].astype(str)))
         return ", ".join(r if r == "this run" else f"run `{r[:8]}`" for r in runs)
 
+    # ``lajoint-seed2023`` is ``lajoint`` trained with another seed (--env=slu_ablation_seeds): a claim is
+    # tested once per seed both of its methods hold, each seed against the same seed of its baseline
+    runs = seed_runs([m for m in dict.fromkeys(pool["method"]) if covered(m)])
     body = []
     for spec in CLAIMS:
-        method, baseline = spec.method, spec.baseline
-        if not (covered(method) and covered(baseline)):
+        ours, theirs = runs.get(spec.method, {}), runs.get(spec.baseline, {})
+        seeds = sorted(set(ours) & set(theirs))
+        if not seeds:
             continue
-        test = paired(outcomes_of(em, method), outcomes_of(em, baseline)) if em is not None else None
-        # without per-utterance outcomes: the averages of the metrics table, untested
-        averages = tuple(average_over_targets(pool, x, "exact_match", training_locale) for x in (method, baseline))
-        row = claim_row(spec, f"EM, non-{_lang(training_locale)}", [test], averages)
-        row[3] = f"{row[3]} ({origin(method)})"
-        row[4] = f"{row[4]} ({origin(baseline)})"
+        tests = (
+            [paired(outcomes_of(em, ours[s]), outcomes_of(em, theirs[s])) for s in seeds]
+            if em is not None
+            else [None] * len(seeds)
+        )
+        # without per-utterance outcomes: the metrics table's averages (over seeds), untested
+        averages = tuple(
+            float(np.mean([average_over_targets(pool, names[s], "exact_match", training_locale) for s in seeds]))
+            for names in (ours, theirs)
+        )
+        row = claim_row(spec, f"EM, non-{_lang(training_locale)}", tests, averages)
+        row[3] = f"{row[3]} ({origin([ours[s] for s in seeds])})"
+        row[4] = f"{row[4]} ({origin([theirs[s] for s in seeds])})"
         body.append(row)
     return claims_section(
         "Claims (LAJ-MCL), as measured",

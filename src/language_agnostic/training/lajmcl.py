@@ -41,23 +41,12 @@ from language_agnostic.methods.lajoint import (
 )
 from language_agnostic.methods.registry import build_spec
 from language_agnostic.text.slot_negatives import SlotNegatives, mean_pooled_embedder
+from language_agnostic.training.finetune import freeze_below, kept_checkpoint_info, timed_training, trained_state
 from language_agnostic.training.lajmcl_data import LajBatches, label_tokenisation, prefix_tokens
 from language_agnostic.training.loop import TrainResult, TrainSettings, train
-from language_agnostic.training.slu import (
-    _labels,
-    _predict_ids,
-    _rows,
-    _switcher,
-    _words,
-    first_token_states,
-    freeze_below,
-    kept_checkpoint_info,
-    prediction_tokens,
-    slu_split,
-    timed_training,
-    trained_state,
-)
-from language_agnostic.training.slu_data import tokenise_words
+from language_agnostic.training.slu import code_switcher, slu_split
+from language_agnostic.training.slu_data import labels_of, partition_rows, tokenise_words, words_of
+from language_agnostic.training.slu_predict import first_token_states, predict_ids, prediction_tokens
 
 logger = logging.getLogger(__name__)
 
@@ -188,7 +177,7 @@ def prepare_lajmcl(
     intent_index = {intent: i for i, intent in enumerate(intents)}
     label_to_id = {label: i for i, label in enumerate(labels)}
     config, mcl_config, mcl_data, weights = method_config(method, name, len(intents), slots, encoder)
-    switcher, switch = _switcher(settings_data, dictionaries)
+    switcher, switch = code_switcher(settings_data, dictionaries)
     on = [level for level in MCL_LEVELS if weights[level] > 0]
     if on and not (switch and switch.keep_source):
         raise ValueError(
@@ -196,7 +185,7 @@ def prepare_lajmcl(
             f"for LAJoint without MCL set loss_weights {dict.fromkeys(on, 0)}"
         )
 
-    words, tags = _words(train_rows), _labels(train_rows)
+    words, tags = words_of(train_rows), labels_of(train_rows)
     slot_negatives = None
     if weights["slot_value"] > 0:  # Algorithm 1 on the training data, embedded by the (unchanged) base encoder
         embed = mean_pooled_embedder(encoder.model, encoder.tokenizer, prefix=str((extraction or {}).get("prefix", "")))
@@ -232,8 +221,8 @@ def prepare_lajmcl(
     known = split.dev_loss_rows()
     dev_data = LajBatches(
         encoder,
-        _words(known),
-        _labels(known),
+        words_of(known),
+        labels_of(known),
         known["intent"].map(intent_index).tolist(),
         label_to_id,
         slots,
@@ -246,7 +235,7 @@ def prepare_lajmcl(
     dev_tokens = prefix_tokens(
         tokenise_words(
             encoder.tokenizer,
-            _words(dev_rows),
+            words_of(dev_rows),
             label_tokenisation(encoder, extraction, len(slots)),
             on_too_long="truncate",
             what=f"slu {name} dev",
@@ -349,7 +338,7 @@ def train_lajmcl(
             run.model, lajmcl_loss_fn(run.loss_weights), run.train_data, run.dev_data, run.settings, run.dev_score
         )
     )
-    dev_rows = _rows(table, info["dev_locale"], "dev")
+    dev_rows = partition_rows(table, info["dev_locale"], "dev")
     info["mixed_precision"] = run.settings.mixed_precision  # test is predicted as dev was scored (evaluate_slu_variant)
     predicted, predicted_labels = predict_lajmcl(
         run.model,
@@ -361,7 +350,7 @@ def train_lajmcl(
         extraction,
         precision=run.settings.mixed_precision,
     )
-    scores = slu_scores(dev_rows["intent"].tolist(), predicted, _labels(dev_rows), predicted_labels)
+    scores = slu_scores(dev_rows["intent"].tolist(), predicted, labels_of(dev_rows), predicted_labels)
     info = kept_checkpoint_info(info, result, scores, seconds, sum(run.train_data.truncated_by_epoch.values()), name)
     return run.model, result, info
 
@@ -399,9 +388,9 @@ def predict_lajmcl(
             names.index("I-" + n[2:]) if n.startswith("B-") and "I-" + n[2:] in names else j
             for j, n in enumerate(names)
         ]
-        intents, labels = _predict_ids(model, prefixed, pad_id, batch_size, fill, covering, inside, precision)
+        intents, labels = predict_ids(model, prefixed, pad_id, batch_size, fill, covering, inside, precision)
     else:
-        intents, labels = _predict_ids(model, prefixed, pad_id, batch_size, fill, precision=precision)
+        intents, labels = predict_ids(model, prefixed, pad_id, batch_size, fill, precision=precision)
     return [intent_names[i] for i in intents], [[names[j] for j in row] for row in labels]
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import logging
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -19,23 +18,25 @@ import numpy as np
 import pandas as pd
 import torch
 
-from language_agnostic.config import method_spec, settings_from_params
-from language_agnostic.corpora.massive_slu import first_subtoken_predictions, label_vocabulary
+from language_agnostic.config import settings_from_params
+from language_agnostic.corpora.massive_slu import label_vocabulary
 from language_agnostic.encoders.loading import LoadedEncoder
 from language_agnostic.evaluation.slu import exact_match, slu_scores
 from language_agnostic.methods.registry import build_spec
 from language_agnostic.methods.slu import WEIGHTS, JointSlu, SluConfig, slu_losses
 from language_agnostic.text.code_switch import CodeSwitcher
-from language_agnostic.training.loop import TrainResult, TrainSettings, inference_autocast, train
+from language_agnostic.training.finetune import freeze_below, kept_checkpoint_info, timed_training, trained_state
+from language_agnostic.training.loop import TrainResult, TrainSettings, train
 from language_agnostic.training.slu_data import (
     SluBatches,
-    WordTokenisation,
     WordTokens,
-    id_batch,
-    tokenise_spaced_words,
+    labels_of,
+    partition_rows,
     tokenise_words,
     word_tokenisation,
+    words_of,
 )
+from language_agnostic.training.slu_predict import predict_ids, predict_slu
 
 logger = logging.getLogger(__name__)
 
@@ -101,175 +102,6 @@ def code_switch_settings(params: Mapping[str, Any], where: str = "slu.data.code_
     )
 
 
-def _rows(table: pd.DataFrame, locale: str, partition: str) -> pd.DataFrame:
-    rows = table[(table["locale"] == locale) & (table["partition"] == partition)]
-    ids = rows["id"].astype(str)
-    key = ids.astype(int) if ids.str.isdigit().all() else ids
-    return rows.iloc[np.argsort(key.to_numpy(), kind="stable")].reset_index(drop=True)
-
-
-def _words(rows: pd.DataFrame) -> list[list[str]]:
-    return [[str(w) for w in words] for words in rows["words"]]
-
-
-def _labels(rows: pd.DataFrame) -> list[list[str]]:
-    return [[str(x) for x in labels] for labels in rows["labels"]]
-
-
-def _predict_ids(
-    model: JointSlu,
-    tokens: WordTokens,
-    pad_id: int,
-    batch_size: int,
-    fill: int,
-    covering: list[list[int | None]] | None = None,
-    inside: Sequence[int] | None = None,
-    precision: str = "no",
-) -> tuple[np.ndarray, list[list[int]]]:
-    """Intent ids and one label id per word of every tokenised utterance, in input order, under
-    ``precision``'s autocast (:func:`~language_agnostic.training.loop.inference_autocast`).
-
-    With ``covering`` (:func:`~language_agnostic.training.slu_data.tokenise_spaced_words`), a word
-    without a sub-token of its own takes the prediction of the sub-token covering it, as a
-    continuation (``inside``: label id → the id of its ``I-`` form).
-    """
-    device = next(model.parameters()).device
-    was_training = model.training
-    model.eval()
-    intents = np.zeros(len(tokens), dtype=np.int64)
-    labels: list[list[int]] = [[] for _ in range(len(tokens))]
-    order = np.argsort(tokens.lengths, kind="stable")  # batches of similar length: little padding
-    try:
-        with torch.no_grad(), inference_autocast(device, precision):  # resolved once, not per batch
-            for start in range(0, len(order), batch_size):
-                index = order[start : start + batch_size].tolist()
-                ids, mask = id_batch(tokens, index, pad_id)
-                intent_logits, slot_logits = model(ids.to(device), mask.to(device))
-                intents[index] = intent_logits.argmax(-1).cpu().numpy()
-                slots = slot_logits.argmax(-1).cpu().numpy()
-                for row, i in enumerate(index):
-                    word_ids = tokens.word_ids[i]
-                    labels[i] = first_subtoken_predictions(
-                        word_ids, slots[row, : len(word_ids)].tolist(), n_words=tokens.n_words[i], fill=fill
-                    )
-                    if covering is not None and inside is not None:
-                        own = {w for w in word_ids if w is not None}
-                        for w, t in enumerate(covering[i]):
-                            if w not in own and t is not None:
-                                labels[i][w] = int(inside[int(slots[row, t])])
-    finally:
-        model.train(was_training)
-    return intents, labels
-
-
-def predict_slu(
-    model: JointSlu,
-    rows: pd.DataFrame | Sequence[Sequence[str]],
-    encoder: LoadedEncoder,
-    intent_names: Sequence[str],
-    label_names: Sequence[str],
-    extraction: Mapping[str, Any] | None = None,
-    batch_size: int = 64,
-    precision: str = "no",
-) -> tuple[list[str], list[list[str]]]:
-    """Predicted intent and BIO labels of every utterance (no gradients, batches sorted by length, the model's device).
-
-    A word's label is the prediction at its first sub-token. A word cut off by truncation
-    (longer than the encoder's ``max_length``) is labelled ``O``; cut utterances are counted in
-    a warning. Rows whose ``spaced`` flags say some words were written together (ja/zh split
-    into characters) are tokenised as their text reads
-    (:func:`~language_agnostic.training.slu_data.tokenise_spaced_words`), and a character
-    inside a longer sub-token continues that sub-token's label (``B-x`` → ``I-x``).
-
-    Args:
-        model: The trained joint model.
-        rows: A table with a ``words`` column, or the words of every utterance.
-        encoder: Its tokenizer (the one the model was trained with).
-        intent_names: Intent id → name (the training run's ``info["intents"]``).
-        label_names: Label id → BIO label (``info["labels"]``).
-        extraction: ``embeddings.extraction`` (the same prefix as in training).
-        batch_size: Utterances per forward pass.
-        precision: ``no`` (fp32), ``bf16``, ``fp16`` or ``auto`` autocast; the pipeline passes the
-            method's ``training.mixed_precision``, the precision its checkpoint was chosen under.
-
-    Returns:
-        ``(intents, labels)``: one intent per utterance and one label per word, in input order.
-    """
-    if len(rows) == 0:
-        return [], []
-    fill = list(label_names).index("O") if "O" in label_names else 0
-    pad_id = int(encoder.tokenizer.pad_token_id)
-    # ja/zh split into characters: tokenised as the text reads (slu_data.tokenise_spaced_words)
-    tokens, covering = prediction_tokens(rows, encoder, word_tokenisation(encoder, extraction), "slu predictions")
-    if covering is not None:
-        names = list(label_names)
-        inside = [
-            names.index("I-" + n[2:]) if n.startswith("B-") and "I-" + n[2:] in names else j
-            for j, n in enumerate(names)
-        ]
-        intents, labels = _predict_ids(model, tokens, pad_id, batch_size, fill, covering, inside, precision)
-    else:
-        intents, labels = _predict_ids(model, tokens, pad_id, batch_size, fill, precision=precision)
-    return [intent_names[i] for i in intents], [[label_names[j] for j in row] for row in labels]
-
-
-def prediction_tokens(
-    rows: pd.DataFrame | Sequence[Sequence[str]], encoder: LoadedEncoder, tokenisation: WordTokenisation, what: str
-) -> tuple[WordTokens, list[list[int | None]] | None]:
-    """Utterances tokenised for prediction: as pre-split words, or, for rows whose ``spaced`` flags
-    say some words were written together (ja/zh), as their text reads
-    (:func:`~language_agnostic.training.slu_data.tokenise_spaced_words`, with the covering sub-token
-    of every word; ``None`` otherwise). Too long utterances are cut."""
-    words = _words(rows) if isinstance(rows, pd.DataFrame) else [[str(w) for w in x] for x in rows]
-    spaced = (
-        [list(map(bool, s)) for s in rows["spaced"]]
-        if isinstance(rows, pd.DataFrame) and "spaced" in rows.columns
-        else None
-    )
-    if spaced is not None and not all(all(s) for s in spaced):
-        return tokenise_spaced_words(encoder.tokenizer, words, spaced, tokenisation, what=what)
-    return tokenise_words(encoder.tokenizer, words, tokenisation, on_too_long="truncate", what=what), None
-
-
-def first_token_states(model: torch.nn.Module, tokens: WordTokens, pad_id: int, batch_size: int = 64) -> np.ndarray:
-    """The encoder's final state at the first position (``[CLS]``: what the intent head reads) of every
-    tokenised utterance ``(N, D)`` float32, in input order (eval mode, no gradients, batches sorted by length).
-
-    ``model`` is a :class:`~language_agnostic.methods.slu.JointSlu` (``states``) or a LAJoint
-    (``encode``: the label embeddings in place, so ``tokens`` carry the label prefix).
-    """
-    encode = model.encode if hasattr(model, "encode") else model.states
-    device = next(model.parameters()).device
-    out = np.zeros((len(tokens), int(model.intent_head.in_features)), dtype=np.float32)
-    order = np.argsort(tokens.lengths, kind="stable")
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            for start in range(0, len(order), batch_size):
-                index = order[start : start + batch_size].tolist()
-                ids, mask = id_batch(tokens, index, pad_id)
-                out[index] = encode(ids.to(device), mask.to(device))[:, 0].float().cpu().numpy()
-    finally:
-        model.train(was_training)
-    return out
-
-
-def intent_vectors(
-    model: JointSlu,
-    rows: pd.DataFrame | Sequence[Sequence[str]],
-    encoder: LoadedEncoder,
-    extraction: Mapping[str, Any] | None = None,
-    batch_size: int = 64,
-) -> np.ndarray:
-    """The ``[CLS]`` (intent) representation of every utterance ``(N, D)``, tokenised as :func:`predict_slu`
-    tokenises it (LAJ-MCL Figure 3: "the encoder output of [CLS] is obtained as the utterance representation")."""
-    if len(rows) == 0:
-        return np.zeros((0, int(model.intent_head.in_features)), dtype=np.float32)
-    tokens, _ = prediction_tokens(rows, encoder, word_tokenisation(encoder, extraction), "slu intent vectors")
-    return first_token_states(model, tokens, int(encoder.tokenizer.pad_token_id), batch_size)
-
-
 @dataclass
 class SluRun:
     """Everything :func:`train_slu` hands to the training loop."""
@@ -298,9 +130,14 @@ def _method_config(
     return config, {k: float(v) for k, v in weights.items()}
 
 
-def _switcher(
+def code_switcher(
     settings: SluData, dictionaries: Mapping[str, Mapping[str, Sequence[str]]] | None
 ) -> tuple[CodeSwitcher | None, CodeSwitchSettings | None]:
+    """The CoSDA-ML switcher of ``slu.data.code_switch`` and its settings; ``(None, None)`` without switching.
+
+    Raises:
+        ValueError: a configured language without a MUSE dictionary (naming the parameter).
+    """
     if settings.code_switch is None:
         return None, None
     switch = code_switch_settings(settings.code_switch)
@@ -351,11 +188,11 @@ class SluSplit:
     def dev_scorer(self, tokens: WordTokens, pad_id: int, batch_size: int = 64) -> Callable[[torch.nn.Module], float]:
         """The selection criterion: exact match on the whole dev split, ``tokens`` its tokenisation
         (utterances of untrained intents or labels count as misses; higher is better)."""
-        gold_intents, gold_labels = self.dev_rows["intent"].tolist(), _labels(self.dev_rows)
+        gold_intents, gold_labels = self.dev_rows["intent"].tolist(), labels_of(self.dev_rows)
         intents, labels, fill = self.intents, self.labels, self.labels.index("O")
 
         def dev_score(model: torch.nn.Module) -> float:
-            predicted, predicted_labels = _predict_ids(model, tokens, pad_id, batch_size, fill)
+            predicted, predicted_labels = predict_ids(model, tokens, pad_id, batch_size, fill)
             return exact_match(
                 gold_intents,
                 [intents[i] for i in predicted],
@@ -391,10 +228,10 @@ def slu_split(table: pd.DataFrame, data: Mapping[str, Any], training: Mapping[st
         )
     settings = settings_from_params(TrainSettings, training, "slu.training")
     dev_locale = settings_data.dev_locale or settings_data.training_locale
-    train_rows = _rows(table, settings_data.training_locale, "train")
+    train_rows = partition_rows(table, settings_data.training_locale, "train")
     if train_rows.empty:
         raise ValueError(f"slu.data.training_locale {settings_data.training_locale!r}: no train utterances")
-    dev_rows = _rows(table, dev_locale, "dev")
+    dev_rows = partition_rows(table, dev_locale, "dev")
     if dev_rows.empty:
         raise ValueError(f"slu.data.dev_locale {dev_locale!r}: no dev utterances")
     if settings_data.max_train is not None and settings_data.max_train < len(train_rows):
@@ -408,111 +245,6 @@ def slu_split(table: pd.DataFrame, data: Mapping[str, Any], training: Mapping[st
     return SluSplit(
         settings_data, settings, train_rows, dev_rows, dev_locale, intents, label_vocabulary(train_rows), train_layers
     )
-
-
-def encoder_layers(encoder: torch.nn.Module) -> tuple[torch.nn.Module, list[torch.nn.Module]]:
-    """The embedding module and the transformer layers, bottom first, of a BERT-style encoder
-    (``BertModel``, ``XLMRobertaModel``: ``embeddings`` and ``encoder.layer``).
-
-    Raises:
-        ValueError: another layout, naming ``slu.training.train_layers``.
-    """
-    layers = getattr(getattr(encoder, "encoder", None), "layer", None)
-    embeddings = getattr(encoder, "embeddings", None)
-    if layers is None or embeddings is None:
-        raise ValueError(
-            f"slu.training.train_layers needs a BERT-style encoder (embeddings, encoder.layer); "
-            f"{type(encoder).__name__} is not one: set train_layers: null"
-        )
-    return embeddings, list(layers)
-
-
-def freeze_below(encoder: torch.nn.Module, train_layers: int | None) -> dict[str, int]:
-    """``slu.training.train_layers``: only the top ``train_layers`` transformer layers of ``encoder`` train.
-
-    The embedding layer (token, position and type embeddings) and every layer below the top
-    ``train_layers`` have their parameters frozen (``requires_grad`` off: no weight gradient, no
-    optimiser update, not saved in the artifact; the base encoder has them). The heads (and
-    LAJoint's label embeddings, compressor, projector and MCL's heads) always train. ``None``:
-    nothing is frozen.
-
-    No ``torch.no_grad`` is needed, and none is used: autograd records an operation only when
-    one of its inputs requires a gradient, so where nothing below the first trained layer does
-    (the joint baseline: token ids → frozen embeddings → frozen layers) the frozen part runs
-    without a graph — no activations kept, the backward stops at the first trained layer.
-    LAJoint's label embeddings are trained and enter at the input (eq. 1), so their gradient
-    must flow back through every layer: there the frozen layers still carry the graph and the
-    backward (input gradients only), and freezing saves their weight gradients and optimiser
-    updates — the 96M-parameter token embeddings' AdamW step above all — not their backward.
-
-    Returns:
-        ``{"trained": ..., "frozen": ...}`` parameter counts of the encoder.
-
-    Raises:
-        ValueError: ``train_layers`` outside ``0 .. the encoder's layers`` or an encoder that is
-            not BERT-style (naming the parameter).
-    """
-    if train_layers is not None:
-        embeddings, layers = encoder_layers(encoder)
-        if not 0 <= train_layers <= len(layers):
-            raise ValueError(
-                f"slu.training.train_layers must be null or in 0..{len(layers)} (the encoder's layers), "
-                f"got {train_layers}"
-            )
-        for module in [embeddings, *layers[: len(layers) - train_layers]]:
-            for parameter in module.parameters():
-                parameter.requires_grad_(False)
-    trained = sum(p.numel() for p in encoder.parameters() if p.requires_grad)
-    return {"trained": int(trained), "frozen": int(sum(p.numel() for p in encoder.parameters()) - trained)}
-
-
-def timed_training(run_train: Callable[[], TrainResult]) -> tuple[TrainResult, float]:
-    """``run_train()`` and its wall-clock seconds (every epoch with its dev loss and dev exact match: LAJ-MCL Table 10's
-    "training, second/epoch" is this divided by the epochs run)."""
-    start = time.perf_counter()
-    result = run_train()
-    return result, time.perf_counter() - start
-
-
-def kept_checkpoint_info(
-    info: Mapping[str, Any],
-    result: TrainResult,
-    dev_scores: Mapping[str, float],
-    seconds: float,
-    truncated_switched: int,
-    name: str,
-) -> dict[str, Any]:
-    """What every SLU fine-tuning (``slu`` and ``lajoint`` methods alike) reports about the checkpoint it keeps.
-
-    ``info`` with ``best_epoch``, ``best_step``, ``epochs_run``, the kept checkpoint's
-    ``dev_intent_accuracy``, ``dev_slot_f1``, ``dev_exact_match`` (on the whole dev split),
-    ``train_seconds`` and ``train_seconds_per_epoch`` (wall clock, the per-epoch dev
-    evaluation included), and the switched utterances cut (``n_truncated.train_switched``).
-    """
-    out = {
-        **info,
-        "best_epoch": result.best_epoch,
-        "best_step": result.best_step,
-        "epochs_run": result.epochs_run,
-        **{f"dev_{k}": float(v) for k, v in dev_scores.items()},
-        "train_seconds": float(seconds),
-        "train_seconds_per_epoch": float(seconds) / max(result.epochs_run, 1),
-        "n_truncated": {**dict(info["n_truncated"]), "train_switched": int(truncated_switched)},
-    }
-    logger.info(
-        "slu %s: kept epoch %d (step %d) of %d (%.0f s an epoch): %s dev exact match %.4f, intent accuracy %.4f, "
-        "slot F1 %.4f",
-        name,
-        result.best_epoch,
-        result.best_step,
-        result.epochs_run,
-        out["train_seconds_per_epoch"],
-        info["dev_locale"],
-        dev_scores["exact_match"],
-        dev_scores["intent_accuracy"],
-        dev_scores["slot_f1"],
-    )
-    return out
 
 
 def prepare_slu(
@@ -532,12 +264,12 @@ def prepare_slu(
     intent_index = {intent: i for i, intent in enumerate(intents)}
     label_to_id = {label: i for i, label in enumerate(labels)}
     config, weights = _method_config(method, name, len(intents), len(labels), encoder)
-    switcher, switch = _switcher(settings_data, dictionaries)
+    switcher, switch = code_switcher(settings_data, dictionaries)
 
     train_data = SluBatches(
         encoder,
-        _words(train_rows),
-        _labels(train_rows),
+        words_of(train_rows),
+        labels_of(train_rows),
         train_rows["intent"].map(intent_index).tolist(),
         label_to_id,
         extraction,
@@ -553,8 +285,8 @@ def prepare_slu(
     known = split.dev_loss_rows()
     dev_data = SluBatches(
         encoder,
-        _words(known),
-        _labels(known),
+        words_of(known),
+        labels_of(known),
         known["intent"].map(intent_index).tolist(),
         label_to_id,
         extraction,
@@ -566,7 +298,7 @@ def prepare_slu(
     # selection: exact match on the whole dev split (utterances of untrained intents or labels count as misses)
     dev_tokens = tokenise_words(
         encoder.tokenizer,
-        _words(dev_rows),
+        words_of(dev_rows),
         word_tokenisation(encoder, extraction),
         on_too_long="truncate",
         what=f"slu {name} dev",
@@ -655,7 +387,7 @@ def train_slu(
             run.model, lambda m, b: slu_losses(m, b, weights), run.train_data, run.dev_data, run.settings, run.dev_score
         )
     )
-    dev_rows = _rows(table, info["dev_locale"], "dev")
+    dev_rows = partition_rows(table, info["dev_locale"], "dev")
     info["mixed_precision"] = run.settings.mixed_precision  # test is predicted as dev was scored (evaluate_slu_variant)
     predicted, predicted_labels = predict_slu(
         run.model,
@@ -666,52 +398,9 @@ def train_slu(
         extraction,
         precision=run.settings.mixed_precision,
     )
-    scores = slu_scores(dev_rows["intent"].tolist(), predicted, _labels(dev_rows), predicted_labels)
+    scores = slu_scores(dev_rows["intent"].tolist(), predicted, labels_of(dev_rows), predicted_labels)
     info = kept_checkpoint_info(info, result, scores, seconds, sum(run.train_data.truncated_by_epoch.values()), name)
     return run.model, result, info
-
-
-SPEC_KEYS = {"method", "loss_weights", "options", "training", "data"}
-SLU_METHODS = (
-    "slu",
-    "lajoint",
-)  # the joint baseline (methods/slu.py); LAJoint / LAJ-MCL (methods/lajoint.py, lajmcl.py)
-
-
-def method_kind(spec: Mapping[str, Any] | None, name: str) -> str:
-    """``slu.methods.<name>.method``: ``slu`` (the default) or ``lajoint``.
-
-    Raises:
-        ValueError: another value, naming the parameter.
-    """
-    kind = dict(spec or {}).get("method", "slu")
-    if kind not in SLU_METHODS:
-        raise ValueError(f"slu.methods.{name}.method must be one of {list(SLU_METHODS)}, got {kind!r}")
-    return str(kind)
-
-
-def method_settings(name: str, spec: Mapping[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    """``slu.methods.<name>``: ``{method: slu, loss_weights, options, training, data}`` as
-    ``(method settings for train_slu, training overrides, data overrides)``.
-
-    zsjoint is ``{method: slu}``; cosda is ``{method: slu, data: {code_switch: {...}}}``; LAJ-MCL's
-    variants are ``{method: lajoint, options: {...}, loss_weights: {...}}``
-    (:func:`~language_agnostic.training.lajmcl.method_config` reads them).
-
-    Raises:
-        ValueError: an unknown key or method (naming the parameter).
-    """
-    spec = method_spec(spec, f"slu.methods.{name}", SPEC_KEYS, method_kind(spec, name), "the data make a variant")
-    method = dict(spec.get("options") or {})
-    if spec.get("loss_weights"):
-        method["loss_weights"] = dict(spec["loss_weights"])
-    return method, dict(spec.get("training") or {}), dict(spec.get("data") or {})
-
-
-def trained_state(model: JointSlu) -> dict[str, torch.Tensor]:
-    """Every tensor the fine-tuning can have changed (frozen encoder weights left out: the base has them)."""
-    frozen = {f"encoder.{n}" for n, p in model.encoder.named_parameters() if not p.requires_grad}
-    return {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items() if k not in frozen}
 
 
 def slu_artifact(model: JointSlu, encoder: LoadedEncoder, **extra: Any) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 import torch
 
 from language_agnostic.corpora.massive_slu import align_labels
@@ -424,3 +425,21 @@ class SluBatches:
                 "intents": self.intents[index].repeat(2 if self.keep_source else 1),
                 "slot_labels": pad(slot_labels, rows, self.ignore_index),
             }
+
+
+def partition_rows(table: pd.DataFrame, locale: str, partition: str) -> pd.DataFrame:
+    """The rows of one locale's partition, ordered by id (numerically when every id is a number)."""
+    rows = table[(table["locale"] == locale) & (table["partition"] == partition)]
+    ids = rows["id"].astype(str)
+    key = ids.astype(int) if ids.str.isdigit().all() else ids
+    return rows.iloc[np.argsort(key.to_numpy(), kind="stable")].reset_index(drop=True)
+
+
+def words_of(rows: pd.DataFrame) -> list[list[str]]:
+    """The ``words`` column as lists of strings."""
+    return [[str(w) for w in words] for words in rows["words"]]
+
+
+def labels_of(rows: pd.DataFrame) -> list[list[str]]:
+    """The ``labels`` column as lists of strings."""
+    return [[str(x) for x in labels] for labels in rows["labels"]]

@@ -22,23 +22,10 @@ from language_agnostic.reporting.figures import parallel_intent_sample, plot_par
 from language_agnostic.reporting.slu import slu_rows, slu_tables, summary
 from language_agnostic.text.code_switch import code_switch_languages
 from language_agnostic.tracking import log_child_metrics, log_child_run, metric_key
-from language_agnostic.training.lajmcl import (
-    MclData,
-    lajmcl_artifact,
-    lajmcl_intent_vectors,
-    predict_lajmcl,
-    train_lajmcl,
-)
+from language_agnostic.training.lajmcl import MclData
 from language_agnostic.training.loop import history_metrics
-from language_agnostic.training.slu import (
-    SluData,
-    intent_vectors,
-    method_kind,
-    method_settings,
-    predict_slu,
-    slu_artifact,
-    train_slu,
-)
+from language_agnostic.training.slu import SluData
+from language_agnostic.training.slu_methods import method_kind, method_settings, trainer
 
 logger = logging.getLogger(__name__)
 
@@ -168,11 +155,10 @@ def train_slu_variant(
             **dict(data_overrides.get("code_switch") or {}),
         }
     training = {**dict(training), **training_overrides}
-    lajoint = method_kind(spec, name) == "lajoint"
-    trainer, saver = (train_lajmcl, lajmcl_artifact) if lajoint else (train_slu, slu_artifact)
-    model, result, info = trainer(rows, encoder, method, data, training, extraction, dictionaries, name)
+    kind = trainer(method_kind(spec, name))
+    model, result, info = kind.train(rows, encoder, method, data, training, extraction, dictionaries, name)
     run_id = log_child_run(f"slu/{name}", {"name": name, **method, **training, **data}, result.history)
-    artifact = saver(
+    artifact = kind.artifact(
         model,
         encoder,
         method=name,
@@ -215,9 +201,9 @@ def evaluate_slu_variant(
         paired tests) with ``figure``: ``{ids, vectors: {locale: (n, D)}}`` of Figure 3's
         utterances when ``figure`` (``slu.figure``) is given, else ``None``.
     """
-    lajoint = artifact["build"]["method"] == "lajoint"
+    kind = trainer(str(artifact["build"]["method"]))
     _, model = load_trained(artifact, encoder)  # over a copy of the base encoder
-    name, intent_names, label_names = str(artifact["method"]), list(artifact["intents"]), list(artifact["labels"])
+    name = str(artifact["method"])
     wanted = test_locales(rows, locales)
     # as the kept checkpoint's dev score was computed: under its training's autocast (bf16 on a CPU with native bf16)
     precision = str(artifact.get("mixed_precision", "no"))
@@ -225,14 +211,7 @@ def evaluate_slu_variant(
     for locale in wanted:
         test = rows[(rows["locale"] == locale) & (rows["partition"] == "test")]
         start = time.perf_counter()
-        if lajoint:
-            intents, labels = predict_lajmcl(
-                model, test, encoder, intent_names, label_names, len(artifact["slots"]), extraction, precision=precision
-            )
-        else:
-            intents, labels = predict_slu(
-                model, test, encoder, intent_names, label_names, extraction, precision=precision
-            )
+        intents, labels = kind.predict(model, test, encoder, artifact, extraction, precision)
         seconds[locale], n_test[locale] = time.perf_counter() - start, len(test)
         gold = [list(x) for x in test["labels"]]
         scores[locale] = slu_scores(test["intent"].tolist(), intents, gold, labels)
@@ -294,10 +273,8 @@ def figure_vectors(
     for locale in figure_locales:
         test = rows[(rows["locale"] == locale) & (rows["partition"] == "test")]
         picked = test.set_index(test["id"].astype(str)).loc[ids].reset_index(drop=True)
-        vectors[locale] = (
-            lajmcl_intent_vectors(model, picked, encoder, len(artifact["slots"]), extraction)
-            if artifact["build"]["method"] == "lajoint"
-            else intent_vectors(model, picked, encoder, extraction)
+        vectors[locale] = trainer(str(artifact["build"]["method"])).intent_vectors(
+            model, picked, encoder, artifact, extraction
         )
     return {"ids": ids, "vectors": vectors}
 

@@ -1,0 +1,134 @@
+"""``slu.methods.<name>``: which kind of SLU model a variant trains, its settings, and the trainer of each kind.
+
+The kinds are the registry's methods with the ``SLU_MODEL`` role (``methods.registry``): ``slu``, the
+joint baseline (``training.slu``), and ``lajoint``, LAJoint / LAJ-MCL (``training.lajmcl``).
+:data:`TRAINERS` is how the ``slu`` pipeline trains, saves and predicts with each, so its nodes do
+not branch on the kind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from language_agnostic.config import method_spec
+from language_agnostic.encoders.loading import LoadedEncoder
+from language_agnostic.methods.registry import SLU_METHODS
+from language_agnostic.training.lajmcl import lajmcl_artifact, lajmcl_intent_vectors, predict_lajmcl, train_lajmcl
+from language_agnostic.training.loop import TrainResult
+from language_agnostic.training.slu import slu_artifact, train_slu
+from language_agnostic.training.slu_predict import intent_vectors, predict_slu
+
+SPEC_KEYS = {"method", "loss_weights", "options", "training", "data"}
+
+Rows = pd.DataFrame | Sequence[Sequence[str]]
+
+
+@dataclass(frozen=True)
+class SluTrainer:
+    """How one kind of SLU model is trained, saved and used.
+
+    Attributes:
+        train: ``(table, encoder, method, data, training, extraction, dictionaries, name) ->
+            (model, result, info)`` (:func:`~language_agnostic.training.slu.train_slu`).
+        artifact: ``(model, encoder, **extra) -> artifact`` (the registry's build spec, the tensors
+            fine-tuning changed and ``extra``).
+        predict: ``(model, rows, encoder, artifact, extraction, precision) -> (intents, labels)``:
+            one intent per utterance and one BIO label per word, named as the artifact names them.
+        intent_vectors: ``(model, rows, encoder, artifact, extraction) -> (N, D)``: the ``[CLS]``
+            state the intent head reads (LAJ-MCL Figure 3).
+    """
+
+    train: Callable[..., tuple[torch.nn.Module, TrainResult, dict[str, Any]]]
+    artifact: Callable[..., dict[str, Any]]
+    predict: Callable[..., tuple[list[str], list[list[str]]]]
+    intent_vectors: Callable[..., np.ndarray]
+
+
+def _predict_joint(
+    model: torch.nn.Module,
+    rows: Rows,
+    encoder: LoadedEncoder,
+    artifact: Mapping[str, Any],
+    extraction: Mapping[str, Any] | None,
+    precision: str = "no",
+) -> tuple[list[str], list[list[str]]]:
+    return predict_slu(
+        model, rows, encoder, list(artifact["intents"]), list(artifact["labels"]), extraction, precision=precision
+    )
+
+
+def _predict_laj(
+    model: torch.nn.Module,
+    rows: Rows,
+    encoder: LoadedEncoder,
+    artifact: Mapping[str, Any],
+    extraction: Mapping[str, Any] | None,
+    precision: str = "no",
+) -> tuple[list[str], list[list[str]]]:
+    intents, labels, n_slots = list(artifact["intents"]), list(artifact["labels"]), len(artifact["slots"])
+    return predict_lajmcl(model, rows, encoder, intents, labels, n_slots, extraction, precision=precision)
+
+
+TRAINERS: dict[str, SluTrainer] = {
+    "slu": SluTrainer(
+        train_slu,
+        slu_artifact,
+        _predict_joint,
+        lambda model, rows, encoder, artifact, extraction: intent_vectors(model, rows, encoder, extraction),
+    ),
+    "lajoint": SluTrainer(
+        train_lajmcl,
+        lajmcl_artifact,
+        _predict_laj,
+        lambda model, rows, encoder, artifact, extraction: lajmcl_intent_vectors(
+            model, rows, encoder, len(artifact["slots"]), extraction
+        ),
+    ),
+}
+
+
+def method_kind(spec: Mapping[str, Any] | None, name: str) -> str:
+    """``slu.methods.<name>.method``: one of the registry's SLU models (``slu``, the default, or ``lajoint``).
+
+    Raises:
+        ValueError: another value, naming the parameter.
+    """
+    kind = dict(spec or {}).get("method", "slu")
+    if kind not in SLU_METHODS:
+        raise ValueError(f"slu.methods.{name}.method must be one of {list(SLU_METHODS)}, got {kind!r}")
+    return str(kind)
+
+
+def trainer(kind: str) -> SluTrainer:
+    """The trainer of an SLU model kind (a registry method with the ``SLU_MODEL`` role).
+
+    Raises:
+        ValueError: a kind without one (a registry entry added without its trainer here).
+    """
+    if kind not in TRAINERS:
+        raise ValueError(f"no SLU trainer for method {kind!r}; known: {sorted(TRAINERS)}")
+    return TRAINERS[kind]
+
+
+def method_settings(name: str, spec: Mapping[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """``slu.methods.<name>``: ``{method: slu, loss_weights, options, training, data}`` as
+    ``(method settings for train_slu, training overrides, data overrides)``.
+
+    zsjoint is ``{method: slu}``; cosda is ``{method: slu, data: {code_switch: {...}}}``; LAJ-MCL's
+    variants are ``{method: lajoint, options: {...}, loss_weights: {...}}``
+    (:func:`~language_agnostic.training.lajmcl.method_config` reads them).
+
+    Raises:
+        ValueError: an unknown key or method (naming the parameter).
+    """
+    spec = method_spec(spec, f"slu.methods.{name}", SPEC_KEYS, method_kind(spec, name), "the data make a variant")
+    method = dict(spec.get("options") or {})
+    if spec.get("loss_weights"):
+        method["loss_weights"] = dict(spec["loss_weights"])
+    return method, dict(spec.get("training") or {}), dict(spec.get("data") or {})
