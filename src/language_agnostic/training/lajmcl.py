@@ -40,11 +40,12 @@ from language_agnostic.methods.lajoint import (
     prefix_shift,
 )
 from language_agnostic.methods.registry import build_spec
+from language_agnostic.text.code_switch import CodeSwitcher
 from language_agnostic.text.slot_negatives import SlotNegatives, mean_pooled_embedder
 from language_agnostic.training.finetune import freeze_below, kept_checkpoint_info, timed_training, trained_state
 from language_agnostic.training.lajmcl_data import LajBatches, label_tokenisation, prefix_tokens
 from language_agnostic.training.loop import TrainResult, TrainSettings, train
-from language_agnostic.training.slu import code_switcher, slu_split
+from language_agnostic.training.slu import code_switcher, slu_split, switch_info
 from language_agnostic.training.slu_data import labels_of, partition_rows, tokenise_words, words_of
 from language_agnostic.training.slu_predict import first_token_states, predict_ids, prediction_tokens
 
@@ -139,6 +140,33 @@ def method_config(
     return config, mcl_config, mcl_data, full
 
 
+def slot_level_negatives(
+    words: Sequence[Sequence[str]],
+    tags: Sequence[Sequence[str]],
+    slots: Sequence[str],
+    encoder: LoadedEncoder,
+    extraction: Mapping[str, Any] | None,
+    mcl_data: MclData,
+    switcher: CodeSwitcher | None,
+    name: str,
+) -> SlotNegatives:
+    """Algorithm 1 on the training data (the slot level's hard negatives), embedded by the unchanged base encoder.
+
+    Raises:
+        ValueError: ``p_v`` 0 without ``pool_values`` (every pool would be empty), naming the parameter.
+    """
+    embed = mean_pooled_embedder(encoder.model, encoder.tokenizer, prefix=str((extraction or {}).get("prefix", "")))
+    p_s = max(1, min(mcl_data.p_s, len(slots) - 1))  # a slot set smaller than p_s + 1: every other slot
+    if (mcl_data.p_v if mcl_data.pool_values is None else mcl_data.pool_values) == 0:
+        raise ValueError(
+            f"slu.methods.{name}.mcl: p_v 0 with pool_values null leaves every negative pool V_k empty "
+            "(Algorithm 1, line 8): set mcl.pool_values (Table 6's p_v = 0: slots described by name only)"
+        )
+    return SlotNegatives.build(
+        words, tags, slots, embed, mcl_data.p_v, p_s, switcher, mcl_data.slot_negatives, mcl_data.pool_values
+    )
+
+
 def prepare_lajmcl(
     table: pd.DataFrame,
     encoder: LoadedEncoder,
@@ -186,18 +214,11 @@ def prepare_lajmcl(
         )
 
     words, tags = words_of(train_rows), labels_of(train_rows)
-    slot_negatives = None
-    if weights["slot_value"] > 0:  # Algorithm 1 on the training data, embedded by the (unchanged) base encoder
-        embed = mean_pooled_embedder(encoder.model, encoder.tokenizer, prefix=str((extraction or {}).get("prefix", "")))
-        p_s = max(1, min(mcl_data.p_s, len(slots) - 1))  # a slot set smaller than p_s + 1: every other slot
-        if (mcl_data.p_v if mcl_data.pool_values is None else mcl_data.pool_values) == 0:
-            raise ValueError(
-                f"slu.methods.{name}.mcl: p_v 0 with pool_values null leaves every negative pool V_k empty "
-                "(Algorithm 1, line 8): set mcl.pool_values (Table 6's p_v = 0: slots described by name only)"
-            )
-        slot_negatives = SlotNegatives.build(
-            words, tags, slots, embed, mcl_data.p_v, p_s, switcher, mcl_data.slot_negatives, mcl_data.pool_values
-        )
+    slot_negatives = (
+        slot_level_negatives(words, tags, slots, encoder, extraction, mcl_data, switcher, name)
+        if weights["slot_value"] > 0
+        else None
+    )
     train_data = LajBatches(
         encoder,
         words,
@@ -268,14 +289,7 @@ def prepare_lajmcl(
         "mcl": {f.name: getattr(mcl_data, f.name) for f in fields(mcl_data)},
         "compressor": config.compressor,
         "projector": config.projector,
-        "code_switch": None
-        if switch is None
-        else {
-            "ratio": switch.ratio,
-            "languages": list(switch.languages),
-            "seed": switch.seed,
-            "keep_source": switch.keep_source,
-        },
+        "code_switch": switch_info(switch),
         "n_truncated": {"train": train_data.n_truncated, "dev": int(dev_tokens.truncated.sum())},
         "similar_slots": dict(slot_negatives.similar or {}) if slot_negatives is not None else None,
         "train_layers": split.train_layers,

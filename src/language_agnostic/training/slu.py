@@ -151,6 +151,18 @@ def code_switcher(
     return CodeSwitcher({lang: dictionaries[lang] for lang in switch.languages}, switch.ratio, switch.seed), switch
 
 
+def switch_info(switch: CodeSwitchSettings | None) -> dict[str, Any] | None:
+    """The code-switching a fine-tuning trained with, as its info and artifact record it (``None``: none)."""
+    if switch is None:
+        return None
+    return {
+        "ratio": switch.ratio,
+        "languages": list(switch.languages),
+        "seed": switch.seed,
+        "keep_source": switch.keep_source,
+    }
+
+
 @dataclass(frozen=True)
 class SluSplit:
     """What every SLU fine-tuning trains and selects on (:func:`slu_split`)."""
@@ -318,14 +330,7 @@ def prepare_slu(
         "n_dev": len(dev_rows),
         "n_dev_loss": len(known),
         "loss_weights": {"intent": 1.0, "slot": 1.0, **weights},
-        "code_switch": None
-        if switch is None
-        else {
-            "ratio": switch.ratio,
-            "languages": list(switch.languages),
-            "seed": switch.seed,
-            "keep_source": switch.keep_source,
-        },
+        "code_switch": switch_info(switch),
         "n_truncated": {"train": train_data.n_truncated, "dev": int(dev_tokens.truncated.sum())},
         "dev_words_cut": int(dev_tokens.words_cut.sum()),
         "train_layers": split.train_layers,
