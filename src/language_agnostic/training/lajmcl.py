@@ -47,7 +47,7 @@ from language_agnostic.training.lajmcl_data import LajBatches, label_tokenisatio
 from language_agnostic.training.loop import TrainResult, TrainSettings, train
 from language_agnostic.training.slu import code_switcher, slu_split, switch_info
 from language_agnostic.training.slu_data import labels_of, partition_rows, tokenise_words, words_of
-from language_agnostic.training.slu_predict import first_token_states, predict_ids, prediction_tokens
+from language_agnostic.training.slu_predict import first_token_states, predict_names, prediction_tokens
 
 logger = logging.getLogger(__name__)
 
@@ -388,24 +388,15 @@ def predict_lajmcl(
     """
     if len(rows) == 0:
         return [], []
-    names = list(label_names_)
-    fill = names.index("O") if "O" in names else 0
-    pad_id = int(encoder.tokenizer.pad_token_id)
     tokens, covering = prediction_tokens(
         rows, encoder, label_tokenisation(encoder, extraction, n_slots), "lajmcl predictions"
     )
     prefixed = prefix_tokens(tokens, n_slots, encoder.tokenizer)
-    if covering is not None:
+    if covering is not None:  # the label prefix shifts every sub-token
         shift = prefix_shift(n_slots)
         covering = [[None if c is None else c + shift for c in row] for row in covering]
-        inside = [
-            names.index("I-" + n[2:]) if n.startswith("B-") and "I-" + n[2:] in names else j
-            for j, n in enumerate(names)
-        ]
-        intents, labels = predict_ids(model, prefixed, pad_id, batch_size, fill, covering, inside, precision)
-    else:
-        intents, labels = predict_ids(model, prefixed, pad_id, batch_size, fill, precision=precision)
-    return [intent_names[i] for i in intents], [[names[j] for j in row] for row in labels]
+    pad_id = int(encoder.tokenizer.pad_token_id)
+    return predict_names(model, prefixed, covering, intent_names, label_names_, pad_id, batch_size, precision)
 
 
 def lajmcl_intent_vectors(

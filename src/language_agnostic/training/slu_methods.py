@@ -50,42 +50,38 @@ class SluTrainer:
     intent_vectors: Callable[..., np.ndarray]
 
 
-def _predict_joint(
-    model: torch.nn.Module,
-    rows: Rows,
-    encoder: LoadedEncoder,
-    artifact: Mapping[str, Any],
-    extraction: Mapping[str, Any] | None,
-    precision: str = "no",
-) -> tuple[list[str], list[list[str]]]:
-    return predict_slu(
-        model, rows, encoder, list(artifact["intents"]), list(artifact["labels"]), extraction, precision=precision
-    )
+def _predict_from(
+    predict: Callable[..., tuple[list[str], list[list[str]]]], with_slots: bool
+) -> Callable[..., tuple[list[str], list[list[str]]]]:
+    """``predict`` (``predict_slu`` or ``predict_lajmcl``) given the artifact's intent and label names (and,
+    ``with_slots``, its slot count: LAJoint's label prefix) as :attr:`SluTrainer.predict` takes them."""
 
+    def run(
+        model: torch.nn.Module,
+        rows: Rows,
+        encoder: LoadedEncoder,
+        artifact: Mapping[str, Any],
+        extraction: Mapping[str, Any] | None,
+        precision: str = "no",
+    ) -> tuple[list[str], list[list[str]]]:
+        names = [list(artifact["intents"]), list(artifact["labels"])]
+        slots = [len(artifact["slots"])] if with_slots else []
+        return predict(model, rows, encoder, *names, *slots, extraction, precision=precision)
 
-def _predict_laj(
-    model: torch.nn.Module,
-    rows: Rows,
-    encoder: LoadedEncoder,
-    artifact: Mapping[str, Any],
-    extraction: Mapping[str, Any] | None,
-    precision: str = "no",
-) -> tuple[list[str], list[list[str]]]:
-    intents, labels, n_slots = list(artifact["intents"]), list(artifact["labels"]), len(artifact["slots"])
-    return predict_lajmcl(model, rows, encoder, intents, labels, n_slots, extraction, precision=precision)
+    return run
 
 
 TRAINERS: dict[str, SluTrainer] = {
     "slu": SluTrainer(
         train_slu,
         slu_artifact,
-        _predict_joint,
+        _predict_from(predict_slu, with_slots=False),
         lambda model, rows, encoder, artifact, extraction: intent_vectors(model, rows, encoder, extraction),
     ),
     "lajoint": SluTrainer(
         train_lajmcl,
         lajmcl_artifact,
-        _predict_laj,
+        _predict_from(predict_lajmcl, with_slots=True),
         lambda model, rows, encoder, artifact, extraction: lajmcl_intent_vectors(
             model, rows, encoder, len(artifact["slots"]), extraction
         ),

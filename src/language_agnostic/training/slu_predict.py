@@ -109,20 +109,34 @@ def predict_slu(
     """
     if len(rows) == 0:
         return [], []
-    fill = list(label_names).index("O") if "O" in label_names else 0
-    pad_id = int(encoder.tokenizer.pad_token_id)
     # ja/zh split into characters: tokenised as the text reads (slu_data.tokenise_spaced_words)
     tokens, covering = prediction_tokens(rows, encoder, word_tokenisation(encoder, extraction), "slu predictions")
+    pad_id = int(encoder.tokenizer.pad_token_id)
+    return predict_names(model, tokens, covering, intent_names, label_names, pad_id, batch_size, precision)
+
+
+def predict_names(
+    model: torch.nn.Module,
+    tokens: WordTokens,
+    covering: list[list[int | None]] | None,
+    intent_names: Sequence[str],
+    label_names: Sequence[str],
+    pad_id: int,
+    batch_size: int = 64,
+    precision: str = "no",
+) -> tuple[list[str], list[list[str]]]:
+    """:func:`predict_ids` as names: a word without a sub-token of its own (``covering``, ja/zh) continues
+    its covering sub-token's label (``B-x`` → ``I-x``); a word cut off is ``O``."""
+    names = list(label_names)
+    fill = names.index("O") if "O" in names else 0
+    inside = None  # label id -> the id of its I- form
     if covering is not None:
-        names = list(label_names)
         inside = [
-            names.index("I-" + n[2:]) if n.startswith("B-") and "I-" + n[2:] in names else j
+            names.index(f"I-{n[2:]}") if n.startswith("B-") and f"I-{n[2:]}" in names else j
             for j, n in enumerate(names)
         ]
-        intents, labels = predict_ids(model, tokens, pad_id, batch_size, fill, covering, inside, precision)
-    else:
-        intents, labels = predict_ids(model, tokens, pad_id, batch_size, fill, precision=precision)
-    return [intent_names[i] for i in intents], [[label_names[j] for j in row] for row in labels]
+    intents, labels = predict_ids(model, tokens, pad_id, batch_size, fill, covering, inside, precision)
+    return [intent_names[i] for i in intents], [[names[j] for j in row] for row in labels]
 
 
 def prediction_tokens(
