@@ -457,10 +457,7 @@ def _configs(options: Mapping[str, Any]) -> tuple[LajointConfig, MclConfig]:
     """LAJoint's and MCL's configs from a build spec's options (``encoder_config`` stays in LAJoint's)."""
     options = dict(options)
     mcl = MclConfig(**dict(options.pop("mcl", None) or {}))
-    for key in ("slots", "abstract_texts"):  # lists once saved
-        if key in options:
-            options[key] = tuple(options[key])
-    return LajointConfig(**options), mcl
+    return LajointConfig(**options), mcl  # its __post_init__ makes the saved lists tuples
 
 
 def build_lajmcl(dim: int, n_languages: int, options: Mapping[str, Any]) -> LajMcl:
