@@ -20,6 +20,17 @@ os.environ.setdefault("KEDRO_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
+@pytest.fixture(autouse=True)
+def trained_model_store(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test its own trained-model store (training/reuse.py), so no test reuses another's models."""
+    from language_agnostic.training import reuse
+
+    store = tmp_path_factory.mktemp("trained")
+    monkeypatch.setattr(reuse.SETTINGS, "store", store)
+    monkeypatch.setattr(reuse.SETTINGS, "reuse", True)
+    return store
+
+
 def massive_row(
     id_: str, locale: str, partition: str, utt: str, annot: str, intent: str = "alarm_set"
 ) -> dict[str, Any]:

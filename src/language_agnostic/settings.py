@@ -5,12 +5,14 @@ from omegaconf.resolvers import oc
 from language_agnostic.pipelines import errors
 from language_agnostic.pipelines.config_loader import ProjectConfigLoader
 from language_agnostic.pipelines.project_config import RunConfigHook
-from language_agnostic.pipelines.tracking_hook import EmbeddingStoreHook, TrainingExperimentHook
+from language_agnostic.pipelines.run_lock import RunLockHook
+from language_agnostic.pipelines.tracking_hook import EmbeddingStoreHook, TrainedModelsHook, TrainingExperimentHook
 
 # the pipelines' shape (language pairs, variants) follows the run's --env / --params;
 # the MLflow experiment opens on its training runs, not on the GenAI overview; the embedding
-# store's counts (texts requested, encoded, reused) go to every run
-HOOKS = (RunConfigHook(), TrainingExperimentHook(), EmbeddingStoreHook())
+# store's counts (texts requested, encoded, reused) and the models trained and reused go to every
+# run; one run at a time uses the project's data/ (pipelines/run_lock.py)
+HOOKS = (RunLockHook(), RunConfigHook(), TrainingExperimentHook(), EmbeddingStoreHook(), TrainedModelsHook())
 
 # a data or configuration error ends a run with its one message (file and line, or parameter), not a
 # framework traceback; LANGUAGE_AGNOSTIC_TRACEBACK=1 shows it (pipelines/errors.py)

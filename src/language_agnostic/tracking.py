@@ -7,10 +7,13 @@ metrics). Without an active run (tests, ``mlflow.yml`` disabled) nothing is logg
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 import re
 import tempfile
-from collections.abc import Mapping
+import time
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -40,20 +43,75 @@ def _flatten(params: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
     return out
 
 
-def log_child_run(name: str, params: Mapping[str, Any], history: list[dict[str, float]]) -> str | None:
-    """Open a child run named ``name``, log ``params`` and per-epoch ``history``;
-    return its id (None if no run is active).
+# While a training step runs under training/reuse.py, the child runs it logs are recorded here (so a
+# later run that reuses its model can log them again) and its start time is known (a child run's
+# duration is its own training, not the Kedro run's)
+_recorded: contextvars.ContextVar[list[dict[str, Any]] | None] = contextvars.ContextVar("recorded", default=None)
+_started: contextvars.ContextVar[float | None] = contextvars.ContextVar("started", default=None)
+
+
+@contextlib.contextmanager
+def recording_child_runs() -> Iterator[list[dict[str, Any]]]:
+    """Record the child runs logged inside the block (name, flattened params, history, run id);
+    the block's start is their start time."""
+    runs: list[dict[str, Any]] = []
+    tokens = (_recorded.set(runs), _started.set(time.time()))
+    try:
+        yield runs
+    finally:
+        _recorded.reset(tokens[0])
+        _started.reset(tokens[1])
+
+
+def log_child_run(
+    name: str,
+    params: Mapping[str, Any],
+    history: list[dict[str, float]],
+    tags: Mapping[str, str] | None = None,
+    note: str | None = None,
+) -> str | None:
+    """Log a finished child run named ``name`` under the active run: ``params``, per-epoch ``history``,
+    ``tags`` and a ``note`` (the run's description); return its id (None if no run is active).
+
+    The run starts when the training step started (:func:`recording_child_runs`; else now) and ends
+    now, so its duration in the MLflow UI is its own training; evaluation adds its metrics later
+    without reopening it (:func:`log_child_metrics`).
     """
+    flat = _flatten(params)
+    recorder = _recorded.get()
     if not _active():
+        if recorder is not None:
+            recorder.append({"name": name, "params": flat, "history": list(history), "run_id": None})
         return None
     import mlflow
+    from mlflow.entities import Metric, Param
 
-    with mlflow.start_run(run_name=name, nested=True) as run:
-        mlflow.log_params(_flatten(params))
-        for record in history:
-            step = int(record["epoch"])
-            mlflow.log_metrics({k: float(v) for k, v in record.items() if k != "epoch"}, step=step)
-    return run.info.run_id
+    client = mlflow.MlflowClient()
+    parent = mlflow.active_run()
+    now = time.time()
+    all_tags = {"mlflow.parentRunId": parent.info.run_id, **dict(tags or {})}
+    if note:
+        all_tags["mlflow.note.content"] = note
+    run = client.create_run(
+        parent.info.experiment_id, start_time=int(1000 * (_started.get() or now)), tags=all_tags, run_name=name
+    )
+    run_id = run.info.run_id
+    stamp = int(1000 * now)
+    metrics = [
+        Metric(k, float(v), stamp, int(record["epoch"]))
+        for record in history
+        for k, v in record.items()
+        if k != "epoch"
+    ]
+    params_ = [Param(k, v) for k, v in flat.items()]
+    for i in range(0, len(params_), 100):  # log_batch takes at most 100 params and 1000 metrics a call
+        client.log_batch(run_id, params=params_[i : i + 100])
+    for i in range(0, len(metrics), 1000):
+        client.log_batch(run_id, metrics=metrics[i : i + 1000])
+    client.set_terminated(run_id, "FINISHED", end_time=int(1000 * time.time()))
+    if recorder is not None:
+        recorder.append({"name": name, "params": flat, "history": list(history), "run_id": run_id})
+    return run_id
 
 
 # MLflow >= 3 opens an experiment on the view its kind names; untagged, an experiment with no
@@ -130,9 +188,13 @@ def log_child_metrics(run_id: str | None, rows: pd.DataFrame) -> None:
     if run_id is None or not _active():
         return
     import mlflow
+    from mlflow.entities import Metric
 
-    with mlflow.start_run(run_id=run_id, nested=True):
-        mlflow.log_metrics({metric_key(r): float(r.value) for r in rows.itertuples()})
+    stamp = int(1000 * time.time())
+    metrics = [Metric(metric_key(r), float(r.value), stamp, 0) for r in rows.itertuples()]
+    client = mlflow.MlflowClient()
+    for i in range(0, len(metrics), 1000):  # added to the finished run: its start and end stay its training's
+        client.log_batch(run_id, metrics=metrics[i : i + 1000])
 
 
 def log_exported_model(run_id: str | None, name: str, directory: str | Path) -> tuple[str, str] | None:

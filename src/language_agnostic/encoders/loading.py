@@ -53,6 +53,11 @@ class LoadedEncoder:
     tokenizer: Any
     identity: dict[str, Any] = field(default_factory=dict)
 
+    def reuse_identity(self) -> dict[str, Any]:
+        """Who the encoder is, for a trained model's fingerprint (training/reuse.py): its identity,
+        weights hash included (not where it was read from: the same weights elsewhere are the same encoder)."""
+        return {k: v for k, v in self.identity.items() if k != "source"}
+
     @property
     def hidden_size(self) -> int:
         return int(self.model.config.hidden_size)

@@ -84,7 +84,7 @@ def _size(directory: Path) -> int:
     return sum(f.stat().st_size for f in directory.rglob("*") if f.is_file())
 
 
-def _publish(work: Path, final: Path) -> bool:
+def publish_directory(work: Path, final: Path) -> bool:
     """Rename a finished temporary directory into place; False when another writer got there first."""
     try:
         os.rename(work, final)
@@ -246,7 +246,7 @@ class Namespace:
                 "format": STORE_FORMAT,
             },
         )
-        _publish(work, self.shard_dir / name)
+        publish_directory(work, self.shard_dir / name)
         self.refresh()
         return name
 
@@ -266,7 +266,7 @@ class Namespace:
         work.mkdir(parents=True)
         np.savez(work / "locations.npz", shards=np.array(names, dtype=str), shard=shard_of, row=rows, lengths=lengths)
         _write_json(work / "meta.json", {**meta, "n_truncated": int(truncated.sum()), "n_tokens": int(lengths.sum())})
-        _publish(work, final)
+        publish_directory(work, final)
         return final
 
 
@@ -417,6 +417,12 @@ class EmbeddingSet:
 
     def __getstate__(self) -> dict[str, Any]:
         return {"directory": self.directory, "meta": self.meta}  # caches are rebuilt, not copied
+
+    def reuse_identity(self) -> dict[str, str]:
+        """What the list holds, for a trained model's fingerprint (training/reuse.py): its namespace
+        (encoder, weights, extraction setting) and its key (the texts in order, token states or not).
+        Both are content hashes, so the same texts through the same encoder give the same identity."""
+        return {"namespace": self.namespace_dir.name, "list": self.directory.name}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)

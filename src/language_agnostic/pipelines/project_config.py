@@ -27,6 +27,7 @@ from kedro.pipeline import Pipeline, node
 from kedro.utils import find_kedro_project
 
 from language_agnostic.launch import set_default_processes
+from language_agnostic.training.reuse import configure as configure_reuse
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +54,8 @@ class RunConfigHook:
         # the run's worker processes for every training and extraction step that leaves its own
         # ``processes`` unset (``kedro run --params=processes=2``; language_agnostic/launch.py)
         set_default_processes(context.params.get("processes", 1))
+        # whether training steps reuse stored models, and where they are kept (training/reuse.py)
+        configure_reuse(context.params.get("trained_models"), context.project_path)
 
 
 def forget_session_config() -> None:

@@ -31,6 +31,7 @@ from language_agnostic.reporting.figures import plot_meaning_language
 from language_agnostic.reporting.similarity import similarity_markdown
 from language_agnostic.tracking import metric_key
 from language_agnostic.training.heads import fit_centering, train_ablation, train_head
+from language_agnostic.training.reuse import reusable
 
 
 def embed_similarity_inputs(
@@ -169,7 +170,7 @@ def create_similarity_pipeline(
     for method in TRAINED_METHODS:
         nodes_.append(
             node(
-                bind(train_head, method=method, pipeline=name),
+                reusable(bind(train_head, method=method, pipeline=name)),
                 inputs=[
                     f"{name}_embeddings",
                     f"{name}_corpus",
@@ -184,7 +185,7 @@ def create_similarity_pipeline(
     for ablation, spec in ablations.items():
         nodes_.append(
             node(
-                bind(train_ablation, name=ablation, pipeline=name),
+                reusable(bind(train_ablation, name=ablation, pipeline=name)),
                 inputs=[
                     f"{name}_embeddings",
                     f"{name}_corpus",

@@ -9,6 +9,7 @@ from kedro.framework.hooks import hook_impl
 
 from language_agnostic.encoders.store import USAGE
 from language_agnostic.tracking import mark_training_experiment
+from language_agnostic.training.reuse import USAGE as MODELS
 
 logger = logging.getLogger(__name__)
 
@@ -95,4 +96,38 @@ class EmbeddingStoreHook:
                 f"{figures['embedding_store.forward_texts_per_s']:.0f} texts/s in forward passes"
                 if "embedding_store.forward_texts_per_s" in figures
                 else "nothing encoded",
+            )
+
+
+class TrainedModelsHook:
+    """Counts the models this run trained and reused (``training/reuse.py``): logged to the run's MLflow
+    run as ``models.trained`` / ``models.reused`` after every training node, and written to the log at the end."""
+
+    @hook_impl
+    def before_pipeline_run(self, run_params: dict[str, Any]) -> None:
+        del run_params
+        MODELS.reset()
+
+    @hook_impl
+    def after_node_run(self, node: Any) -> None:
+        if not getattr(node.func, "reuse_label", None):
+            return
+        import mlflow
+
+        if mlflow.active_run() is None:
+            return
+        try:
+            mlflow.log_metrics(MODELS.metrics(), step=len(MODELS.trained) + len(MODELS.reused))
+        except Exception as exc:  # noqa: BLE001 - bookkeeping must never stop a run
+            logger.warning("could not log the trained/reused model counts to MLflow: %s", exc)
+
+    @hook_impl
+    def after_pipeline_run(self) -> None:
+        if MODELS.trained or MODELS.reused:
+            logger.info(
+                "trained models: %d trained, %d reused (%.0f s of training saved)%s",
+                len(MODELS.trained),
+                len(MODELS.reused),
+                MODELS.seconds_saved,
+                f"; trained: {', '.join(MODELS.trained)}" if MODELS.trained and MODELS.reused else "",
             )

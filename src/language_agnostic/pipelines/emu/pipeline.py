@@ -17,6 +17,7 @@ from kedro.pipeline import Pipeline, node
 from language_agnostic.pipelines.embeddings.pipeline import load_encoder_pipeline
 from language_agnostic.pipelines.emu import nodes
 from language_agnostic.pipelines.project_config import bind, configuration_error_pipeline, load_parameters
+from language_agnostic.training.reuse import reusable
 
 DEFAULT_METHODS: dict[str, Any] = {"emu": {"method": "emu", "loss": "emu"}}
 
@@ -86,7 +87,7 @@ def _create_pipeline(
         key = name.replace("-", "_")  # dataset names: emu-no_ld -> emu_no_ld
         parts += [
             node(
-                bind(nodes.train_emu_variant, name=name),
+                reusable(bind(nodes.train_emu_variant, name=name)),
                 inputs=[
                     *shared[:2],
                     f"params:emu.methods.{name}",

@@ -23,6 +23,7 @@ from language_agnostic.pipelines.project_config import (
     configured_namespaces,
     load_parameters,
 )
+from language_agnostic.training.reuse import reusable
 
 SHARED_INPUTS = {
     "massive_masked_texts",
@@ -139,7 +140,7 @@ def create_pair_pipeline(
     for name, spec in variants.items():
         if (spec or {}).get("two_stage"):
             train = node(
-                bind(nodes.train_fmda_two_stage, variant=name),
+                reusable(bind(nodes.train_fmda_two_stage, variant=name)),
                 inputs=[
                     "fmda_inputs",
                     "fmda_template_pairs",
@@ -154,7 +155,7 @@ def create_pair_pipeline(
             )
         else:
             train = node(
-                bind(nodes.train_fmda, variant=name),
+                reusable(bind(nodes.train_fmda, variant=name)),
                 inputs=[
                     "fmda_inputs",
                     "massive_negative_pools",
@@ -180,7 +181,7 @@ def create_pair_pipeline(
     for name in methods or {}:
         nodes_ += [
             node(
-                bind(nodes.train_pooled_head, name=name),
+                reusable(bind(nodes.train_pooled_head, name=name)),
                 inputs=[
                     "fmda_inputs",
                     "massive_negative_pools",
@@ -294,7 +295,7 @@ def _build(
     if unified:
         extra.append(
             node(
-                nodes.train_fmda_unified,
+                reusable(nodes.train_fmda_unified),
                 inputs=[
                     "massive_negative_pools",
                     "params:fmda.model",

@@ -17,6 +17,7 @@ from kedro.pipeline import Pipeline, node
 from language_agnostic.pipelines.embeddings.pipeline import load_encoder_pipeline
 from language_agnostic.pipelines.project_config import bind, configuration_error_pipeline, load_parameters
 from language_agnostic.pipelines.slu import nodes
+from language_agnostic.training.reuse import reusable
 
 DEFAULT_METHODS: dict[str, Any] = {"zsjoint": {"method": "slu"}, "cosda": {"method": "slu", "code_switch": True}}
 
@@ -80,9 +81,11 @@ def _create_pipeline(methods: Mapping[str, Any], figure: Mapping[str, Any]) -> P
         drawn = str(name) in figure_methods
         parts += [
             node(
-                bind(nodes.train_slu_variant, name=str(name))
-                if switched
-                else bind(nodes.train_slu_variant, name=str(name), dictionaries=None),
+                reusable(
+                    bind(nodes.train_slu_variant, name=str(name))
+                    if switched
+                    else bind(nodes.train_slu_variant, name=str(name), dictionaries=None)
+                ),
                 inputs=[
                     "slu_rows",
                     "encoder",
