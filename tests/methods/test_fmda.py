@@ -16,6 +16,7 @@ from language_agnostic.methods.fmda import (
     contrastive_loss,
     fmda_losses,
     freeze_template_encoder,
+    two_stage_weights,
 )
 
 
@@ -206,6 +207,39 @@ def test_losses_with_known_values():
     assert no_con["total"].item() == pytest.approx(
         losses["total"].item() - losses["tp_con"].item() - losses["m_con"].item()
     )
+
+
+@pytest.mark.parametrize("stage", [1, 2])
+def test_a_term_weighted_zero_is_not_computed_and_changes_nothing(stage: int):
+    """Two-stage FMDA's weights: the stage's terms alone, the same total and gradients as every term
+    computed with the others weighted 0 (the weights as 1e-30 keep them in the graph)."""
+    torch.manual_seed(0)
+    model = Fmda(FmdaConfig(dim=4, n_languages=2))
+    batch = {
+        **{f"{k}_states": torch.randn(3, 5, 4) for k in ("s", "t", "s2", "t2")},
+        **{f"{k}_mask": torch.ones(3, 5, dtype=torch.bool) for k in ("s", "t", "s2", "t2")},
+        **{f"{k}_target": torch.randn(3, 4) for k in ("s_tp", "t_tp", "s_rs", "t_rs")},
+        "s_lang": torch.zeros(3, dtype=torch.long),
+        "t_lang": torch.ones(3, dtype=torch.long),
+    }
+    weights = two_stage_weights(stage)
+    skipped = fmda_losses(model, batch, weights)
+    assert set(skipped) == {name for name, weight in weights.items() if weight} | {"total"}
+    skipped["total"].backward()
+    grads = {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
+    model.zero_grad(set_to_none=True)
+    tiny = {name: weight or 1e-30 for name, weight in weights.items()}
+    everything = fmda_losses(model, batch, tiny)
+    assert set(everything) == set(LOSS_WEIGHTS) | {"total"}
+    everything["total"].backward()
+    assert everything["total"].item() == pytest.approx(skipped["total"].item(), rel=1e-6)
+    for name, p in model.named_parameters():
+        if name in grads:
+            torch.testing.assert_close(p.grad, grads[name], rtol=1e-5, atol=1e-12)
+        else:  # no term that uses it is trained in this stage
+            assert p.grad is None or float(p.grad.abs().max()) < 1e-20, name
+    with pytest.raises(ValueError, match="every FMDA loss weight is 0"):
+        fmda_losses(model, batch, dict.fromkeys(LOSS_WEIGHTS, 0.0))
 
 
 def test_utterance_target_variants():

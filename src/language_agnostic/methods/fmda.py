@@ -280,35 +280,54 @@ def fmda_losses(
             margin 0). With InfoNCE the negatives ``s2``/``t2`` are not encoded at all.
 
     Returns:
-        ``{loss name: value}`` for every name in ``LOSS_WEIGHTS``, plus ``"total"``.
+        ``{loss name: value}`` for every name in ``LOSS_WEIGHTS`` whose weight is not 0, plus ``"total"``.
     """
     w = {**LOSS_WEIGHTS, **(weights or {})}
     unknown = sorted(set(w) - set(LOSS_WEIGHTS))
     if unknown:
         raise ValueError(f"unknown FMDA loss weight(s) {unknown}; known: {sorted(LOSS_WEIGHTS)}")
     contrastive = contrastive or ContrastiveSettings()
+    # a term weighted 0 adds nothing to the total or its gradient and is not computed: stage 1 of
+    # two-stage FMDA trains the template terms alone, stage 2 and the ablations leave others out
+    wanted = {name for name, weight in w.items() if weight != 0}
     s = model(batch["s_states"], batch["s_mask"])
     t = model(batch["t_states"], batch["t_mask"])
-    # in-batch InfoNCE needs no pool negatives: skip half of the forward work
-    pairwise = contrastive.contrastive == "pairwise"
+    # in-batch InfoNCE needs no pool negatives: skip half of the forward work (and so does a run
+    # without a contrastive term)
+    pairwise = contrastive.contrastive == "pairwise" and bool(wanted & {"tp_con", "m_con"})
     s2 = model(batch["s2_states"], batch["s2_mask"]) if pairwise else {"tp": None, "m": None}
     t2 = model(batch["t2_states"], batch["t2_mask"]) if pairwise else {"tp": None, "m": None}  # batches may omit them
-    losses = {
-        "lang": F.cross_entropy(model.identify(s["lang"]), batch["s_lang"])
-        + F.cross_entropy(model.identify(t["lang"]), batch["t_lang"]),
-        "utt_rec": utterance_reconstruction_loss(model, s, batch["s_states"], batch["s_mask"])
-        + utterance_reconstruction_loss(model, t, batch["t_states"], batch["t_mask"]),
-        "tp_rec": F.mse_loss(s["tp"] + s["lang"], batch["s_tp_target"])
-        + F.mse_loss(t["tp"] + t["lang"], batch["t_tp_target"]),
-        "tp_rec_cl": F.mse_loss(s["tp"] + t["lang"], batch["t_tp_target"])
-        + F.mse_loss(t["tp"] + s["lang"], batch["s_tp_target"]),
-        "rs_rec": F.mse_loss(s["rs"] + s["lang"], batch["s_rs_target"])
-        + F.mse_loss(t["rs"] + t["lang"], batch["t_rs_target"]),
-        "rs_rec_cl": F.mse_loss(s["rs"] + t["lang"], batch["t_rs_target"])
-        + F.mse_loss(t["rs"] + s["lang"], batch["s_rs_target"]),
-        "tp_con": contrastive_loss(s["tp"], t["tp"], s2["tp"], t2["tp"], contrastive),
-        "m_con": contrastive_loss(s["m"], t["m"], s2["m"], t2["m"], contrastive),
+    terms = {
+        "lang": lambda: (
+            F.cross_entropy(model.identify(s["lang"]), batch["s_lang"])
+            + F.cross_entropy(model.identify(t["lang"]), batch["t_lang"])
+        ),
+        "utt_rec": lambda: (
+            utterance_reconstruction_loss(model, s, batch["s_states"], batch["s_mask"])
+            + utterance_reconstruction_loss(model, t, batch["t_states"], batch["t_mask"])
+        ),
+        "tp_rec": lambda: (
+            F.mse_loss(s["tp"] + s["lang"], batch["s_tp_target"])
+            + F.mse_loss(t["tp"] + t["lang"], batch["t_tp_target"])
+        ),
+        "tp_rec_cl": lambda: (
+            F.mse_loss(s["tp"] + t["lang"], batch["t_tp_target"])
+            + F.mse_loss(t["tp"] + s["lang"], batch["s_tp_target"])
+        ),
+        "rs_rec": lambda: (
+            F.mse_loss(s["rs"] + s["lang"], batch["s_rs_target"])
+            + F.mse_loss(t["rs"] + t["lang"], batch["t_rs_target"])
+        ),
+        "rs_rec_cl": lambda: (
+            F.mse_loss(s["rs"] + t["lang"], batch["t_rs_target"])
+            + F.mse_loss(t["rs"] + s["lang"], batch["s_rs_target"])
+        ),
+        "tp_con": lambda: contrastive_loss(s["tp"], t["tp"], s2["tp"], t2["tp"], contrastive),
+        "m_con": lambda: contrastive_loss(s["m"], t["m"], s2["m"], t2["m"], contrastive),
     }
+    losses = {name: term() for name, term in terms.items() if name in wanted}
+    if not losses:
+        raise ValueError("every FMDA loss weight is 0: nothing to train")
     losses["total"] = sum(w[name] * value for name, value in losses.items())
     return losses
 
