@@ -27,6 +27,7 @@ from kedro.pipeline import Pipeline, node
 from kedro.utils import find_kedro_project
 
 from language_agnostic.launch import set_default_processes
+from language_agnostic.pipelines.parameter_checks import check_parameters
 from language_agnostic.training.reuse import configure as configure_reuse
 
 logger = logging.getLogger(__name__)
@@ -56,6 +57,8 @@ class RunConfigHook:
         set_default_processes(context.params.get("processes", 1))
         # whether training steps reuse stored models, and where they are kept (training/reuse.py)
         configure_reuse(context.params.get("trained_models"), context.project_path)
+        # a wrong parameter stops the run now, naming it, not after minutes of work
+        check_parameters(context.params)
 
 
 def forget_session_config() -> None:

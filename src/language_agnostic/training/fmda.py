@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from language_agnostic.config import settings_from_params
+from language_agnostic.config import ParameterError, positive_int, settings_from_params
 from language_agnostic.evaluation.retrieval import retrieval_accuracy_at_1
 from language_agnostic.methods.apply import control_meaning
 from language_agnostic.methods.contrastive import ContrastiveSettings
@@ -46,11 +46,13 @@ SELECTION = ("dev_loss", "dev_retrieval")
 
 def _training_settings(params: Mapping[str, Any], where: str) -> tuple[TrainSettings, int, bool]:
     params = dict(params)
-    batch_size = int(params.pop("batch_size", 512))
-    buckets = bool(params.pop("length_buckets", False))
+    batch_size = positive_int(params.pop("batch_size", 512), f"{where}.batch_size")
+    buckets = params.pop("length_buckets", False)
+    if not isinstance(buckets, bool):
+        raise ParameterError(f"{where}.length_buckets must be true or false, got {buckets!r}")
     select_on = params.pop("select_on", "dev_loss")
     if select_on not in SELECTION:
-        raise ValueError(f"{where}.select_on must be one of {list(SELECTION)}, got {select_on!r}")
+        raise ParameterError(f"{where}.select_on must be one of {list(SELECTION)}, got {select_on!r}")
     return settings_from_params(TrainSettings, params, where), batch_size, buckets
 
 
@@ -596,3 +598,34 @@ def train_pooled_head(
     metrics = history_metrics(result.history, f"{method}.{pair}")
     metrics[f"{method}.{pair}.dev_m_accuracy"] = [{"value": dev, "step": 0}]
     return trained, metrics
+
+
+def check_parameters(params: Mapping[str, Any]) -> None:
+    """Parse ``fmda`` (model, loss, training, every variant of ``fmda`` and ``fmda_paper``, every head) as
+    the training nodes will, so that a wrong value stops a run before its first node.
+
+    Raises:
+        ParameterError: the first wrong value, naming its parameter.
+    """
+    fmda = dict(params.get("fmda") or {})
+    if not fmda:
+        return
+    training, loss = dict(fmda.get("training") or {}), fmda.get("loss")
+    settings_from_params(FmdaConfig, dict(fmda.get("model") or {}), "fmda.model", dim=1, n_languages=2)
+    contrastive_settings(loss)
+    _training_settings(training, "fmda.training")
+    for section in ("fmda", "fmda_paper"):
+        for name, spec in ((params.get(section) or {}).get("variants") or {}).items():
+            where = f"{section}.variants.{name}"
+            own = dict((spec or {}).get("training") or {})
+            _training_settings({**training, **own}, f"{where}.training")  # the variant's own values, named so
+            try:
+                _variant_setup(training, dict(spec or {}), loss)
+            except ParameterError:
+                raise
+            except ValueError as exc:
+                raise ParameterError(f"{where}: {exc}") from exc
+    for name, spec in (fmda.get("methods") or {}).items():
+        parsed = pooled_head_spec(spec, str(name))
+        merged = {k: v for k, v in {**training, **dict(parsed.training)}.items() if k != "length_buckets"}
+        _training_settings(merged, f"fmda.methods.{name}.training")

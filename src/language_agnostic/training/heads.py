@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from language_agnostic.config import ParameterError, settings_from_params
+from language_agnostic.config import ParameterError, positive_int, settings_from_params
 from language_agnostic.encoders.extraction import vectors_of
 from language_agnostic.methods.centering import fit_language_means
 from language_agnostic.methods.registry import TRAINED_METHODS, build, build_spec, check_ablations, get_method
@@ -165,7 +165,7 @@ def train_head(
     method = parsed.method or method
     pooling = parsed.pooling or pooling
     params = {**dict(training), **dict(parsed.training)}
-    batch_size = int(params.pop("batch_size", 512))
+    batch_size = positive_int(params.pop("batch_size", 512), f"{pipeline}.training.batch_size")
     settings = settings_from_params(TrainSettings, params, f"{pipeline}.training")
     languages = corpus_languages(corpus)
     activation = str(parsed.activation)
@@ -225,3 +225,19 @@ def train_ablation(
     return train_head(
         manifest, corpus, changed, training, pooling, method=str(ablation["method"]), pipeline=pipeline, name=name
     )
+
+
+def check_parameters(section: Mapping[str, Any] | None, pipeline: str) -> None:
+    """Parse ``<pipeline>.training`` with each method's ``training`` over it, as :func:`train_head` will,
+    so that a wrong value stops a run before its first node.
+
+    Raises:
+        ParameterError: the first wrong value, naming its parameter.
+    """
+    section = dict(section or {})
+    training = dict(section.get("training") or {})
+    for method, spec in {"": {}, **dict(section.get("methods") or {})}.items():
+        parsed = head_spec(dict(spec or {}), f"{pipeline}.methods.{method}") if method else None
+        params = {**training, **dict(parsed.training if parsed else {})}
+        positive_int(params.pop("batch_size", 512), f"{pipeline}.training.batch_size")
+        settings_from_params(TrainSettings, params, f"{pipeline}.training")

@@ -143,6 +143,10 @@ class TrainSettings:
     keep_initial: bool = True
 
     def __post_init__(self) -> None:
+        if not self.lr > 0:
+            raise ValueError(f"lr must be > 0, got {self.lr}")
+        if self.encoder_lr is not None and not self.encoder_lr >= 0:
+            raise ValueError(f"encoder_lr must be >= 0 (0: the encoder does not move) or null, got {self.encoder_lr}")
         if self.max_epochs < 1 or self.patience < 1:
             raise ValueError(f"max_epochs and patience must be >= 1, got {self.max_epochs}, {self.patience}")
         if self.mixed_precision not in PRECISIONS:
