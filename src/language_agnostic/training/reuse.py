@@ -232,10 +232,21 @@ def _imported(path: Path, module: str) -> set[str]:
     return {name for name in found if name.split(".")[0] == PACKAGE}
 
 
-@functools.cache
+def _package_state(root: Path) -> tuple[tuple[str, int, int], ...]:
+    """Every source file of the package with its modification time and size (a change to any is seen)."""
+    return tuple(sorted((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in root.rglob("*.py")))
+
+
 def code_digest(module: str) -> str:
     """SHA-256 over the source of ``module`` and every module of this package it imports, transitively
-    (with the packages' ``__init__`` files on the way)."""
+    (with the packages' ``__init__`` files on the way). Recomputed when any source file changes, also
+    within one process (a notebook that edits and reloads a module)."""
+    return _code_digest(module, PACKAGE_ROOT, _package_state(PACKAGE_ROOT))
+
+
+@functools.lru_cache(maxsize=256)
+def _code_digest(module: str, root: Path, state: tuple[tuple[str, int, int], ...]) -> str:
+    del root, state  # the cache's key: the package's files as they are now
     seen: dict[str, Path] = {}
     pending = [module]
     while pending:
