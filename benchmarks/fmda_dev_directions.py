@@ -1,7 +1,7 @@
 """A trained FMDA's ``emb_m`` against mean centring and raw mean pooling, per direction, with McNemar's test.
 
 Reads the pair's FMDA inputs and a trained model (default: the pair's all-together FMDA from the
-last ``kedro run --pipeline=fmda``), encodes one split, and prints accuracy@1 in both
+last ``kedro run --pipelines=fmda``), encodes one split, and prints accuracy@1 in both
 directions for ``fmda/m``, ``centering/mean`` (language means of the train split, as the
 pipeline's baseline) and ``raw/mean``, and the exact McNemar test of ``fmda/m`` against each
 baseline on the same queries (``evaluation/intent_nn.py:mcnemar``): how many queries only one

@@ -3,7 +3,7 @@
 Retrains every ``fmda.methods`` entry (DREAM, the controls) on each pair with the current code
 and configuration, scores it and the raw / centring baselines on MASSIVE test exactly as the
 pipeline does, and compares every cell with the ``fmda`` rows of
-``data/08_reporting/metrics.csv`` (from the last ``kedro run --pipeline=fmda``). Used to show a
+``data/08_reporting/metrics.csv`` (from the last ``kedro run --pipelines=fmda``). Used to show a
 refactoring leaves the tables cell for cell as they were (issue #14).
 
 Usage::

@@ -16,7 +16,7 @@ reduced setting: 2,000 utterances, batches of 8, code-switched pairs):
   sits at its margin with no gradient).
 
 Nothing here reads a dev or test split. Needs ``data/03_primary/massive_slu.parquet`` (any
-``kedro run --pipeline=slu``) and the MUSE dictionaries under ``--raw-data-root``.
+``kedro run --pipelines=slu``) and the MUSE dictionaries under ``--raw-data-root``.
 
 Usage::
 
@@ -50,7 +50,7 @@ class _Stop(Exception):
 
 
 def prepare(name: str, env: str | None, options: Mapping[str, Any], raw_data_root: str) -> LajRun:
-    """The method's run as ``kedro run --pipeline=slu`` would prepare it (progress bars off)."""
+    """The method's run as ``kedro run --pipelines=slu`` would prepare it (progress bars off)."""
     params, extraction, rows, encoder, languages, dictionaries = slu_inputs(raw_data_root)
     add_env_methods(params, env)
     spec = dict(params["methods"][name])

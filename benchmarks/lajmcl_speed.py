@@ -19,7 +19,7 @@ times each at other ``slu.training.train_layers`` values (``conf``: the method's
 knob; the last column extrapolates one epoch of the whole en-US train split from the rate. Compare
 with ``benchmarks/slu_speed.py`` (zsjoint 54 and cosda 34 utterances/s on 640 utterances).
 
-Needs ``data/03_primary/massive_slu.parquet`` (any ``kedro run --pipeline=slu``).
+Needs ``data/03_primary/massive_slu.parquet`` (any ``kedro run --pipelines=slu``).
 
 Usage::
 

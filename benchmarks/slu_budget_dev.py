@@ -12,7 +12,7 @@ and slot F1 with the wall-clock seconds (setup, training, the dev scoring). Noth
 Code-switched methods (``cosda``, ``lajoint-cs``, ``lajmcl``) take the MUSE dictionaries under
 ``--raw-data-root``.
 
-Needs ``data/03_primary/massive_slu.parquet`` (any ``kedro run --pipeline=slu``).
+Needs ``data/03_primary/massive_slu.parquet`` (any ``kedro run --pipelines=slu``).
 
 Usage::
 

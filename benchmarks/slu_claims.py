@@ -62,7 +62,7 @@ def main() -> None:
     table = pd.read_csv(args.metrics, dtype={"run_id": str})
     slu = table[table["task"] == "slu"]
     if not len(slu):
-        raise SystemExit(f"{args.metrics}: no task=slu rows; run `kedro run --pipeline=slu` first")
+        raise SystemExit(f"{args.metrics}: no task=slu rows; run `kedro run --pipelines=slu` first")
     run = args.run or slu.groupby("run_id")["method"].nunique().idxmax()
     mine = slu[slu["run_id"].astype(str).str.startswith(run)]
     if not len(mine):

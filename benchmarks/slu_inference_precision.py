@@ -2,7 +2,7 @@
 
 The evidence for predicting SLU test splits under the training's bf16 autocast (``precision`` of
 ``predict_slu`` / ``predict_lajmcl``, docs/slu.md): how much the scores move and what it saves.
-Needs a finished ``kedro run --pipeline=slu`` (``data/06_models/slu/``). Reads en-US dev only.
+Needs a finished ``kedro run --pipelines=slu`` (``data/06_models/slu/``). Reads en-US dev only.
 
 ``--profile``: also cProfile ``lajoint``'s fp32 prediction of the de-DE test split (where its time goes).
 

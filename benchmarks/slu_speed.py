@@ -17,7 +17,7 @@ This prints (median of ``--repeats``):
   the dev loss (256 utterances) is included, the dev exact match is not. A full epoch of
   the 11,514 en-US utterances takes about 11,514 / that rate seconds, plus the dev exact match.
 
-Needs ``data/03_primary/massive_slu.parquet`` (any ``kedro run --pipeline=slu``).
+Needs ``data/03_primary/massive_slu.parquet`` (any ``kedro run --pipelines=slu``).
 
 Usage::
 

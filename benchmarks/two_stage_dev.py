@@ -1,7 +1,7 @@
 """Dev-only curve of two-stage FMDA's stage 1 (§4.6): held-out template-pair loss and retrieval per epoch.
 
 Stage 1 trains the template losses on monolingual template pairs
-(``data/04_feature/<pair>/fmda_template_pairs.json``, written by ``kedro run --pipeline=fmda``) and
+(``data/04_feature/<pair>/fmda_template_pairs.json``, written by ``kedro run --pipelines=fmda``) and
 holds out ``fmda.template_pairs_holdout.dev_fraction`` of them. This script trains stage 1 for
 ``--max-epochs`` with no early stopping and prints, per epoch, the held-out ``total`` loss and the
 held-out template retrieval accuracy@1 of ``emb_tp`` (:func:`template_dev_retrieval`), the two

@@ -20,7 +20,7 @@
 # extension) and MLflow: the leaderboard of every method against every task, each paper's
 # tables, per-locale charts (with confidence intervals where a metric has them) and the figures.
 #
-# Run it after any pipeline (`kedro run --pipeline=fmda`, ...): it shows whatever
+# Run it after any pipeline (`kedro run --pipelines=fmda`, ...): it shows whatever
 # `data/08_reporting/` holds. `kedro jupyter lab` opens it with the project loaded; the paired
 # `notebooks/results.py` (jupytext) is what is reviewed in diffs.
 

@@ -79,7 +79,7 @@ def test_expected_models_follow_the_configured_pipelines():
     assert names[-1] == "emu@massive" and len(names) == 13 + 3 * 7 + 1
     by_name = {s.name: s for s in specs}
     assert by_name["fmda-two_stage@en_ja"] == ModelSpec(
-        "fmda-two_stage@en_ja", "fmda", "en_ja", "en_ja/fmda_two_stage.safetensors", "kedro run --pipeline=fmda", "m"
+        "fmda-two_stage@en_ja", "fmda", "en_ja", "en_ja/fmda_two_stage.safetensors", "kedro run --pipelines=fmda", "m"
     )
     assert by_name["linear-infonce@en_es"].path == "en_es/linear_infonce.safetensors"
     assert by_name["emu@massive"] == ModelSpec(
@@ -87,7 +87,7 @@ def test_expected_models_follow_the_configured_pipelines():
         "encoder",
         "massive",
         "emu/encoders/emu",
-        "kedro run --pipeline=emu (with 'emu' in emu.save_encoders)",
+        "kedro run --pipelines=emu (with 'emu' in emu.save_encoders)",
         "mean",
     )
     paper = {
@@ -98,7 +98,7 @@ def test_expected_models_follow_the_configured_pipelines():
         },
     }
     extra = {s.name: s for s in expected_models(paper, ["fmda"])}
-    assert extra["fmda-no_contrastive@en_de"].command == "kedro run --pipeline=fmda --env=paper"
+    assert extra["fmda-no_contrastive@en_de"].command == "kedro run --pipelines=fmda --env=paper"
     assert "fmda-no_contrastive@en_es" not in extra and extra["fmda-unified@unified"].path == "fmda_unified.safetensors"
 
 
@@ -131,17 +131,17 @@ def test_missing_old_and_foreign_models_are_skipped_with_the_reason(tmp_path: Pa
     reasons = {row["method"]: row["reason"] for row in skipped}
     assert reasons["meat@qe"] == (
         f"{tmp_path}/qe/meat.safetensors was saved before the method registry (no 'build' entry); "
-        "rerun `kedro run --pipeline=qe`"
+        "rerun `kedro run --pipelines=qe`"
     )
     assert reasons["seed@qe"].startswith(
         f"tatoeba.models: {tmp_path}/qe/seed.safetensors was trained with encoder 'other'"
     )
     assert reasons["seed_without_lc@qe"] == (
-        f"{tmp_path}/qe/seed_without_lc.safetensors not found; `kedro run --pipeline=qe` makes it"
+        f"{tmp_path}/qe/seed_without_lc.safetensors not found; `kedro run --pipelines=qe` makes it"
     )
     assert reasons["emu@massive"] == (
         f"{tmp_path}/emu/encoders/emu not found (no config.json); "
-        "`kedro run --pipeline=emu (with 'emu' in emu.save_encoders)` makes it"
+        "`kedro run --pipelines=emu (with 'emu' in emu.save_encoders)` makes it"
     )
     assert f"tatoeba: seed_without_lc@qe skipped: {tmp_path}/qe/seed_without_lc.safetensors not found" in caplog.text
 

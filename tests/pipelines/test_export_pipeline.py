@@ -100,7 +100,7 @@ def test_export_writes_what_is_there_and_skips_the_rest(tiny_hub_model: Path, tm
     assert set(skipped) == {"dream@qe", "meat@qe"}
     assert (
         skipped["dream@qe"]
-        == f"{tmp_path / 'models' / 'qe' / 'dream.safetensors'} not found; `kedro run --pipeline=qe` makes it"
+        == f"{tmp_path / 'models' / 'qe' / 'dream.safetensors'} not found; `kedro run --pipelines=qe` makes it"
     )
     # the exported model gives the project's vectors, by each route
     settings = ExtractionSettings(prefix="query: ", dtype="float32", device="cpu", batch_size=2, progress=False)

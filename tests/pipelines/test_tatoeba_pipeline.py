@@ -172,7 +172,7 @@ def test_every_present_model_on_every_language_both_directions(
     # every model not on disk is named with the command that makes it
     assert (
         "tatoeba: meat@qe skipped: " in caplog.text
-        and "qe/meat.safetensors not found; `kedro run --pipeline=qe` makes it" in caplog.text
+        and "qe/meat.safetensors not found; `kedro run --pipelines=qe` makes it" in caplog.text
     )
     report = catalog["tatoeba_report_markdown"].load()
     assert "- `seed@sts`: " in report and "## Averages, cosine similarity" in report

@@ -119,7 +119,7 @@ def test_the_markdown_report_and_mlflow_metrics():
         {
             "method": "seed@qe",
             "path": "data/06_models/qe/seed.safetensors",
-            "reason": "data/06_models/qe/seed.safetensors not found; `kedro run --pipeline=qe` makes it",
+            "reason": "data/06_models/qe/seed.safetensors not found; `kedro run --pipelines=qe` makes it",
         }
     ]
     counts = {"afr": {"pairs": 10}, "total": {"languages": 3, "pairs": 40, "rejected": 0}}
@@ -130,7 +130,7 @@ def test_the_markdown_report_and_mlflow_metrics():
     assert "| raw | mean | 3 | 63.3 | 36.7 | 63.3 | 63.3 | 90.0 | 50.0 | +0.0 | — | — |" in text
     assert "| dream@qe | meaning | 3 | 53.3 | 46.7 | 56.7 | 50.0 | 90.0 | 35.0 | -15.0 | 90.0 (1) | 35.0 (2) |" in text
     assert "*Seen*: the 1 language some configured training set holds (deu (qe))" in text
-    assert "- `seed@qe`: data/06_models/qe/seed.safetensors not found; `kedro run --pipeline=qe` makes it" in text
+    assert "- `seed@qe`: data/06_models/qe/seed.safetensors not found; `kedro run --pipelines=qe` makes it" in text
     assert "- `centering@qe`: 1 of 3 languages." in text and "not applicable to unseen languages" in text
     assert "| xho | Xhosa | Latn | no | 10 | 20.0 | 30.0 | raw/mean 30.0 | dream@qe/meaning 10.0 |" in text
     metrics = mlflow_metrics(_scores(), LANGUAGES, counts, MODELS)

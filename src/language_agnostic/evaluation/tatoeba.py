@@ -41,7 +41,7 @@ def check_entry(entry: Any, texts: Sequence[str], name: str) -> None:
     if entry.meta.get("texts_sha256") != texts_sha256(texts):
         raise ValueError(
             f"the {name} embeddings ({entry.directory}) are of other texts than the Tatoeba pairs; "
-            "rerun the embedding node (kedro run --pipeline=tatoeba)"
+            "rerun the embedding node (kedro run --pipelines=tatoeba)"
         )
 
 

@@ -155,7 +155,7 @@ def expected_models(params: Mapping[str, Any], sources: Sequence[str] = SOURCES)
     for pipeline in ("qe", "sts"):
         if pipeline not in sources:
             continue
-        command = f"kedro run --pipeline={pipeline}"
+        command = f"kedro run --pipelines={pipeline}"
         specs.append(
             ModelSpec(
                 f"centering@{pipeline}", "centering", pipeline, f"{pipeline}/centering.safetensors", command, "mean"
@@ -168,10 +168,10 @@ def expected_models(params: Mapping[str, Any], sources: Sequence[str] = SOURCES)
         namespaces = [str(ns) for ns in dict((params.get("massive") or {}).get("pairs") or {})]
         fmda, paper = dict(params.get("fmda") or {}), dict(params.get("fmda_paper") or {})
         variants = [
-            (name, spec, "kedro run --pipeline=fmda") for name, spec in dict(fmda.get("variants") or {}).items()
+            (name, spec, "kedro run --pipelines=fmda") for name, spec in dict(fmda.get("variants") or {}).items()
         ]
         variants += [
-            (name, spec, "kedro run --pipeline=fmda --env=paper")
+            (name, spec, "kedro run --pipelines=fmda --env=paper")
             for name, spec in dict(paper.get("variants") or {}).items()
         ]
         for namespace in namespaces:
@@ -196,7 +196,7 @@ def expected_models(params: Mapping[str, Any], sources: Sequence[str] = SOURCES)
                             "head",
                             namespace,
                             f"{namespace}/{name}.safetensors",
-                            "kedro run --pipeline=fmda",
+                            "kedro run --pipelines=fmda",
                         )
                     )
         if [p for p in (paper.get("unified") or {}).get("pairs") or [] if str(p) in namespaces]:
@@ -206,7 +206,7 @@ def expected_models(params: Mapping[str, Any], sources: Sequence[str] = SOURCES)
                     "fmda",
                     "unified",
                     "fmda_unified.safetensors",
-                    "kedro run --pipeline=fmda --env=paper",
+                    "kedro run --pipelines=fmda --env=paper",
                     "m",
                 )
             )
@@ -220,7 +220,7 @@ def expected_models(params: Mapping[str, Any], sources: Sequence[str] = SOURCES)
                     "encoder",
                     "massive",
                     f"emu/encoders/{name.replace('-', '_')}",
-                    f"kedro run --pipeline=emu (with {name!r} in emu.save_encoders)",
+                    f"kedro run --pipelines=emu (with {name!r} in emu.save_encoders)",
                     str(options.get("pooling", "mean")),
                 )
             )

@@ -132,7 +132,7 @@ def configuration_error_pipeline(name: str, error: Exception) -> Pipeline:
 
     Kedro builds every registered pipeline for ``kedro run`` and ``kedro viz``; raising while
     building would break every other pipeline too. Deferring the error to this node keeps
-    them working, and ``kedro run --pipeline=<name>`` stops at once with the message that
+    them working, and ``kedro run --pipelines=<name>`` stops at once with the message that
     names the parameter.
     """
     message = f"the {name!r} pipeline cannot be built from this configuration: {error}"

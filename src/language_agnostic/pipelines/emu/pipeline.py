@@ -32,7 +32,7 @@ def create_pipeline(
     no figure is drawn).
 
     A configuration error gives :func:`configuration_error_pipeline`, so the other pipelines
-    still build and ``kedro run --pipeline=emu`` stops naming the parameter.
+    still build and ``kedro run --pipelines=emu`` stops naming the parameter.
     """
     if methods is None and save_encoders is None:
         try:

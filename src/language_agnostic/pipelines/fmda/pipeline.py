@@ -215,7 +215,7 @@ def create_pipeline(
     Arguments given here replace the configuration (tests build small pipelines this way).
     Built from the configuration alone, a configuration error (e.g. a variant naming a pair
     that ``massive.pairs`` does not list) gives :func:`configuration_error_pipeline`, so the
-    other pipelines still build and ``kedro run --pipeline=fmda`` stops naming the parameter.
+    other pipelines still build and ``kedro run --pipelines=fmda`` stops naming the parameter.
     """
     if (pairs, variants, unified, figure_pair, methods) == (None,) * 5:
         try:

@@ -1,6 +1,6 @@
 """``retrieve``: read the user's queries and corpus, load the trained model, embed both, write the top-k neighbours.
 
-``kedro run --pipeline=retrieve --params=retrieve.queries.path=q.txt,retrieve.corpus.path=c.txt``
+``kedro run --pipelines=retrieve --params=retrieve.queries.path=q.txt,retrieve.corpus.path=c.txt``
 (``conf/base/parameters_retrieve.yml``); the result is ``data/07_model_output/retrieve_neighbours.csv``.
 """
 

@@ -27,7 +27,7 @@ def create_pipeline(methods: Mapping[str, Any] | None = None, figure: Mapping[st
     with ``methods`` given and no ``figure``, no figure is drawn).
 
     A configuration error gives :func:`configuration_error_pipeline`, so the other pipelines
-    still build and ``kedro run --pipeline=slu`` stops naming the parameter.
+    still build and ``kedro run --pipelines=slu`` stops naming the parameter.
     """
     if methods is None:
         try:

@@ -1,7 +1,7 @@
 """``tatoeba``: Tatoeba pairs + the trained models in ``data/06_models`` → embed once (cached) →
 bitext retrieval → report.
 
-``kedro run --pipeline=tatoeba`` (``conf/base/parameters_tatoeba.yml``): every model the
+``kedro run --pipelines=tatoeba`` (``conf/base/parameters_tatoeba.yml``): every model the
 configured ``qe``, ``sts``, ``fmda`` and ``emu`` pipelines train is evaluated when its file is
 present and skipped with a warning (naming the file and the command that makes it) when not.
 """
