@@ -145,7 +145,7 @@ def test_ja_style_rows_are_predicted_as_their_text_reads(encoder):
         ({**METHOD, "loss_weights": {"word": -1}}, SWITCH, "loss_weights.word must be a number >= 0"),
         ({**METHOD, "mcl": {"n_negatives": 2}}, SWITCH, r"slu.methods.lajmcl.mcl: unknown key\(s\) \['n_negatives'\]"),
         ({**METHOD, "mcl": {"p_s": 0}}, SWITCH, "mcl.p_s must be an integer >= 1"),
-        ({**METHOD, "projector": "no"}, SWITCH, "projector must be true or false"),
+        ({**METHOD, "projector": "no"}, SWITCH, "slu.methods.lajmcl.projector must be bool, got .no."),
         ({**METHOD, "margins": {"word": -1}}, SWITCH, "margins.word"),
         ({**METHOD, "slots": ["x"]}, SWITCH, r"unknown key\(s\) \['slots'\]"),
     ],

@@ -69,7 +69,7 @@ def test_a_changed_parameter_or_input_retrains_only_what_depends_on_it(tiny_hub_
         catalog["params:fmda.variants.two_stage"].save({**VARIANTS["two_stage"], "loss_weights": {"tp_con": 0.5}})
 
     _run(tiny_hub_model, tmp_path / "variant", catalog_edit=other_weight)
-    assert (reuse.USAGE.trained, len(reuse.USAGE.reused)) == (["train_fmda_two_stage"], 2)
+    assert (reuse.USAGE.trained, len(reuse.USAGE.reused)) == (["train_fmda_two_stage[two_stage]"], 2)
 
     # an input dataset (one negative-pool row fewer)
     def fewer_pools(catalog):
@@ -112,7 +112,7 @@ def test_the_fingerprint_follows_the_encoder_the_inputs_and_the_training_code(tm
     assert base == reuse.fingerprint(train_fmda, [moved, pools, params])
 
     # the code: a copy of the package with one training module edited changes it; an edit to a module
-    # the training does not import (the README's headline table) does not
+    # the training does not import (the README's headline table), a comment or a docstring does not
     copy = tmp_path / "language_agnostic"
     shutil.copytree(reuse.PACKAGE_ROOT, copy, ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setattr(reuse, "PACKAGE_ROOT", copy)
@@ -120,9 +120,15 @@ def test_the_fingerprint_follows_the_encoder_the_inputs_and_the_training_code(tm
     with (copy / "reporting" / "headline.py").open("a") as handle:
         handle.write("\n# an edit\n")
     assert reuse.fingerprint(train_fmda, [_Encoder("a" * 64), pools, params]) == base
-    with (copy / "methods" / "contrastive.py").open("a") as handle:  # imported by training/fmda.py's imports
-        handle.write("\n# an edit\n")
-    assert reuse.fingerprint(train_fmda, [_Encoder("a" * 64), pools, params]) != base
+    contrastive = copy / "methods" / "contrastive.py"  # imported by training/fmda.py's imports
+    with contrastive.open("a") as handle:  # a comment and a docstring: not code
+        handle.write('\n# an edit\n\n\ndef _helper() -> None:\n    """A docstring."""\n')
+    edited = reuse.fingerprint(train_fmda, [_Encoder("a" * 64), pools, params])
+    assert edited != base  # a new function is new code
+    contrastive.write_text(contrastive.read_text().replace('"""A docstring."""', '"""Another docstring."""'))
+    assert reuse.fingerprint(train_fmda, [_Encoder("a" * 64), pools, params]) == edited
+    contrastive.write_text(contrastive.read_text().replace('"""Another docstring."""', "return None"))
+    assert reuse.fingerprint(train_fmda, [_Encoder("a" * 64), pools, params]) != edited
 
     class Opaque:
         pass

@@ -261,8 +261,25 @@ def _code_digest(module: str, root: Path, state: tuple[tuple[str, int, int], ...
         pending += [*_imported(path, name), *parents]
     hasher = hashlib.sha256()
     for name in sorted(seen):
-        hasher.update(name.encode() + b"\0" + seen[name].read_bytes() + b"\0")
+        hasher.update(name.encode() + b"\0" + _code_of(seen[name]).encode() + b"\0")
     return hasher.hexdigest()
+
+
+def _code_of(path: Path) -> str:
+    """A module's code without its comments, docstrings and layout (``ast.dump``): editing a comment
+    or a docstring retrains nothing, any change to what runs does."""
+    tree = ast.parse(path.read_text(), str(path))
+    for item in ast.walk(tree):
+        body = getattr(item, "body", None)
+        if (
+            isinstance(item, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
+            item.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree)
 
 
 def machine_kind() -> dict[str, Any]:
@@ -374,8 +391,10 @@ def reusable(func: Callable[..., Any], label: str | None = None) -> Callable[...
 
     ``label`` names the step in the log and the counts (default: the function's name).
     """
-    inner, _ = _function_of(func)
-    name = label or getattr(func, "__name__", inner.__name__)
+    inner, bound = _function_of(func)
+    # e.g. train_fmda[infonce]: the bound names (variant, method, pipeline) say which model it is
+    named = [str(v) for v in bound.values() if isinstance(v, str)]
+    name = label or getattr(func, "__name__", inner.__name__) + (f"[{','.join(named)}]" if named else "")
 
     @functools.wraps(func)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
