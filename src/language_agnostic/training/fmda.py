@@ -460,6 +460,11 @@ def pooled_head_spec(spec: Mapping[str, Any] | None, name: str) -> HeadSpec:
     return parsed
 
 
+def _head_training(training: Mapping[str, Any], parsed: HeadSpec) -> dict[str, Any]:
+    """``fmda.training`` with a head's ``training`` over it (``length_buckets`` does not apply to pooled vectors)."""
+    return {k: v for k, v in {**dict(training), **dict(parsed.training)}.items() if k != "length_buckets"}
+
+
 def pooled_batches(
     manifest: Mapping[str, Any],
     vectors: Mapping[str, np.ndarray],
@@ -521,7 +526,7 @@ def train_pooled_head(
     """
     parsed = pooled_head_spec(spec, name)
     method, pooling = parsed.method or name, parsed.pooling or "mean"
-    params = {k: v for k, v in {**dict(training), **dict(parsed.training)}.items() if k != "length_buckets"}
+    params = _head_training(training, parsed)
     settings, batch_size, _ = _training_settings(params, f"fmda.methods.{name}.training")
     accepted = get_method(method).options
     options = {
@@ -627,5 +632,4 @@ def check_parameters(params: Mapping[str, Any]) -> None:
                 raise ParameterError(f"{where}: {exc}") from exc
     for name, spec in (fmda.get("methods") or {}).items():
         parsed = pooled_head_spec(spec, str(name))
-        merged = {k: v for k, v in {**training, **dict(parsed.training)}.items() if k != "length_buckets"}
-        _training_settings(merged, f"fmda.methods.{name}.training")
+        _training_settings(_head_training(training, parsed), f"fmda.methods.{name}.training")

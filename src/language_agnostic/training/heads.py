@@ -164,9 +164,7 @@ def train_head(
     parsed = head_spec(spec, f"{pipeline}.methods.{method}")
     method = parsed.method or method
     pooling = parsed.pooling or pooling
-    params = {**dict(training), **dict(parsed.training)}
-    batch_size = positive_int(params.pop("batch_size", 512), f"{pipeline}.training.batch_size")
-    settings = settings_from_params(TrainSettings, params, f"{pipeline}.training")
+    settings, batch_size = head_training_settings(training, parsed, pipeline)
     languages = corpus_languages(corpus)
     activation = str(parsed.activation)
     options, weights = head_options(method, activation), dict(parsed.loss_weights)
@@ -185,7 +183,14 @@ def train_head(
     logger.info("%s %s: best validation epoch %d of %d", pipeline, name, result.best_epoch, result.epochs_run)
     run_id = log_child_run(
         f"{pipeline}/{name}",
-        {"method": method, "pooling": pooling, **dict(spec), **params, "batch_size": batch_size},
+        {
+            "method": method,
+            "pooling": pooling,
+            **dict(spec),
+            **dict(training),
+            **dict(parsed.training),
+            "batch_size": batch_size,
+        },
         result.history,
     )
     trained = {
@@ -238,6 +243,13 @@ def check_parameters(section: Mapping[str, Any] | None, pipeline: str) -> None:
     training = dict(section.get("training") or {})
     for method, spec in {"": {}, **dict(section.get("methods") or {})}.items():
         parsed = head_spec(dict(spec or {}), f"{pipeline}.methods.{method}") if method else None
-        params = {**training, **dict(parsed.training if parsed else {})}
-        positive_int(params.pop("batch_size", 512), f"{pipeline}.training.batch_size")
-        settings_from_params(TrainSettings, params, f"{pipeline}.training")
+        head_training_settings(training, parsed, pipeline)
+
+
+def head_training_settings(
+    training: Mapping[str, Any], parsed: HeadSpec | None, pipeline: str
+) -> tuple[TrainSettings, int]:
+    """``<pipeline>.training`` with a method's ``training`` over it: the loop's settings and the batch size."""
+    params = {**dict(training), **dict(parsed.training if parsed else {})}
+    batch_size = positive_int(params.pop("batch_size", 512), f"{pipeline}.training.batch_size")
+    return settings_from_params(TrainSettings, params, f"{pipeline}.training"), batch_size
