@@ -292,16 +292,27 @@ def test_the_similarity_seeds_env_restates_base_but_for_its_seed_runs(project: P
     base = yaml_base(f"parameters_{pipeline}.yml")[pipeline]
     env = resolved("similarity_seeds")[pipeline]
     assert {k: v for k, v in env.items() if k != "ablations"} == {k: v for k, v in base.items() if k != "ablations"}
-    runs = env["ablations"]  # the seed runs; of the loss ablations only DREAM's language one (qe), with seeds
-    ablated = {"dream_without_language": {"language": 0}} if pipeline == "qe" else {}
-    if ablated:
-        assert runs["dream_without_language"] == base["ablations"]["dream_without_language"]
-    # each seed run is a trained method (or that ablation) with only its seed changed
+    runs = env[
+        "ablations"
+    ]  # the seed runs; of the loss ablations DREAM's language one and SEED's three (qe), with seeds
+    ablated = (
+        {
+            "dream_without_language": {"language": 0},
+            "seed_without_lc": {"cross": 0},
+            "seed_without_ll": {"language": 0},
+            "seed_without_lm": {"meaning": 0},
+        }
+        if pipeline == "qe"
+        else {}
+    )
+    for name in ablated:
+        assert runs[name] == base["ablations"][name]
+    # each seed run is a trained method (or one of those ablations) with only its seed changed
     for name, spec in runs.items():
         if name in ablated:
             continue
         head, seed = name.rsplit("_seed", 1)
-        method = "dream" if head in ablated else head
+        method = base["ablations"][head]["base"] if head in ablated else head
         weights = {"loss_weights": ablated[head]} if head in ablated else {}
         assert spec == {"base": method, **weights, "seed": int(seed)} and int(seed) != base["training"]["seed"]
     heads = ("dream", "meat", "seed", *ablated)
