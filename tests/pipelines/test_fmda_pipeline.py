@@ -233,9 +233,13 @@ def test_fmda_pipeline_end_to_end_on_tiny_data(tiny_hub_model: Path, tmp_path: P
     assert set(zip(table["method"], table["embedding"])) == embeddings
     # 21 embeddings x (2 retrieval directions + 2 locales x (accuracy@1 + MAP)), and the McNemar p against
     # centring of the 8 trained meaning embeddings (5 FMDA m, 3 heads) in both directions, and the
-    # two-stage model's three embeddings against its all-together twin (2 directions + 2 template sets)
-    assert len(table) == 21 * (2 + 4) + 8 * 2 + 3 * 4
-    assert set(table.loc[table["metric"] == "mcnemar_p_vs_all_together", "method"]) == {"fmda-two_stage"}
+    # two-stage model's and the ablation's three embeddings against their all-together twin (2 directions
+    # + 2 template sets), and each FMDA model's residual against its meaning embedding (2 directions)
+    assert len(table) == 21 * (2 + 4) + 8 * 2 + 2 * 3 * 4 + 5 * 2
+    twinned = set(table.loc[table["metric"] == "mcnemar_p_vs_all_together", "method"])
+    assert twinned == {"fmda-two_stage", "fmda-no_contrastive"}
+    residual = table[table["metric"] == "mcnemar_p_rs_vs_m"]
+    assert set(residual["method"]) == set(fmda_methods) and set(residual["embedding"]) == {"rs"}
     assert table["value"].between(0, 1).all()
     # the raw rows equal retrieval computed here from the encoder directly
     encoder = load_encoder(str(tiny_hub_model))
@@ -423,6 +427,17 @@ def test_two_stage_is_tested_against_its_all_together_twin(tiny_hub_model: Path,
     assert all_together_twin("two_stage_infonce", infonce_twin) == "infonce"
     assert all_together_twin("all_together", VARIANTS) is None  # not two-stage
     assert all_together_twin("two_stage", {"two_stage": {"two_stage": True, "ablation": "no_contrastive"}}) is None
+    # an ablation (Table 4) is tested against the full model of its seed, a seeded two-stage against its seed's
+    seeded = {
+        **VARIANTS,
+        "seed1": {"pairs": "all", "training": {"seed": 1}},
+        "no_contrastive_seed1": {"pairs": ["en_de"], "ablation": "no_contrastive", "training": {"seed": 1}},
+        "two_stage_seed1": {"pairs": "all", "two_stage": True, "training": {"seed": 1}},
+    }
+    assert all_together_twin("no_contrastive", seeded) == "all_together"
+    assert all_together_twin("no_contrastive_seed1", seeded) == "seed1"
+    assert all_together_twin("two_stage_seed1", seeded) == "seed1"
+    assert all_together_twin("seed1", seeded) is None
     pipeline = create_pipeline(pairs=["en_de"], variants=infonce_twin, unified=[], figure_pair="", methods={})
     inputs = {n.name.split(".")[-1]: n.inputs for n in pipeline.nodes if "evaluate_fmda" in n.name}
     assert inputs["evaluate_fmda_two_stage_node"][-1] == "en_de.fmda_model_all_together"
@@ -439,6 +454,15 @@ def test_two_stage_is_tested_against_its_all_together_twin(tiny_hub_model: Path,
     rows = evaluate_fmda(manifest, two_stage, {"name": "tiny"}, together)
     tested = rows[rows["metric"] == "mcnemar_p_vs_all_together"]
     assert set(tested["embedding"]) == {"m", "tp", "rs"}
+    # the residual against the meaning embedding of the same model, per direction, recomputed here
+    _, model = load_trained(together)
+    vectors = {side: encode_with_fmda(model, manifest["sets"][f"test.{side}.utt"]) for side in ("source", "target")}
+    together_rows = evaluate_fmda(manifest, together, {"name": "tiny"})
+    residual = together_rows[together_rows["metric"] == "mcnemar_p_rs_vs_m"].set_index("source")["value"]
+    for query, key in (("source", "target"), ("target", "source")):
+        hits = {e: retrieval_hits(vectors[query][e], vectors[key][e]) for e in ("m", "rs")}
+        locale = manifest[f"{query}_locale"]
+        assert residual[locale] == pytest.approx(round(mcnemar(hits["rs"], hits["m"]).pvalue, 6))
     assert sorted(set(zip(tested["task"], tested["source"]))) == [
         ("cross_lingual_retrieval", "de-DE"),
         ("cross_lingual_retrieval", "en-US"),

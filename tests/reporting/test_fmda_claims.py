@@ -43,3 +43,58 @@ def test_every_seed_above_with_p_at_most_005_holds_and_one_seed_is_its_own_row()
     rows = {r[3]: r for r in claims_rows(cells, [(EN, DE)])}
     assert rows["`fmda/m`"][-2:] == ["3", "holds"]
     assert rows["`fmda-infonce/m`"][-4:] == ["-2.00", "0.02", "1", "fails"]
+
+
+def test_table5_pairs_each_two_stage_seed_with_the_all_together_run_of_its_seed():
+    from language_agnostic.reporting.fmda import table5_claims_rows
+
+    cells = {}
+    # two-stage minus all-together per seed: -1, -3, +1 points; p from the two-stage rows' twin test
+    for suffix, (mine, base, p) in {
+        "": (0.60, 0.61, 0.01),
+        "_seed1": (0.58, 0.61, 0.001),
+        "_seed2": (0.62, 0.61, 0.2),
+    }.items():
+        together = "fmda" if not suffix else f"fmda-seed{suffix[-1]}"
+        cells[_cell(f"fmda-two_stage{suffix}")] = mine
+        cells[_cell(together)] = base
+        cells[_cell(f"fmda-two_stage{suffix}", "mcnemar_p_vs_all_together")] = p
+    (row,) = [r for r in table5_claims_rows(cells, [(EN, DE)]) if r[5] == "EN→DE"]
+    # mean Δ -1.00, sd of (-1, -3, +1) = 2.00; "not <" fails only when every seed is below with p ≤ 0.05
+    assert row[3:] == ["`fmda-two_stage/m`", "`fmda/m`", "EN→DE", "60.00", "61.00", "-1.00 ± 2.00", "0.2", "3", "holds"]
+
+
+def test_table4_ablation_against_the_full_model_of_its_seed():
+    from language_agnostic.reporting.fmda import table4_claims_rows
+
+    cells = {}
+    for suffix, (full, ablated, p) in {"": (0.60, 0.30, 1e-7), "_seed1": (0.62, 0.31, 1e-8)}.items():
+        cells[_cell("fmda" if not suffix else f"fmda-seed{suffix[-1]}")] = full
+        cells[_cell(f"fmda-no_contrastive{suffix}")] = ablated
+        cells[_cell(f"fmda-no_contrastive{suffix}", "mcnemar_p_vs_all_together")] = p
+    rows = [r for r in table4_claims_rows(cells, (EN, DE)) if r[5] == "EN→DE"]
+    (row,) = rows  # only the ablation measured here has a row
+    assert row[3:] == [
+        "`fmda/m`",
+        "`fmda-no_contrastive/m`",
+        "EN→DE",
+        "61.00",
+        "30.50",
+        "+30.50 ± 0.71",
+        "<1e-6",
+        "2",
+        "holds",
+    ]
+
+
+def test_residual_against_meaning_on_each_seed():
+    from language_agnostic.reporting.fmda import residual_claims_rows
+
+    cells = {}
+    for name, (m, rs, p) in {"fmda": (0.60, 0.62, 0.04), "fmda-seed1": (0.61, 0.64, 0.01)}.items():
+        cells[_cell(name)] = m
+        cells[_cell(name, emb="rs")] = rs
+        cells[_cell(name, "mcnemar_p_rs_vs_m", emb="rs")] = p
+    (row,) = residual_claims_rows(cells, [(EN, DE)])
+    # the paper: m above rs; here rs is above on both seeds with p ≤ 0.05 -> fails
+    assert row[3:] == ["`fmda/m`", "`fmda/rs`", "EN→DE", "60.50", "63.00", "-2.50 ± 0.71", "0.04", "2", "fails"]

@@ -78,6 +78,8 @@ Embedder = Callable[[EmbeddingSet, str], dict[tuple[str, str], np.ndarray]]
 TwinEmbedder = Callable[[EmbeddingSet], dict[str, np.ndarray]]
 AGAINST_CENTERING = "mcnemar_p_vs_centering"
 AGAINST_ALL_TOGETHER = "mcnemar_p_vs_all_together"
+# the residual embedding against the same model's meaning embedding on the same queries
+RESIDUAL_AGAINST_MEANING = "mcnemar_p_rs_vs_m"
 
 
 def centering_of(manifest: Mapping[str, Any]) -> Callable[[EmbeddingSet, str], np.ndarray]:
@@ -125,10 +127,11 @@ def _score(
     twin_test: dict[str, dict[str, np.ndarray]] = {src: {}, tgt: {}}
     if twin is not None:
         twin_test = {loc: twin(sets[f"test.{side}.utt"]) for side, loc in (("source", src), ("target", tgt))}
+    semantic_hits: dict[tuple[str, str, str, str], np.ndarray] = {}
     for (method, emb), a in test["source"].items():
         b = test["target"][(method, emb)]
         for (query, key), (q, k) in (((src, tgt), (a, b)), ((tgt, src), (b, a))):
-            hits = retrieval_hits(q, k)
+            hits = semantic_hits[(method, emb, query, key)] = retrieval_hits(q, k)
             semantic = (emb, method, "cross_lingual_retrieval", "massive_test", query, key)
             add(*semantic, "accuracy@1", int(hits.sum()) / len(hits))
             if emb == against_centering:
@@ -136,6 +139,19 @@ def _score(
             if emb in twin_test[query]:
                 twin_hits = retrieval_hits(twin_test[query][emb], twin_test[key][emb])
                 add(*semantic, AGAINST_ALL_TOGETHER, mcnemar(hits, twin_hits).pvalue)
+    # an FMDA model's residual embedding against its own meaning embedding, per direction
+    for (method, emb, query, key), hits in semantic_hits.items():
+        if emb == "rs" and (meaning := semantic_hits.get((method, "m", query, key))) is not None:
+            add(
+                emb,
+                method,
+                "cross_lingual_retrieval",
+                "massive_test",
+                query,
+                key,
+                RESIDUAL_AGAINST_MEANING,
+                mcnemar(hits, meaning).pvalue,
+            )
     # the trained pair is part of the row: EN is evaluated once per training pair
     pair = f"{src}>{tgt}"
     for side, locale in (("source", src), ("target", tgt)):

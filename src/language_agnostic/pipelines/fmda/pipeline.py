@@ -75,16 +75,20 @@ def variant_pairs(
 
 
 def all_together_twin(name: str, variants: Mapping[str, Any]) -> str | None:
-    """The variant a two-stage variant is compared with in Table 5: the one configured exactly as it
-    is except ``two_stage`` (and which pairs it trains on); None when there is none.
+    """The full all-together variant a two-stage variant (Table 5) or an ablation (Table 4) is
+    compared with: the one configured exactly as it is except ``two_stage`` / ``ablation`` (and
+    which pairs it trains on); None when there is none.
 
-    ``two_stage`` → ``all_together``; ``two_stage_infonce`` → ``infonce`` (both with InfoNCE).
+    ``two_stage`` → ``all_together``; ``two_stage_infonce`` → ``infonce`` (both with InfoNCE);
+    ``no_contrastive_seed1`` (``training: {seed: 1}``) → ``seed1``.
     """
-    settings = lambda spec: {k: v for k, v in (spec or {}).items() if k not in ("two_stage", "pairs")}  # noqa: E731
-    if not (variants.get(name) or {}).get("two_stage"):
+    varied = ("two_stage", "ablation", "pairs")
+    settings = lambda spec: {k: v for k, v in (spec or {}).items() if k not in varied}  # noqa: E731
+    full = lambda spec: not (spec or {}).get("two_stage") and (spec or {}).get("ablation", "full") == "full"  # noqa: E731
+    if full(variants.get(name)):
         return None
     for other, spec in variants.items():
-        if other != name and not (spec or {}).get("two_stage") and settings(spec) == settings(variants[name]):
+        if other != name and full(spec) and settings(spec) == settings(variants[name]):
             return str(other)
     return None
 
