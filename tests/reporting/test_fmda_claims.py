@@ -98,3 +98,20 @@ def test_residual_against_meaning_on_each_seed():
     (row,) = residual_claims_rows(cells, [(EN, DE)])
     # the paper: m above rs; here rs is above on both seeds with p ≤ 0.05 -> fails
     assert row[3:] == ["`fmda/m`", "`fmda/rs`", "EN→DE", "60.50", "63.00", "-2.50 ± 0.71", "0.04", "2", "fails"]
+
+
+def test_pairs_keep_their_trained_orientation_whatever_the_row_order():
+    import pandas as pd
+
+    from language_agnostic.reporting.fmda import _pairs
+
+    rows = pd.DataFrame(
+        {
+            "task": ["cross_lingual_retrieval", "cross_lingual_retrieval", "template_retrieval"],
+            "dataset": ["massive_test", "massive_test", "massive_template_single:en-US>de-DE"],
+            "source": [DE, EN, EN],
+            "target": [EN, DE, EN],
+        }
+    )
+    assert _pairs(rows) == [(EN, DE)]  # de-DE -> en-US comes first in a table read back sorted
+    assert _pairs(rows.iloc[:2]) == [(DE, EN)]  # without a template row, the first row's order

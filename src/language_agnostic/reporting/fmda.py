@@ -311,23 +311,23 @@ def table5_claims_rows(cells: Mapping[CellKey, float], pairs: list[tuple[str, st
     return body
 
 
-def fmda_tables(rows: pd.DataFrame) -> str:
-    """Markdown views of the long table with the rows and columns of the paper's Tables 2, 3, 4, 5, 6 and 9."""
-    cells = _cells(rows)
+def _pairs(rows: pd.DataFrame) -> list[tuple[str, str]]:
+    """The language pairs of the cross-lingual rows in their order, each as it was trained (source
+    first: the template datasets name it, ``massive_template_single:en-US>de-DE``), whatever order
+    the rows come in (a metrics table read back from disk is sorted).
+    """
     semantic = rows[rows["task"] == "cross_lingual_retrieval"]
+    trained = {tuple(str(d).split(":", 1)[1].split(">")) for d in rows["dataset"] if ">" in str(d)}
     pairs: list[tuple[str, str]] = []
     for src, tgt in zip(semantic["source"], semantic["target"]):
         if (src, tgt) not in pairs and (tgt, src) not in pairs:
-            pairs.append((src, tgt))
-    directions = [d for src, tgt in pairs for d in ((src, tgt), (tgt, src))]
-    methods = set(rows["method"])
-    ablations = [m for m in dict.fromkeys(rows["method"]) if m.startswith("fmda-no_")]
-    out = [
-        "# FMDA on MASSIVE (bundled 4-bit multilingual-e5-small; see docs/findings/fmda.md)",
-        "",
-        "## Table 2: cross-lingual semantic retrieval, accuracy@1",
-        "",
-    ]
+            pairs.append((tgt, src) if (tgt, src) in trained and (src, tgt) not in trained else (src, tgt))
+    return pairs
+
+
+def _table2(cells: Mapping[CellKey, float], directions: list[tuple[str, str]]) -> list[str]:
+    """Table 2 (every embedding, both directions of every pair) and each meaning embedding against centring."""
+    out = ["## Table 2: cross-lingual semantic retrieval, accuracy@1", ""]
     out += _grid(
         cells,
         ["embedding"] + [f"{short_locale(a)}→{short_locale(b)}" for a, b in directions],
@@ -341,16 +341,22 @@ def fmda_tables(rows: pd.DataFrame) -> str:
         "p-value of the difference (`mcnemar_p_vs_centering`).",
         "",
     ]
-    out += _against_centering(cells, directions)
-    out += [""] + claims_section(
+    return out + _against_centering(cells, directions)
+
+
+def _claims(
+    cells: Mapping[CellKey, float], pairs: list[tuple[str, str]], directions: list[tuple[str, str]]
+) -> list[str]:
+    """The two claims sections: Tables 2 and 5; Table 4 and the residual embedding."""
+    out = claims_section(
         "Claims (FMDA), as measured",
         "Accuracy@1 (%) on MASSIVE test. Table 2's claim per direction, against mean centring (`centering/mean`), "
         "the strongest untrained baseline here (the paper compares with XLM-R's [CLS] and DREAM; `dream/meaning` "
         "and `raw` are in Table 2 above, without a paired test). Table 5's claims (§4.6), on every pair, against the "
-        "all-together model (`fmda`): the paper compares two-stage with it, not with the baselines.",
+        "all-together model (`fmda`) of the same seed: the paper compares two-stage with it, not with the baselines.",
         claims_rows(cells, directions) + table5_claims_rows(cells, pairs),
     )
-    out += claims_section(
+    return out + claims_section(
         "Claims on Table 4's ablations and the residual embedding, as measured",
         "Accuracy@1 (%) on MASSIVE test. Table 4 (the first pair): each ablation against the full all-together "
         "model of the same seed (`mcnemar_p_vs_all_together`). Table 2's ranking of the embeddings: the "
@@ -358,7 +364,12 @@ def fmda_tables(rows: pd.DataFrame) -> str:
         "(`mcnemar_p_rs_vs_m`).",
         (table4_claims_rows(cells, pairs[0]) if pairs else []) + residual_claims_rows(cells, directions),
     )
+
+
+def _tables3_and_6(cells: Mapping[CellKey, float], pairs: list[tuple[str, str]]) -> list[str]:
+    """Monolingual template retrieval: accuracy@1 (Table 3) and MAP over five targets (Table 6)."""
     template_cols = [(pair, loc) for pair in pairs for loc in pair]
+    out: list[str] = []
     for metric, title in (
         ("accuracy@1", "Table 3: monolingual template retrieval, accuracy@1"),
         ("MAP", "Table 6: monolingual template retrieval, MAP over five targets"),
@@ -370,10 +381,13 @@ def fmda_tables(rows: pd.DataFrame) -> str:
             + [f"{short_locale(loc)} ({short_locale(p[0])}-{short_locale(p[1])} model)" for p, loc in template_cols],
             [(f"{m}/{e}", [_template(m, e, p, loc, metric) for p, loc in template_cols]) for m, e in EMBEDDING_ORDER],
         )
-    # Tables 4 and 5 are about the first pair (EN-DE in the paper and in the default configuration)
-    first = pairs[0] if pairs else ("", "")
+    return out
+
+
+def _table4(cells: Mapping[CellKey, float], first: tuple[str, str], ablations: list[str]) -> list[str]:
+    """Table 4: the ablations' meaning embedding on the first pair (EN-DE in the paper and by default)."""
     both = [first, first[::-1]]
-    out += [
+    out = [
         "",
         "## Table 4: ablations, cross-lingual semantic retrieval of the meaning embedding "
         f"({short_locale(first[0])}-{short_locale(first[1])}), accuracy@1",
@@ -388,12 +402,16 @@ def fmda_tables(rows: pd.DataFrame) -> str:
         (f"w/o {m.removeprefix('fmda-no_').replace('_', ' ')} ({m}/m)", [_semantic(m, "m", *d) for d in both])
         for m in ablations
     ]
-    out += (
+    return out + (
         _grid(cells, ["model"] + [f"{short_locale(a)}→{short_locale(b)}" for a, b in both], body)
         if ablations
         else ["(no ablation variant configured)"]
     )
-    out += ["", "## Table 5: all-together vs two-stage training, accuracy@1", ""]
+
+
+def _table5(cells: Mapping[CellKey, float], pairs: list[tuple[str, str]], methods: set[str]) -> list[str]:
+    """Table 5: all-together against two-stage training, per pair with a two-stage model."""
+    out = ["", "## Table 5: all-together vs two-stage training, accuracy@1", ""]
     if "fmda-two_stage" not in methods:
         out += ["(no two_stage variant configured)"]
     for pair in pairs:
@@ -410,7 +428,12 @@ def fmda_tables(rows: pd.DataFrame) -> str:
         ]
         if any(m in methods for _, m in TABLE5_METHODS[1::2]):  # a two-stage row measured on this pair
             out += [f"### {short_locale(pair[0])}-{short_locale(pair[1])}", ""] + _grid(cells, header, body) + [""]
-    out += [
+    return out
+
+
+def _table9(cells: Mapping[CellKey, float], pairs: list[tuple[str, str]], methods: set[str]) -> list[str]:
+    """Table 9: the dual-lingual models against the unified multilingual one."""
+    out = [
         "",
         "## Table 9: dual-lingual vs unified multilingual training, accuracy@1",
         "",
@@ -438,9 +461,23 @@ def fmda_tables(rows: pd.DataFrame) -> str:
         )
         for p, loc in template_rows
     ]
-    out += (
+    return out + (
         _grid(cells, ["task", "DREAM", "dual-lingual FMDA", "unified FMDA"], body)
         if "fmda-unified" in methods
         else ["(no unified model configured)"]
     )
+
+
+def fmda_tables(rows: pd.DataFrame) -> str:
+    """Markdown views of the long table with the rows and columns of the paper's Tables 2, 3, 4, 5, 6 and 9."""
+    cells = _cells(rows)
+    pairs = _pairs(rows)
+    directions = [d for src, tgt in pairs for d in ((src, tgt), (tgt, src))]
+    methods = set(rows["method"])
+    ablations = [m for m in dict.fromkeys(rows["method"]) if m.startswith("fmda-no_")]
+    out = ["# FMDA on MASSIVE (bundled 4-bit multilingual-e5-small; see docs/findings/fmda.md)", ""]
+    out += _table2(cells, directions) + [""] + _claims(cells, pairs, directions)
+    out += _tables3_and_6(cells, pairs)
+    out += _table4(cells, pairs[0] if pairs else ("", ""), ablations)
+    out += _table5(cells, pairs, methods) + _table9(cells, pairs, methods)
     return "\n".join(out) + "\n"
