@@ -189,81 +189,95 @@ def iter_massive_rows(
     for line_no, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            rejects.reject(source, line_no, "malformed_json", f"malformed JSON ({exc.msg})", "", line)
+        row, error = _json_object(line)
+        if row is None:
+            rejects.reject(source, line_no, "malformed_json", error, "", line)
             continue
-        if not isinstance(row, dict):
-            rejects.reject(source, line_no, "malformed_json", "a row must be a JSON object", "", line)
+        fault = _field_fault(row, locale, seen_ids)
+        if fault is None:
+            ann, offsets, fault = _aligned_annotation(row, options)
+        if fault is not None:
+            reason, message = fault
+            rejects.reject(source, line_no, reason, message, str(row.get("id", "")), line)
             continue
-        missing = [f for f in REQUIRED_FIELDS if f not in row]
-        if missing:
-            rejects.reject(
-                source, line_no, "missing_field", f"missing field(s) {missing}", str(row.get("id", "")), line
-            )
-            continue
-        key = str(row["id"])
-        if row["locale"] != locale:
-            rejects.reject(
-                source, line_no, "wrong_locale", f"locale {row['locale']!r} in the file for {locale!r}", key, line
-            )
-            continue
-        if row["partition"] not in PARTITIONS:
-            rejects.reject(
-                source,
-                line_no,
-                "unknown_partition",
-                f"unknown partition {row['partition']!r} (expected one of {list(PARTITIONS)})",
-                key,
-                line,
-            )
-            continue
-        if key in seen_ids:
-            rejects.reject(source, line_no, "duplicate_id", f"duplicate id {key!r}", key, line)
-            continue
-        utt = row["utt"]
-        if not isinstance(utt, str) or not utt.strip():
-            rejects.reject(source, line_no, "empty_utterance", "empty utterance", key, line)
-            continue
-        try:
-            ann = parse_annot_utt(row["annot_utt"])
-        except AnnotationError as exc:
-            rejects.reject(source, line_no, "bad_annotation", f"annot_utt: {exc}", key, line)
-            continue
-        mismatch = _utt_mismatch(ann, utt, options.whitespace_insensitive)
-        offsets = align_tokens(ann.tokens, utt) if mismatch is None else None
-        if mismatch is None and offsets is None:
-            mismatch = "annotation tokens cannot be aligned with utt"
-        if mismatch is not None:
-            rejects.reject(source, line_no, "utt_mismatch", mismatch, key, line)
-            continue
-        assert offsets is not None
-        seen_ids.add(key)
-        yield {
-            "id": key,
-            "locale": locale,
-            "partition": row["partition"],
-            "scenario": row["scenario"],
-            "intent": row["intent"],
-            "utt": utt,
-            "annot_utt": row["annot_utt"],
-            "tokens": list(ann.tokens),
-            "bio": list(ann.bio),
-            "token_starts": [s for s, _ in offsets],
-            "token_ends": [e for _, e in offsets],
-            "slots": [
-                {
-                    "slot": sp.slot,
-                    "value": sp.value,
-                    "start": sp.start,
-                    "end": sp.end,
-                    "char_start": offsets[sp.start][0],
-                    "char_end": offsets[sp.end - 1][1],
-                }
-                for sp in ann.spans
-            ],
-        }
+        assert ann is not None and offsets is not None
+        seen_ids.add(str(row["id"]))
+        yield _parsed_row(row, locale, ann, offsets)
+
+
+def _json_object(line: str) -> tuple[dict[str, Any] | None, str]:
+    """The row's JSON object, or ``None`` and why the line is not one."""
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as exc:
+        return None, f"malformed JSON ({exc.msg})"
+    if not isinstance(row, dict):
+        return None, "a row must be a JSON object"
+    return row, ""
+
+
+def _field_fault(row: dict[str, Any], locale: str, seen_ids: set[str]) -> tuple[str, str] | None:
+    """The reject reason and message of the first bad field of ``row``, or ``None`` if all are good."""
+    missing = [f for f in REQUIRED_FIELDS if f not in row]
+    if missing:
+        return "missing_field", f"missing field(s) {missing}"
+    key = str(row["id"])
+    if row["locale"] != locale:
+        return "wrong_locale", f"locale {row['locale']!r} in the file for {locale!r}"
+    if row["partition"] not in PARTITIONS:
+        return "unknown_partition", f"unknown partition {row['partition']!r} (expected one of {list(PARTITIONS)})"
+    if key in seen_ids:
+        return "duplicate_id", f"duplicate id {key!r}"
+    utt = row["utt"]
+    if not isinstance(utt, str) or not utt.strip():
+        return "empty_utterance", "empty utterance"
+    return None
+
+
+def _aligned_annotation(
+    row: dict[str, Any], options: ParseOptions
+) -> tuple[Annotation | None, list[tuple[int, int]] | None, tuple[str, str] | None]:
+    """``annot_utt`` parsed and its tokens' character offsets in ``utt``, or the reject reason and message."""
+    try:
+        ann = parse_annot_utt(row["annot_utt"])
+    except AnnotationError as exc:
+        return None, None, ("bad_annotation", f"annot_utt: {exc}")
+    utt = row["utt"]
+    mismatch = _utt_mismatch(ann, utt, options.whitespace_insensitive)
+    offsets = align_tokens(ann.tokens, utt) if mismatch is None else None
+    if mismatch is None and offsets is None:
+        mismatch = "annotation tokens cannot be aligned with utt"
+    if mismatch is not None:
+        return None, None, ("utt_mismatch", mismatch)
+    return ann, offsets, None
+
+
+def _parsed_row(row: dict[str, Any], locale: str, ann: Annotation, offsets: list[tuple[int, int]]) -> dict[str, Any]:
+    """The row :func:`iter_massive_rows` yields: upstream fields, tokens, BIO tags, slots and offsets."""
+    return {
+        "id": str(row["id"]),
+        "locale": locale,
+        "partition": row["partition"],
+        "scenario": row["scenario"],
+        "intent": row["intent"],
+        "utt": row["utt"],
+        "annot_utt": row["annot_utt"],
+        "tokens": list(ann.tokens),
+        "bio": list(ann.bio),
+        "token_starts": [s for s, _ in offsets],
+        "token_ends": [e for _, e in offsets],
+        "slots": [
+            {
+                "slot": sp.slot,
+                "value": sp.value,
+                "start": sp.start,
+                "end": sp.end,
+                "char_start": offsets[sp.start][0],
+                "char_end": offsets[sp.end - 1][1],
+            }
+            for sp in ann.spans
+        ],
+    }
 
 
 def _utt_mismatch(ann: Annotation, utt: str, whitespace_insensitive: bool) -> str | None:
