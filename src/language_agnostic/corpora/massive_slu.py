@@ -171,17 +171,7 @@ def slu_table(
         locale, key = str(locale), str(key)
         tally = counts.setdefault(locale.replace("-", "_"), {"rows_in": 0, "rows_out": 0, "rejected": 0})
         tally["rows_in"] += 1
-        where = f"locale {locale!r} id {key!r}"
-        kind, reason = "", ""
-        if (locale, key) in seen:
-            kind, reason = "duplicate_id", f"{where}: duplicate id"
-        elif not isinstance(annot, str):
-            kind, reason = "bad_annotation", f"{where}: annot_utt is {annot!r}, not a string"
-        else:
-            try:
-                words, labels, spaced = slu_words_spaced(annot, locale, char_locales)
-            except AnnotationError as exc:
-                kind, reason = "bad_annotation", f"{where}: annot_utt: {exc}"
+        kind, reason, (words, labels, spaced) = _utterance_words(locale, key, annot, seen, char_locales)
         if kind:
             log.reject(source, None, kind, reason, key, str(annot))
             reject_locales.append(locale)
@@ -201,11 +191,7 @@ def slu_table(
                 "spaced": spaced,
             }
         )
-    total: dict[str, int] = {}
-    for tally in counts.values():
-        for name, n in tally.items():
-            total[name] = total.get(name, 0) + n
-    counts["all"] = {"rows_in": 0, "rows_out": 0, "rejected": 0, **total}
+    counts["all"] = _all_locales(counts)
     logger.info(
         "SLU table from %s: %d rows in, %d out, %d rejected %s",
         source,
@@ -216,6 +202,30 @@ def slu_table(
     )
     rejects = pd.DataFrame([{"locale": loc, **r} for loc, r in zip(reject_locales, log.rows)], columns=REJECT_COLUMNS)
     return pd.DataFrame(rows, columns=OUTPUT_COLUMNS), rejects, counts
+
+
+def _utterance_words(
+    locale: str, key: str, annot: Any, seen: set[tuple[str, str]], char_locales: Sequence[str]
+) -> tuple[str, str, tuple[list[str], list[str], list[bool]]]:
+    """``("", "", (words, labels, spaced))`` of a good utterance, or its reject kind and reason (and empty lists)."""
+    where = f"locale {locale!r} id {key!r}"
+    if (locale, key) in seen:
+        return "duplicate_id", f"{where}: duplicate id", ([], [], [])
+    if not isinstance(annot, str):
+        return "bad_annotation", f"{where}: annot_utt is {annot!r}, not a string", ([], [], [])
+    try:
+        return "", "", slu_words_spaced(annot, locale, char_locales)
+    except AnnotationError as exc:
+        return "bad_annotation", f"{where}: annot_utt: {exc}", ([], [], [])
+
+
+def _all_locales(counts: dict[str, dict[str, int]]) -> dict[str, int]:
+    """Every count of ``counts`` summed over its locales (``rows_in``, ``rows_out``, ``rejected`` always present)."""
+    total: dict[str, int] = {}
+    for tally in counts.values():
+        for name, n in tally.items():
+            total[name] = total.get(name, 0) + n
+    return {"rows_in": 0, "rows_out": 0, "rejected": 0, **total}
 
 
 def _check_label(label: str, where: str) -> None:
