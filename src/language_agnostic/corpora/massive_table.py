@@ -153,6 +153,46 @@ def _stop_on_unpaired(
         )
 
 
+def _warn_unpaired(
+    both: pd.DataFrame, disagree: pd.Series, only_src: int, only_tgt: int, src_locale: str, tgt_locale: str
+) -> None:
+    """Log the ids that disagree across the locales and those found on one side only (skipped, not raised)."""
+    if disagree.any():
+        logger.warning(
+            "pair %s-%s: %d ids disagree on partition or intent across locales; rejected (first: %s)",
+            src_locale,
+            tgt_locale,
+            int(disagree.sum()),
+            both.loc[disagree, "id"].head(5).tolist(),
+        )
+    if only_src or only_tgt:
+        logger.warning(
+            "pair %s-%s: %d ids only in %s, %d only in %s; rejected",
+            src_locale,
+            tgt_locale,
+            only_src,
+            src_locale,
+            only_tgt,
+            tgt_locale,
+        )
+
+
+def _pair_rows(good: pd.DataFrame, src_locale: str, tgt_locale: str) -> pd.DataFrame:
+    """The pair table's columns from the merged rows of the ids found (and agreeing) in both locales."""
+    return pd.DataFrame(
+        {
+            "id": good["id"],
+            "partition": good["partition_src"],
+            "scenario": good["scenario_src"],
+            "intent": good["intent_src"],
+            "source_locale": src_locale,
+            "target_locale": tgt_locale,
+            "source_utt": good["utt_src"],
+            "target_utt": good["utt_tgt"],
+        }
+    ).reset_index(drop=True)
+
+
 def build_pair_table(
     utterances: pd.DataFrame, pair: Mapping[str, str], ingest: Mapping[str, Any] | None = None
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
@@ -184,37 +224,8 @@ def build_pair_table(
     disagree = (both["partition_src"] != both["partition_tgt"]) | (both["intent_src"] != both["intent_tgt"])
     if (ingest or {}).get("on_bad_row", "error") == "error":
         _stop_on_unpaired(merged, both, disagree, src_locale, tgt_locale)
-    if disagree.any():
-        logger.warning(
-            "pair %s-%s: %d ids disagree on partition or intent across locales; rejected (first: %s)",
-            src_locale,
-            tgt_locale,
-            int(disagree.sum()),
-            both.loc[disagree, "id"].head(5).tolist(),
-        )
-    if only_src or only_tgt:
-        logger.warning(
-            "pair %s-%s: %d ids only in %s, %d only in %s; rejected",
-            src_locale,
-            tgt_locale,
-            only_src,
-            src_locale,
-            only_tgt,
-            tgt_locale,
-        )
-    good = both[~disagree]
-    table = pd.DataFrame(
-        {
-            "id": good["id"],
-            "partition": good["partition_src"],
-            "scenario": good["scenario_src"],
-            "intent": good["intent_src"],
-            "source_locale": src_locale,
-            "target_locale": tgt_locale,
-            "source_utt": good["utt_src"],
-            "target_utt": good["utt_tgt"],
-        }
-    ).reset_index(drop=True)
+    _warn_unpaired(both, disagree, only_src, only_tgt, src_locale, tgt_locale)
+    table = _pair_rows(both[~disagree], src_locale, tgt_locale)
     per_partition = {p: int((table["partition"] == p).sum()) for p in PARTITIONS}
     counts = {
         f"{locale_tag(src_locale)}__{locale_tag(tgt_locale)}": {
