@@ -27,7 +27,7 @@ from kedro.pipeline import Pipeline, node
 from kedro.utils import find_kedro_project
 
 from language_agnostic.launch import set_default_processes
-from language_agnostic.pipelines.parameter_checks import check_parameters
+from language_agnostic.pipelines.parameter_checks import base_parameters, check_parameters
 from language_agnostic.training.reuse import configure as configure_reuse
 
 logger = logging.getLogger(__name__)
@@ -35,6 +35,9 @@ logger = logging.getLogger(__name__)
 # the parameter sections that say which trained models exist (methods/apply.py:expected_models):
 # what the tatoeba and export pipelines read to find the models in data/06_models
 TRAINED_MODEL_PARAMS = ["params:qe", "params:sts", "params:massive", "params:fmda", "params:fmda_paper", "params:emu"]
+
+# ``LANGUAGE_AGNOSTIC_VALIDATE_ONLY=1 kedro run ...``: check the run's parameters, run no node, exit 0
+VALIDATE_ONLY = "LANGUAGE_AGNOSTIC_VALIDATE_ONLY"
 
 # the config loader of the running Kedro session (set by RunConfigHook), if any
 _session_config: AbstractConfigLoader | None = None
@@ -57,8 +60,13 @@ class RunConfigHook:
         set_default_processes(context.params.get("processes", 1))
         # whether training steps reuse stored models, and where they are kept (training/reuse.py)
         configure_reuse(context.params.get("trained_models"), context.project_path)
-        # a wrong parameter stops the run now, naming it, not after minutes of work
-        check_parameters(context.params)
+        # a wrong parameter stops the run now, naming it, not after minutes of work; keys and types
+        # are checked against conf/base's (pipelines/parameter_checks.py)
+        check_parameters(context.params, base_parameters(Path(context.config_loader.conf_source)))
+        if os.environ.get(VALIDATE_ONLY) == "1":
+            # the parameters are checked: stop before the catalog, the pipelines and the run lock
+            print(f"{VALIDATE_ONLY}=1: the parameters of this run are valid; no node was run")
+            raise SystemExit(0)
 
 
 def forget_session_config() -> None:
