@@ -19,7 +19,7 @@ import hashlib
 import logging
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
@@ -291,6 +291,77 @@ def _forward_groups(lengths: np.ndarray, batch_size: int, fill: bool) -> list[np
     return batches
 
 
+def _forward_function(
+    encoder: LoadedEncoder,
+    settings: ExtractionSettings,
+    space: Namespace,
+    device: torch.device,
+    dtype: torch.dtype,
+    precision: str,
+) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+    """The backend's forward pass: ``(ids, mask)`` → last hidden states in float32."""
+    if settings.backend == "torch":
+        model = _inference_copy(encoder.model, device, dtype)
+
+        def forward_pass(ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+            return model(input_ids=ids, attention_mask=mask).last_hidden_state.float()
+
+        return forward_pass
+    run = backend_forward(
+        prepare_backend(encoder, settings.backend, space.directory.parent / BACKENDS_DIR),
+        settings.backend,
+        precision,
+        torch.get_num_threads(),
+    )
+
+    def backend_pass(ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return run(ids)  # one length per batch: the mask is all ones
+
+    return backend_pass
+
+
+def _encode_chunk(
+    dim: int,
+    tok: Tokenised,
+    chunk: np.ndarray,
+    batches: list[np.ndarray],
+    forward_pass: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    device: torch.device | None,
+    token_states: bool,
+    bar: Any,
+) -> tuple[dict[str, np.ndarray], float]:
+    """One shard's arrays (all but ``keys``) for the texts at ``chunk``, and the seconds spent in forward passes.
+
+    ``device``: where the torch backend's inputs go (``None``: the other backends, which stay on the CPU).
+    """
+    forward = 0.0
+    cls = np.zeros((len(chunk), dim), dtype=np.float32)
+    mean = np.zeros((len(chunk), dim), dtype=np.float32)
+    lengths = tok.lengths[chunk]
+    starts = np.zeros(len(chunk), dtype=np.int64)
+    starts[1:] = np.cumsum(lengths)[:-1]
+    tokens = np.zeros((int(lengths.sum()), dim), dtype=np.float16) if token_states else None
+    for batch in batches:
+        ids, mask = padded_batch(tok, chunk[batch], 0)  # one length per batch: nothing is padded
+        tick = time.perf_counter()
+        if device is not None:  # once, for the forward and the pooling
+            ids, mask = ids.to(device), mask.to(device)
+        hidden = forward_pass(ids, mask)
+        forward += time.perf_counter() - tick
+        real = np.unique(batch, return_index=True)[1]  # filled batches repeat rows: keep each once
+        cls[batch[real]] = cls_pool(hidden, mask).cpu().numpy()[real]
+        mean[batch[real]] = mean_pool(hidden, mask).cpu().numpy()[real]
+        if tokens is not None:
+            width = hidden.shape[1]
+            rows = starts[batch[real]][:, None] + np.arange(width)[None, :]
+            tokens[rows.ravel()] = hidden[torch.from_numpy(real)].half().cpu().numpy().reshape(-1, dim)
+        bar.update(len(real))
+    arrays = {"lengths": lengths, "truncated": tok.truncated[chunk], "cls": cls, "mean": mean}
+    if tokens is not None:
+        arrays.update(tokens=tokens, token_starts=starts)
+    return arrays, forward
+
+
 def _encode_missing(
     encoder: LoadedEncoder,
     texts: list[str],
@@ -315,25 +386,12 @@ def _encode_missing(
         1 if settings.backend in PER_TEXT else settings.batch_size,
         ", with token states" if token_states else "",
     )
-    if settings.backend == "torch":
-        model = _inference_copy(encoder.model, device, dtype)
-
-        def forward_pass(ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-            return model(input_ids=ids, attention_mask=mask).last_hidden_state.float()
-    else:
-        run = backend_forward(
-            prepare_backend(encoder, settings.backend, space.directory.parent / BACKENDS_DIR),
-            settings.backend,
-            precision,
-            torch.get_num_threads(),
-        )
-
-        def forward_pass(ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-            return run(ids)  # one length per batch: the mask is all ones
-
+    forward_pass = _forward_function(encoder, settings, space, device, dtype, precision)
     # int8 activations scaled per batch tensor: each text alone keeps its vector its own
     batch_size = 1 if settings.backend in PER_TEXT else settings.batch_size
     fill = device.type == "cuda"
+    # the torch backend's inputs go to its device; the other backends run on the CPU
+    inputs_device = device if settings.backend == "torch" else None
     bar = tqdm(total=len(texts), desc=progress_desc, unit="text", disable=not settings.progress)
     forward = 0.0
     # chunks in length order keep every chunk's batches full; each chunk is one shard, written when done
@@ -341,38 +399,12 @@ def _encode_missing(
     with torch.inference_mode():
         for begin in range(0, len(order), settings.chunk_size):
             chunk = order[begin : begin + settings.chunk_size]
-            dim = encoder.hidden_size
-            cls = np.zeros((len(chunk), dim), dtype=np.float32)
-            mean = np.zeros((len(chunk), dim), dtype=np.float32)
-            lengths = tok.lengths[chunk]
-            starts = np.zeros(len(chunk), dtype=np.int64)
-            starts[1:] = np.cumsum(lengths)[:-1]
-            tokens = np.zeros((int(lengths.sum()), dim), dtype=np.float16) if token_states else None
-            for batch in _forward_groups(lengths, batch_size, fill):
-                ids, mask = padded_batch(tok, chunk[batch], 0)  # one length per batch: nothing is padded
-                tick = time.perf_counter()
-                if settings.backend == "torch":  # once, for the forward and the pooling (the other backends: CPU)
-                    ids, mask = ids.to(device), mask.to(device)
-                hidden = forward_pass(ids, mask)
-                forward += time.perf_counter() - tick
-                real = np.unique(batch, return_index=True)[1]  # filled batches repeat rows: keep each once
-                cls[batch[real]] = cls_pool(hidden, mask).cpu().numpy()[real]
-                mean[batch[real]] = mean_pool(hidden, mask).cpu().numpy()[real]
-                if tokens is not None:
-                    width = hidden.shape[1]
-                    rows = starts[batch[real]][:, None] + np.arange(width)[None, :]
-                    tokens[rows.ravel()] = hidden[torch.from_numpy(real)].half().cpu().numpy().reshape(-1, dim)
-                bar.update(len(real))
-            arrays = {
-                "keys": keys[chunk],
-                "lengths": lengths,
-                "truncated": tok.truncated[chunk],
-                "cls": cls,
-                "mean": mean,
-            }
-            if tokens is not None:
-                arrays.update(tokens=tokens, token_starts=starts)
-            space.write_shard(arrays, token_states)
+            batches = _forward_groups(tok.lengths[chunk], batch_size, fill)
+            arrays, seconds = _encode_chunk(
+                encoder.hidden_size, tok, chunk, batches, forward_pass, inputs_device, token_states, bar
+            )
+            forward += seconds
+            space.write_shard({"keys": keys[chunk], **arrays}, token_states)
     bar.close()
     USAGE.encoded += len(texts)
     USAGE.forward_seconds += forward
@@ -434,6 +466,85 @@ def _encode_in_processes(
     USAGE.seconds += time.perf_counter() - started
 
 
+def _recorded_lists(
+    encoder: LoadedEncoder, space: Namespace, keys: Mapping[str, np.ndarray], token_states: bool
+) -> dict[str, EmbeddingSet]:
+    """The lists the store has recorded already (same texts in the same order), read back and checked."""
+    done: dict[str, EmbeddingSet] = {}
+    for name in keys:
+        list_key = _list_key(space.name, keys[name], token_states)
+        if (space.list_dir / list_key / "meta.json").is_file():
+            done[name] = _checked(EmbeddingSet(space.list_dir / list_key), encoder)
+    return done
+
+
+def _unstored_texts(
+    space: Namespace,
+    wanted: Mapping[str, list[str]],
+    keys: Mapping[str, np.ndarray],
+    done: Mapping[str, EmbeddingSet],
+    token_states: bool,
+) -> dict[bytes, str]:
+    """``{key: text}`` of every distinct text of the unrecorded lists that the store does not hold, in list order."""
+    todo: dict[bytes, str] = {}
+    for name, texts in wanted.items():
+        if name in done:
+            continue
+        for position in space.missing(keys[name], token_states):
+            todo.setdefault(bytes(keys[name][position]), texts[position])
+    return todo
+
+
+def _stop_dry_run(
+    todo: Mapping[bytes, str],
+    wanted: Mapping[str, list[str]],
+    keys: Mapping[str, np.ndarray],
+    done: Mapping[str, EmbeddingSet],
+) -> None:
+    """Under the dry-run variable: stop, saying how many texts the extraction would encode."""
+    distinct = len({bytes(k) for name in wanted if name not in done for k in keys[name]})
+    raise StoreDryRunStop(
+        f"{DRY_RUN_VARIABLE} is set: this extraction would encode {len(todo)} of the {distinct} distinct texts "
+        f"its {len(wanted) - len(done)} list(s) ask for ({distinct - len(todo)} are stored already, "
+        f"{sum(len(t) for t in wanted.values())} requested with repeats); stopping before encoding"
+    )
+
+
+def _encode_texts(
+    encoder: LoadedEncoder,
+    todo: Mapping[bytes, str],
+    settings: ExtractionSettings,
+    space: Namespace,
+    store: EmbeddingStore,
+) -> None:
+    """Encode the texts of ``todo`` into the store, in worker processes if ``settings.processes`` asks for them."""
+    if not todo:
+        return
+    # exported once here, before any worker starts, so workers only read it
+    prepare_backend(encoder, settings.backend, store.root / BACKENDS_DIR)
+    texts, keys = list(todo.values()), np.array(list(todo), dtype=f"S{KEY_BYTES}")
+    if should_launch(settings.processes):
+        _encode_in_processes(encoder, texts, keys, settings, space)
+    else:
+        _encode_missing(encoder, texts, keys, settings, space, settings.token_states, "embedding")
+
+
+def _list_meta(
+    encoder: LoadedEncoder, inputs: Mapping[str, Any], texts: list[str], settings: ExtractionSettings
+) -> dict[str, Any]:
+    """What a recorded list's ``meta.json`` holds: the namespace's inputs, the texts' hash, the encoder and settings."""
+    return {
+        **inputs,
+        "format": STORE_FORMAT,
+        "token_states": settings.token_states,
+        "texts_sha256": texts_sha256(texts),
+        "n_texts": len(texts),
+        "dim": encoder.hidden_size,
+        "identity": encoder.identity,
+        "settings": asdict(settings),
+    }
+
+
 def extract_embedding_sets(
     encoder: LoadedEncoder, lists: Mapping[str, Sequence[str]], settings: ExtractionSettings, store: EmbeddingStore
 ) -> dict[str, EmbeddingSet]:
@@ -461,42 +572,13 @@ def extract_embedding_sets(
         for name, texts in wanted.items():
             _check_texts(encoder, texts, settings, name)
             USAGE.note_request(space.name, keys[name])
-        done: dict[str, EmbeddingSet] = {}
-        for name in wanted:
-            list_key = _list_key(space.name, keys[name], settings.token_states)
-            if (space.list_dir / list_key / "meta.json").is_file():
-                done[name] = _checked(EmbeddingSet(space.list_dir / list_key), encoder)
-        todo: dict[bytes, str] = {}
-        for name, texts in wanted.items():
-            if name in done:
-                continue
-            for position in space.missing(keys[name], settings.token_states):
-                todo.setdefault(bytes(keys[name][position]), texts[position])
+        done = _recorded_lists(encoder, space, keys, settings.token_states)
+        todo = _unstored_texts(space, wanted, keys, done, settings.token_states)
         if todo and os.environ.get(DRY_RUN_VARIABLE):
-            distinct = len({bytes(k) for name in wanted if name not in done for k in keys[name]})
-            raise StoreDryRunStop(
-                f"{DRY_RUN_VARIABLE} is set: this extraction would encode {len(todo)} of the {distinct} distinct texts "
-                f"its {len(wanted) - len(done)} list(s) ask for ({distinct - len(todo)} are stored already, "
-                f"{sum(len(t) for t in wanted.values())} requested with repeats); stopping before encoding"
-            )
+            _stop_dry_run(todo, wanted, keys, done)
         space.ensure()
-        if todo:  # exported once here, before any worker starts, so workers only read it
-            prepare_backend(encoder, settings.backend, store.root / BACKENDS_DIR)
-        if todo and should_launch(settings.processes):
-            _encode_in_processes(
-                encoder, list(todo.values()), np.array(list(todo), dtype=f"S{KEY_BYTES}"), settings, space
-            )
-        elif todo:
-            _encode_missing(
-                encoder,
-                list(todo.values()),
-                np.array(list(todo), dtype=f"S{KEY_BYTES}"),
-                settings,
-                space,
-                settings.token_states,
-                "embedding",
-            )
-        else:
+        _encode_texts(encoder, todo, settings, space, store)
+        if not todo:
             logger.info(
                 "embedding store: all %d texts of %d list(s) already stored, nothing to encode",
                 sum(len(t) for t in wanted.values()),
@@ -506,16 +588,7 @@ def extract_embedding_sets(
             if name in done:
                 continue
             list_key = _list_key(space.name, keys[name], settings.token_states)
-            meta = {
-                **inputs,
-                "format": STORE_FORMAT,
-                "token_states": settings.token_states,
-                "texts_sha256": texts_sha256(texts),
-                "n_texts": len(texts),
-                "dim": encoder.hidden_size,
-                "identity": encoder.identity,
-                "settings": asdict(settings),
-            }
+            meta = _list_meta(encoder, inputs, texts, settings)
             done[name] = EmbeddingSet(space.write_list(list_key, keys[name], settings.token_states, meta))
     return {name: done[name] for name in wanted}
 
