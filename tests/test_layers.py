@@ -86,3 +86,17 @@ def test_the_check_finds_an_upward_import(tmp_path: Path):
 @pytest.mark.parametrize("part", ["config", "launch"])
 def test_the_bottom_layer_imports_nothing_of_the_project(part: str):
     assert imports_of(PACKAGE / f"{part}.py") == []
+
+
+def test_evaluation_returns_numbers_and_logs_nothing():
+    """``evaluation/`` computes metrics; the pipelines' nodes log them to MLflow, never the package."""
+    package = Path(__file__).resolve().parents[1] / "src" / "language_agnostic" / "evaluation"
+    logging = []
+    for path in sorted(package.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+                logging += [
+                    f"{path.name}: {n}" for n in names if n.startswith(("mlflow", "language_agnostic.tracking"))
+                ]
+    assert not logging, f"evaluation/ imports MLflow or the tracking module: {logging}"

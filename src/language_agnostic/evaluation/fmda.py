@@ -26,7 +26,6 @@ from language_agnostic.methods.apply import control_meaning
 from language_agnostic.methods.centering import center, fit_language_means
 from language_agnostic.methods.fmda import encode_with_fmda
 from language_agnostic.methods.registry import load_trained
-from language_agnostic.tracking import log_child_metrics
 
 logger = logging.getLogger(__name__)
 
@@ -43,9 +42,7 @@ def evaluate_head(manifest: Mapping[str, Any], head: Mapping[str, Any], identity
         vectors = np.asarray(entry.vectors(head["pooling"]))
         return {(method, "meaning"): control_meaning(model, vectors, method)}
 
-    rows = _score(manifest, embed, str(identity.get("name")), against_centering="meaning")
-    log_child_metrics(head.get("mlflow_run_id"), rows)
-    return rows
+    return _score(manifest, embed, str(identity.get("name")), against_centering="meaning")
 
 
 def _row(
@@ -233,6 +230,4 @@ def evaluate_fmda(
         def twin(entry: EmbeddingSet) -> dict[str, np.ndarray]:
             return {key: value for key, value in encode_with_fmda(twin_model, entry).items() if key != "lang"}
 
-    rows = _score(manifest, embed, str(identity.get("name")), against_centering="m", twin=twin)
-    log_child_metrics(fmda.get("mlflow_run_id"), rows)
-    return rows
+    return _score(manifest, embed, str(identity.get("name")), against_centering="m", twin=twin)

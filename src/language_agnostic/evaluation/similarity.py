@@ -15,7 +15,6 @@ from language_agnostic.evaluation.correlation import paired_cosine, pearson
 from language_agnostic.evaluation.leakage import language_probe_accuracy
 from language_agnostic.methods.centering import center
 from language_agnostic.methods.registry import load_trained
-from language_agnostic.tracking import log_child_metrics
 
 Encoded = dict[tuple[str, str], np.ndarray]  # (method, embedding) -> vectors
 SCORE_COLUMNS = ["method", "embedding", "pair", "item", "cosine", "gold"]
@@ -137,10 +136,7 @@ def evaluate_similarity(
                     encoder,
                 )
             )
-    table = pd.DataFrame(rows)
-    for head in heads:
-        log_child_metrics(head.get("mlflow_run_id"), table[table["method"] == head_name(head)])
-    return table, pd.concat(scores, ignore_index=True)[SCORE_COLUMNS]
+    return pd.DataFrame(rows), pd.concat(scores, ignore_index=True)[SCORE_COLUMNS]
 
 
 def _probe_sample(

@@ -23,13 +23,13 @@ from language_agnostic.corpora.evaluation_sets import clean_and_split, ingest_qe
 from language_agnostic.corpora.wmt_qe import QE_PAIRS
 from language_agnostic.encoders.extraction import EmbeddingStore, extract_embedding_sets, extraction_settings
 from language_agnostic.encoders.loading import LoadedEncoder
-from language_agnostic.evaluation.similarity import evaluate_similarity, language_leakage
+from language_agnostic.evaluation.similarity import evaluate_similarity, head_name, language_leakage
 from language_agnostic.methods.registry import TRAINED_METHODS, check_ablations
 from language_agnostic.pipelines.embeddings.pipeline import load_encoder_pipeline
 from language_agnostic.pipelines.project_config import bind, load_parameters
 from language_agnostic.reporting.figures import plot_meaning_language
 from language_agnostic.reporting.similarity import similarity_markdown
-from language_agnostic.tracking import metric_key
+from language_agnostic.tracking import log_child_metrics, metric_key
 from language_agnostic.training.heads import fit_centering, train_ablation, train_head
 from language_agnostic.training.reuse import reusable
 
@@ -123,6 +123,22 @@ def evaluation_sets_pipeline(qe_pairs: Sequence[str] | None = None) -> Pipeline:
     )
 
 
+def evaluate_and_log(
+    manifest: Mapping[str, Any],
+    test: pd.DataFrame,
+    identity: Mapping[str, Any],
+    report: Mapping[str, Any],
+    centering: Mapping[str, Any],
+    *heads: Mapping[str, Any],
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`evaluate_similarity`'s rows and scores; each head's rows also logged to its MLflow child run
+    (evaluation returns numbers only)."""
+    table, scores = evaluate_similarity(manifest, test, identity, report, centering, *heads)
+    for head in heads:
+        log_child_metrics(head.get("mlflow_run_id"), table[table["method"] == head_name(head)])
+    return table, scores
+
+
 def create_similarity_pipeline(
     name: str, candidates: node, qe_pairs: Sequence[str] | None = None, ablations: Mapping[str, Any] | None = None
 ) -> Pipeline:
@@ -200,7 +216,7 @@ def create_similarity_pipeline(
         )
     nodes_ += [
         node(
-            evaluate_similarity,
+            evaluate_and_log,
             inputs=[
                 f"{name}_embeddings",
                 test,

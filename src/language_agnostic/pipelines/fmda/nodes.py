@@ -23,12 +23,14 @@ from language_agnostic.encoders.extraction import (
 )
 from language_agnostic.encoders.loading import LoadedEncoder
 
-# the training, scoring and figure nodes are the core functions themselves
-from language_agnostic.evaluation.fmda import evaluate_baselines, evaluate_fmda, evaluate_head
+# the training, scoring and figure nodes are the core functions themselves (the scoring ones
+# also log their rows to the model's MLflow child run: evaluation returns numbers only)
+from language_agnostic.evaluation import fmda as fmda_evaluation
+from language_agnostic.evaluation.fmda import evaluate_baselines
 from language_agnostic.methods.fmda import ALL_TOGETHER, method_name
 from language_agnostic.reporting.figures import plot_embeddings
 from language_agnostic.reporting.fmda import fmda_tables
-from language_agnostic.tracking import metric_key
+from language_agnostic.tracking import log_child_metrics, metric_key
 from language_agnostic.training.fmda import (
     POOLED_METHODS,
     SELECTION,
@@ -59,6 +61,26 @@ __all__ = [
     "train_fmda_unified",
     "train_pooled_head",
 ]
+
+
+def evaluate_fmda(
+    manifest: Mapping[str, Any],
+    fmda: Mapping[str, Any],
+    identity: Mapping[str, Any],
+    all_together: Mapping[str, Any] | None = None,
+) -> pd.DataFrame:
+    """:func:`evaluation.fmda.evaluate_fmda`'s rows, also logged to the variant's MLflow child run."""
+    rows = fmda_evaluation.evaluate_fmda(manifest, fmda, identity, all_together)
+    log_child_metrics(fmda.get("mlflow_run_id"), rows)
+    return rows
+
+
+def evaluate_head(manifest: Mapping[str, Any], head: Mapping[str, Any], identity: Mapping[str, Any]) -> pd.DataFrame:
+    """:func:`evaluation.fmda.evaluate_head`'s rows, also logged to the head's MLflow child run."""
+    rows = fmda_evaluation.evaluate_head(manifest, head, identity)
+    log_child_metrics(head.get("mlflow_run_id"), rows)
+    return rows
+
 
 logger = logging.getLogger(__name__)
 
