@@ -278,54 +278,63 @@ def load_models(
         skipped.append({"method": spec.name, "path": str(shelf.path(spec.path)), "reason": reason})
 
     for spec in specs:
-        path = shelf.path(spec.path)
+        spec_languages = list(languages.get(spec.source, []))
         if spec.kind == "encoder":
-            if not shelf.has_encoder(spec.path):
-                skip(spec, f"{path} not found (no config.json); `{spec.command}` makes it")
-                continue
-            base = _base_encoder(shelf.provenance(spec.path))
-            if (
-                base.get("weights_sha256")
-                and identity.get("weights_sha256")
-                and base["weights_sha256"] != identity["weights_sha256"]
-            ):
-                skip(
-                    spec,
-                    f"{path} was fine-tuned from encoder {base.get('name')!r} "
-                    f"(weights {str(base['weights_sha256'])[:12]}), "
-                    f"but embeddings.encoder.name configures {identity.get('name')!r} "
-                    f"(weights {str(identity['weights_sha256'])[:12]}); "
-                    "its rows would be compared with another encoder's",
-                )
-                continue
-            loaded.append(LoadedModel(spec, list(languages.get(spec.source, [])), pooling=spec.embedding))
-            continue
-        if not shelf.has_artifact(spec.path):
-            skip(spec, f"{path} not found; `{spec.command}` makes it")
-            continue
-        saved = shelf.artifact(spec.path)
-        if spec.kind == "centering":
-            model = LoadedModel(spec, list(languages.get(spec.source, [])), saved, str(saved.get("pooling", "mean")))
-            model.module = {str(k): v.float().numpy() for k, v in saved["state_dict"].items()}
+            problem = _encoder_problem(shelf, spec, identity)
+            model = None if problem else LoadedModel(spec, spec_languages, pooling=spec.embedding)
+        else:
+            model, problem = _saved_model(shelf, spec, spec_languages, identity, check, where)
+        if model is None:
+            skip(spec, problem)
+        else:
             loaded.append(model)
-            continue
-        if "build" not in saved:
-            skip(spec, f"{path} was saved before the method registry (no 'build' entry); rerun `{spec.command}`")
-            continue
-        try:
-            check(saved, identity, str(path), f"{where}.models")
-        except ValueError as exc:
-            skip(spec, str(exc))
-            continue
-        method, module = load_trained(saved)
-        if (method.name == "fmda") != (spec.kind == "fmda"):
-            skip(spec, f"{path} holds a {method.name!r} model, not the expected {spec.kind}")
-            continue
-        loaded.append(
-            LoadedModel(spec, list(languages.get(spec.source, [])), saved, str(saved.get("pooling", "mean")), module)
-        )
     logger.info("%s: %d of %d expected models loaded, %d skipped", where, len(loaded), len(specs), len(skipped))
     return loaded, skipped
+
+
+def _encoder_problem(shelf: Any, spec: ModelSpec, identity: Mapping[str, Any]) -> str:
+    """Why the fine-tuned encoder of ``spec`` cannot be used (missing, or from another encoder), or ``""``."""
+    path = shelf.path(spec.path)
+    if not shelf.has_encoder(spec.path):
+        return f"{path} not found (no config.json); `{spec.command}` makes it"
+    base = _base_encoder(shelf.provenance(spec.path))
+    if (
+        base.get("weights_sha256")
+        and identity.get("weights_sha256")
+        and base["weights_sha256"] != identity["weights_sha256"]
+    ):
+        return (
+            f"{path} was fine-tuned from encoder {base.get('name')!r} "
+            f"(weights {str(base['weights_sha256'])[:12]}), "
+            f"but embeddings.encoder.name configures {identity.get('name')!r} "
+            f"(weights {str(identity['weights_sha256'])[:12]}); "
+            "its rows would be compared with another encoder's"
+        )
+    return ""
+
+
+def _saved_model(
+    shelf: Any, spec: ModelSpec, languages: list[str], identity: Mapping[str, Any], check: Any, where: str
+) -> tuple[LoadedModel | None, str]:
+    """The saved artifact of ``spec`` (centring vectors or a trained head) loaded, or ``None`` and why not."""
+    path = shelf.path(spec.path)
+    if not shelf.has_artifact(spec.path):
+        return None, f"{path} not found; `{spec.command}` makes it"
+    saved = shelf.artifact(spec.path)
+    if spec.kind == "centering":
+        model = LoadedModel(spec, languages, saved, str(saved.get("pooling", "mean")))
+        model.module = {str(k): v.float().numpy() for k, v in saved["state_dict"].items()}
+        return model, ""
+    if "build" not in saved:
+        return None, f"{path} was saved before the method registry (no 'build' entry); rerun `{spec.command}`"
+    try:
+        check(saved, identity, str(path), f"{where}.models")
+    except ValueError as exc:
+        return None, str(exc)
+    method, module = load_trained(saved)
+    if (method.name == "fmda") != (spec.kind == "fmda"):
+        return None, f"{path} holds a {method.name!r} model, not the expected {spec.kind}"
+    return LoadedModel(spec, languages, saved, str(saved.get("pooling", "mean")), module), ""
 
 
 def _base_encoder(provenance: Mapping[str, Any]) -> dict[str, Any]:
