@@ -158,12 +158,13 @@ def check_against_base(params: Mapping[str, Any], base: Mapping[str, Any], where
     Raises:
         ParameterError: an unknown key (with the known ones), a wrong type or an emptied word.
     """
+    if where in NAMED_ENTRIES:
+        return  # an entry's keys are its parser's: a variant's `loss` may set what conf/base's leaves out
     known = set(base) | PARSED_BLOCKS.get(where, frozenset())
-    if where not in NAMED_ENTRIES:
-        unknown = sorted(str(k) for k in set(params) - known)
-        if unknown:
-            block = where or "the top level of the parameters"
-            raise ParameterError(f"{block}: unknown key(s) {unknown}; known: {sorted(str(k) for k in known)}")
+    unknown = sorted(str(k) for k in set(params) - known)
+    if unknown:
+        block = where or "the top level of the parameters"
+        raise ParameterError(f"{block}: unknown key(s) {unknown}; known: {sorted(str(k) for k in known)}")
     for key, value in params.items():
         if key not in base:
             continue
