@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kedro.pipeline import Pipeline, node
+from kedro.pipeline import Node, Pipeline, node
 
 from language_agnostic.pipelines.embeddings.pipeline import load_encoder_pipeline
 from language_agnostic.pipelines.emu import nodes
@@ -42,6 +42,10 @@ def create_pipeline(
     return _create_pipeline(methods, save_encoders, figure)
 
 
+# what the raw evaluation and every method read
+SHARED_INPUTS = ["massive_utterances", "encoder", "params:emu.data"]
+
+
 def _create_pipeline(
     methods: Mapping[str, Any] | None = None,
     save_encoders: list[str] | None = None,
@@ -49,15 +53,7 @@ def _create_pipeline(
 ) -> Pipeline:
     params = load_parameters().get("emu") or {} if methods is None or save_encoders is None else {}
     if methods is None:
-        methods = dict(params.get("methods") or DEFAULT_METHODS)
-        # `--params=emu.only=emu`: train and report only these methods (and raw); null = all
-        only = params.get("only")
-        if only:
-            only = [only] if isinstance(only, str) else [str(n) for n in only]
-            unknown = sorted(set(only) - set(methods))
-            if unknown:
-                raise ValueError(f"emu.only: {unknown} not in emu.methods ({sorted(methods)})")
-            methods = {n: spec for n, spec in methods.items() if n in only}
+        methods = _configured_methods(params)
     if save_encoders is None:
         save_encoders = [str(n) for n in params.get("save_encoders") or [] if n in methods]
     for name, spec in methods.items():
@@ -65,7 +61,6 @@ def _create_pipeline(
     missing = sorted(set(save_encoders) - set(methods))
     if missing:
         raise ValueError(f"emu.save_encoders: {missing} not in emu.methods ({sorted(methods)})")
-    shared = ["massive_utterances", "encoder", "params:emu.data"]
     if figure is None:
         figure = dict(params.get("figure") or {})
     figure_methods = [str(n) for n in figure.get("methods") or [] if n == "raw" or n in methods]
@@ -73,7 +68,7 @@ def _create_pipeline(
         node(
             nodes.evaluate_raw,
             inputs=[
-                *shared,
+                *SHARED_INPUTS,
                 "params:embeddings.extraction",
                 "encoder_identity",
                 "params:emu.evaluation",
@@ -84,47 +79,77 @@ def _create_pipeline(
         )
     ]
     for name in methods:
-        key = name.replace("-", "_")  # dataset names: emu-no_ld -> emu_no_ld
-        parts += [
+        parts += _method_nodes(name, save_encoder=name in save_encoders)
+    parts += _report_nodes(list(methods), figure_methods, figure)
+    return Pipeline([load_encoder_pipeline(), *parts], tags="emu")
+
+
+def _configured_methods(params: Mapping[str, Any]) -> dict[str, Any]:
+    """``emu.methods`` (default: EMU alone), limited to ``emu.only`` when that is set.
+
+    Raises:
+        ValueError: ``emu.only`` names a method that is not in ``emu.methods``.
+    """
+    methods = dict(params.get("methods") or DEFAULT_METHODS)
+    # `--params=emu.only=emu`: train and report only these methods (and raw); null = all
+    only = params.get("only")
+    if only:
+        only = [only] if isinstance(only, str) else [str(n) for n in only]
+        unknown = sorted(set(only) - set(methods))
+        if unknown:
+            raise ValueError(f"emu.only: {unknown} not in emu.methods ({sorted(methods)})")
+        methods = {n: spec for n, spec in methods.items() if n in only}
+    return methods
+
+
+def _method_nodes(name: str, save_encoder: bool) -> list[Node]:
+    """Train one method of ``emu.methods``, evaluate it, and (``save_encoder``) save its fine-tuned encoder."""
+    key = name.replace("-", "_")  # dataset names: emu-no_ld -> emu_no_ld
+    parts = [
+        node(
+            reusable(bind(nodes.train_emu_variant, name=name)),
+            inputs=[
+                *SHARED_INPUTS[:2],
+                f"params:emu.methods.{name}",
+                "params:emu.data",
+                "params:emu.training",
+                "params:embeddings.extraction",
+            ],
+            outputs=[f"emu_model_{key}", f"emu_history_{key}"],
+            name=f"train_{key}_node",
+        ),
+        node(
+            nodes.evaluate_emu_variant,
+            inputs=[
+                *SHARED_INPUTS[:2],
+                f"emu_model_{key}",
+                "params:emu.data",
+                "params:embeddings.extraction",
+                "emu_raw_correct",
+                "encoder_identity",
+                "params:emu.evaluation",
+                "params:emu.figure",
+            ],
+            outputs=[f"emu_rows_{key}", f"emu_figure_sets_{key}", f"emu_outcomes_{key}"],
+            name=f"evaluate_{key}_node",
+        ),
+    ]
+    if save_encoder:
+        parts.append(
             node(
-                reusable(bind(nodes.train_emu_variant, name=name)),
-                inputs=[
-                    *shared[:2],
-                    f"params:emu.methods.{name}",
-                    "params:emu.data",
-                    "params:emu.training",
-                    "params:embeddings.extraction",
-                ],
-                outputs=[f"emu_model_{key}", f"emu_history_{key}"],
-                name=f"train_{key}_node",
-            ),
-            node(
-                nodes.evaluate_emu_variant,
-                inputs=[
-                    *shared[:2],
-                    f"emu_model_{key}",
-                    "params:emu.data",
-                    "params:embeddings.extraction",
-                    "emu_raw_correct",
-                    "encoder_identity",
-                    "params:emu.evaluation",
-                    "params:emu.figure",
-                ],
-                outputs=[f"emu_rows_{key}", f"emu_figure_sets_{key}", f"emu_outcomes_{key}"],
-                name=f"evaluate_{key}_node",
-            ),
-        ]
-        if name in save_encoders:
-            parts.append(
-                node(
-                    nodes.tuned_encoder,
-                    inputs=["encoder", f"emu_model_{key}"],
-                    outputs=f"emu_encoder_{key}",
-                    name=f"save_{key}_encoder_node",
-                )
+                nodes.tuned_encoder,
+                inputs=["encoder", f"emu_model_{key}"],
+                outputs=f"emu_encoder_{key}",
+                name=f"save_{key}_encoder_node",
             )
+        )
+    return parts
+
+
+def _report_nodes(methods: list[str], figure_methods: list[str], figure: Mapping[str, Any]) -> list[Node]:
+    """The report over raw and every method, and Figure 2 when ``emu.figure`` asks for it."""
     keys = ["raw", *[n.replace("-", "_") for n in methods]]
-    parts.append(
+    parts = [
         node(
             nodes.report_emu,
             inputs=[
@@ -136,7 +161,7 @@ def _create_pipeline(
             outputs=["emu_metrics_table", "emu_metrics", "emu_tables_markdown", "emu_outcomes"],
             name="report_emu_node",
         )
-    )
+    ]
     if figure_methods and figure.get("locales"):  # Figure 2; emu.figure.methods: [] = no figure
         parts.append(
             node(
@@ -146,4 +171,4 @@ def _create_pipeline(
                 name="plot_emu_figure_node",
             )
         )
-    return Pipeline([load_encoder_pipeline(), *parts], tags="emu")
+    return parts
