@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kedro.pipeline import Pipeline, node
+from kedro.pipeline import Node, Pipeline, node
 
 from language_agnostic.pipelines.embeddings.pipeline import load_encoder_pipeline
 from language_agnostic.pipelines.project_config import bind, configuration_error_pipeline, load_parameters
@@ -39,81 +39,12 @@ def create_pipeline(methods: Mapping[str, Any] | None = None, figure: Mapping[st
 
 
 def _create_pipeline(methods: Mapping[str, Any], figure: Mapping[str, Any]) -> Pipeline:
-    keys: dict[str, str] = {}
-    for name, spec in methods.items():
-        # unknown keys named now, not an hour into the run
-        nodes.method_settings(str(name), {k: v for k, v in dict(spec or {}).items() if k != "code_switch"})
-        key = nodes.method_key(str(name))
-        if key in keys.values():
-            other = next(n for n, k in keys.items() if k == key)
-            raise ValueError(f"slu.methods: {other!r} and {name!r} both become the node name {key!r}; rename one")
-        keys[str(name)] = key
+    keys = _method_keys(methods)
     # Figure 3: the methods of slu.figure.methods that are run, in that order ([] or none run: no figure)
     figure_methods = [str(n) for n in figure.get("methods") or [] if str(n) in keys]
-    parts = [
-        # the SLU locales are read here, not through massive.locales, so that testing on six
-        # locales does not change what FMDA and EMU train and evaluate on
-        node(
-            nodes.parse_slu_locales,
-            inputs=["massive_archive", "params:slu.locales", "params:slu.data", "params:massive.ingest"],
-            outputs=["slu_utterances", "slu_massive_rejects", "slu_ingest_counts"],
-            name="parse_slu_massive_node",
-        ),
-        node(
-            nodes.build_slu_rows,
-            inputs=["slu_utterances", "params:massive.ingest"],
-            outputs=["slu_rows", "slu_rejects", "slu_row_counts"],
-            name="build_slu_rows_node",
-        ),
-    ]
-    if any(dict(spec or {}).get("code_switch") for spec in methods.values()):
-        parts.append(
-            node(
-                nodes.load_dictionaries,
-                inputs=["muse_dictionaries", "params:slu.code_switch", "slu_rows"],
-                outputs=["slu_dictionaries", "slu_dictionary_counts"],
-                name="load_muse_dictionaries_node",
-            )
-        )
+    parts = _data_nodes(code_switch=any(dict(spec or {}).get("code_switch") for spec in methods.values()))
     for name, spec in methods.items():
-        key = keys[str(name)]
-        switched = bool(dict(spec or {}).get("code_switch"))
-        drawn = str(name) in figure_methods
-        parts += [
-            node(
-                reusable(
-                    bind(nodes.train_slu_variant, name=str(name))
-                    if switched
-                    else bind(nodes.train_slu_variant, name=str(name), dictionaries=None)
-                ),
-                inputs=[
-                    "slu_rows",
-                    "encoder",
-                    f"params:slu.methods.{name}",
-                    "params:slu.data",
-                    "params:slu.code_switch",
-                    "params:slu.training",
-                    "params:embeddings.extraction",
-                    *(["slu_dictionaries"] if switched else []),
-                ],
-                outputs=[f"slu_model_{key}", f"slu_history_{key}"],
-                name=f"train_{key}_node",
-            ),
-            node(
-                nodes.evaluate_slu_variant,
-                inputs=[
-                    "slu_rows",
-                    "encoder",
-                    f"slu_model_{key}",
-                    "params:slu.locales",
-                    "params:embeddings.extraction",
-                    "encoder_identity",
-                    *(["params:slu.figure"] if drawn else []),
-                ],
-                outputs=[f"slu_rows_{key}", f"slu_details_{key}"],
-                name=f"evaluate_{key}_node",
-            ),
-        ]
+        parts += _method_nodes(str(name), spec, keys[str(name)], drawn=str(name) in figure_methods)
     names = [str(n) for n in methods]
     parts.append(
         node(
@@ -139,3 +70,91 @@ def _create_pipeline(methods: Mapping[str, Any], figure: Mapping[str, Any]) -> P
             )
         )
     return Pipeline([load_encoder_pipeline(), *parts], tags="slu")
+
+
+def _method_keys(methods: Mapping[str, Any]) -> dict[str, str]:
+    """``{method: node-name key}``, each method's settings checked.
+
+    Raises:
+        ValueError: a method's settings are wrong, or two methods would get the same node names.
+    """
+    keys: dict[str, str] = {}
+    for name, spec in methods.items():
+        # unknown keys named now, not an hour into the run
+        nodes.method_settings(str(name), {k: v for k, v in dict(spec or {}).items() if k != "code_switch"})
+        key = nodes.method_key(str(name))
+        if key in keys.values():
+            other = next(n for n, k in keys.items() if k == key)
+            raise ValueError(f"slu.methods: {other!r} and {name!r} both become the node name {key!r}; rename one")
+        keys[str(name)] = key
+    return keys
+
+
+def _data_nodes(code_switch: bool) -> list[Node]:
+    """Parse the SLU locales, build the words + BIO rows, and (``code_switch``) load the MUSE dictionaries."""
+    parts = [
+        # the SLU locales are read here, not through massive.locales, so that testing on six
+        # locales does not change what FMDA and EMU train and evaluate on
+        node(
+            nodes.parse_slu_locales,
+            inputs=["massive_archive", "params:slu.locales", "params:slu.data", "params:massive.ingest"],
+            outputs=["slu_utterances", "slu_massive_rejects", "slu_ingest_counts"],
+            name="parse_slu_massive_node",
+        ),
+        node(
+            nodes.build_slu_rows,
+            inputs=["slu_utterances", "params:massive.ingest"],
+            outputs=["slu_rows", "slu_rejects", "slu_row_counts"],
+            name="build_slu_rows_node",
+        ),
+    ]
+    if code_switch:
+        parts.append(
+            node(
+                nodes.load_dictionaries,
+                inputs=["muse_dictionaries", "params:slu.code_switch", "slu_rows"],
+                outputs=["slu_dictionaries", "slu_dictionary_counts"],
+                name="load_muse_dictionaries_node",
+            )
+        )
+    return parts
+
+
+def _method_nodes(name: str, spec: Any, key: str, drawn: bool) -> list[Node]:
+    """Train one method of ``slu.methods`` and evaluate it on every locale (with Figure 3's details if ``drawn``)."""
+    switched = bool(dict(spec or {}).get("code_switch"))
+    return [
+        node(
+            reusable(
+                bind(nodes.train_slu_variant, name=name)
+                if switched
+                else bind(nodes.train_slu_variant, name=name, dictionaries=None)
+            ),
+            inputs=[
+                "slu_rows",
+                "encoder",
+                f"params:slu.methods.{name}",
+                "params:slu.data",
+                "params:slu.code_switch",
+                "params:slu.training",
+                "params:embeddings.extraction",
+                *(["slu_dictionaries"] if switched else []),
+            ],
+            outputs=[f"slu_model_{key}", f"slu_history_{key}"],
+            name=f"train_{key}_node",
+        ),
+        node(
+            nodes.evaluate_slu_variant,
+            inputs=[
+                "slu_rows",
+                "encoder",
+                f"slu_model_{key}",
+                "params:slu.locales",
+                "params:embeddings.extraction",
+                "encoder_identity",
+                *(["params:slu.figure"] if drawn else []),
+            ],
+            outputs=[f"slu_rows_{key}", f"slu_details_{key}"],
+            name=f"evaluate_{key}_node",
+        ),
+    ]
