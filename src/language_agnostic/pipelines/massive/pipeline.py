@@ -36,7 +36,41 @@ def create_pipeline(pairs: list[str] | None = None) -> Pipeline:
     """
     if pairs is None:
         pairs = configured_namespaces("massive", "pairs", DEFAULT_PAIRS)
-    locale_level = Pipeline(
+    locale_level = _locale_pipeline()
+    pair_level = [
+        Pipeline(
+            create_pair_pipeline(),
+            namespace=name,
+            inputs={"massive_utterances"},
+            # counts leave the namespace under a plain name: a dotted input outside the
+            # namespace would make Kedro warn about dataset names
+            outputs={"massive_pair_counts": f"massive_pair_counts_{name}"},
+            parameters={
+                "params:pair": f"params:massive.pairs.{name}",
+                "params:massive.ingest": "params:massive.ingest",
+            },
+        )
+        for name in pairs
+    ]
+    summary = node(
+        nodes.summarise_massive,
+        inputs=[
+            "massive_ingest_counts",
+            "massive_masking_counts",
+            "massive_template_retrieval_counts",
+            "massive_template_pair_counts",
+            "massive_negative_pool_counts",
+            *[f"massive_pair_counts_{name}" for name in pairs],
+        ],
+        outputs=["massive_metrics", "massive_summary", "massive_summary_markdown"],
+        name="summarise_massive_node",
+    )
+    return Pipeline([locale_level, *pair_level, summary], tags="massive")
+
+
+def _locale_pipeline() -> Pipeline:
+    """The per-locale part: parse the archive, then masked texts, template sets and negative pools."""
+    return Pipeline(
         [
             node(
                 parse_massive,
@@ -85,32 +119,3 @@ def create_pipeline(pairs: list[str] | None = None) -> Pipeline:
             ),
         ]
     )
-    pair_level = [
-        Pipeline(
-            create_pair_pipeline(),
-            namespace=name,
-            inputs={"massive_utterances"},
-            # counts leave the namespace under a plain name: a dotted input outside the
-            # namespace would make Kedro warn about dataset names
-            outputs={"massive_pair_counts": f"massive_pair_counts_{name}"},
-            parameters={
-                "params:pair": f"params:massive.pairs.{name}",
-                "params:massive.ingest": "params:massive.ingest",
-            },
-        )
-        for name in pairs
-    ]
-    summary = node(
-        nodes.summarise_massive,
-        inputs=[
-            "massive_ingest_counts",
-            "massive_masking_counts",
-            "massive_template_retrieval_counts",
-            "massive_template_pair_counts",
-            "massive_negative_pool_counts",
-            *[f"massive_pair_counts_{name}" for name in pairs],
-        ],
-        outputs=["massive_metrics", "massive_summary", "massive_summary_markdown"],
-        name="summarise_massive_node",
-    )
-    return Pipeline([locale_level, *pair_level, summary], tags="massive")
