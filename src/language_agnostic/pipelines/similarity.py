@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
-from kedro.pipeline import Pipeline, node
+from kedro.pipeline import Node, Pipeline, node
 
 from language_agnostic.corpora.evaluation_sets import clean_and_split, ingest_qe_test, ingest_sts_test
 from language_agnostic.corpora.wmt_qe import QE_PAIRS
@@ -151,13 +151,17 @@ def create_similarity_pipeline(
         ablations: Extra heads, one training node each (default: ``<name>.ablations`` from
             ``conf/``; see :func:`check_ablations`).
     """
-    test = f"{name}_test_pairs"
     if ablations is None:
         ablations = (load_parameters().get(name) or {}).get("ablations") or {}
     ablations = check_ablations(ablations, name)
-    models = [f"{name}_{m}_model" for m in (*TRAINED_METHODS, *ablations)]
-    nodes_ = [
-        candidates,
+    nodes_ = [candidates, *_corpus_nodes(name), *_training_nodes(name, ablations), *_evaluation_nodes(name, ablations)]
+    return Pipeline([load_encoder_pipeline(), evaluation_sets_pipeline(qe_pairs), *nodes_], tags=name)
+
+
+def _corpus_nodes(name: str) -> list[Node]:
+    """Clean and split the training corpus, embed it with the test pairs, and fit mean centering."""
+    test = f"{name}_test_pairs"
+    return [
         node(
             clean_and_split,
             inputs=[
@@ -183,6 +187,11 @@ def create_similarity_pipeline(
             name=f"fit_{name}_centering_node",
         ),
     ]
+
+
+def _training_nodes(name: str, ablations: Mapping[str, Any]) -> list[Node]:
+    """One training node for each similarity head of the method registry and each ablation."""
+    nodes_: list[Node] = []
     for method in TRAINED_METHODS:
         nodes_.append(
             node(
@@ -214,7 +223,14 @@ def create_similarity_pipeline(
                 name=f"train_{name}_{ablation}_node",
             )
         )
-    nodes_ += [
+    return nodes_
+
+
+def _evaluation_nodes(name: str, ablations: Mapping[str, Any]) -> list[Node]:
+    """Pearson per test pair, the language-leakage probe, the report and the figure, over every model."""
+    test = f"{name}_test_pairs"
+    models = [f"{name}_{m}_model" for m in (*TRAINED_METHODS, *ablations)]
+    return [
         node(
             evaluate_and_log,
             inputs=[
@@ -263,4 +279,3 @@ def create_similarity_pipeline(
             name=f"plot_{name}_embeddings_node",
         ),
     ]
-    return Pipeline([load_encoder_pipeline(), evaluation_sets_pipeline(qe_pairs), *nodes_], tags=name)
