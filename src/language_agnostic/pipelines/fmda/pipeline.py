@@ -12,7 +12,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from kedro.pipeline import Pipeline, node
+from kedro.pipeline import Node, Pipeline, node
 
 from language_agnostic.pipelines.embeddings.pipeline import load_encoder_pipeline
 from language_agnostic.pipelines.fmda import nodes
@@ -102,6 +102,16 @@ def create_pair_pipeline(
     ``fmda_paper`` for the paper-only experiment set); default ``fmda``.
     """
     sources = sources or {}
+    nodes_ = _pair_input_nodes(two_stage=any((spec or {}).get("two_stage") for spec in variants.values()))
+    for name, spec in variants.items():
+        nodes_ += _variant_nodes(name, spec, variants, sources.get(name, "fmda"))
+    for name in methods or {}:
+        nodes_ += _head_nodes(name)
+    return Pipeline(nodes_)
+
+
+def _pair_input_nodes(two_stage: bool) -> list[Node]:
+    """Embed the pair's inputs, score the untrained baselines, and (``two_stage``) embed the template pairs."""
     nodes_ = [
         node(
             nodes.embed_fmda_inputs,
@@ -124,7 +134,7 @@ def create_pair_pipeline(
             name="evaluate_baselines_node",
         ),
     ]
-    if any((spec or {}).get("two_stage") for spec in variants.values()):
+    if two_stage:
         nodes_.append(
             node(
                 nodes.embed_template_pairs,
@@ -141,69 +151,75 @@ def create_pair_pipeline(
                 name="embed_template_pairs_node",
             )
         )
-    for name, spec in variants.items():
-        if (spec or {}).get("two_stage"):
-            train = node(
-                reusable(bind(nodes.train_fmda_two_stage, variant=name)),
-                inputs=[
-                    "fmda_inputs",
-                    "fmda_template_pairs",
-                    "massive_negative_pools",
-                    "params:fmda.model",
-                    f"params:{sources.get(name, 'fmda')}.variants.{name}",
-                    "params:fmda.training",
-                    "params:fmda.loss",
-                ],
-                outputs=[f"fmda_model_{name}", f"fmda_history_{name}"],
-                name=f"train_fmda_{name}_node",
-            )
-        else:
-            train = node(
-                reusable(bind(nodes.train_fmda, variant=name)),
-                inputs=[
-                    "fmda_inputs",
-                    "massive_negative_pools",
-                    "params:fmda.model",
-                    f"params:{sources.get(name, 'fmda')}.variants.{name}",
-                    "params:fmda.training",
-                    "params:fmda.loss",
-                ],
-                outputs=[f"fmda_model_{name}", f"fmda_history_{name}"],
-                name=f"train_fmda_{name}_node",
-            )
-        nodes_ += [
-            train,
-            node(
-                nodes.evaluate_fmda,
-                # a two-stage variant is also tested against its all-together twin (Table 5's claims)
-                inputs=["fmda_inputs", f"fmda_model_{name}", "encoder_identity"]
-                + ([f"fmda_model_{twin}"] if (twin := all_together_twin(name, variants)) else []),
-                outputs=f"fmda_rows_{name}",
-                name=f"evaluate_fmda_{name}_node",
-            ),
-        ]
-    for name in methods or {}:
-        nodes_ += [
-            node(
-                reusable(bind(nodes.train_pooled_head, name=name)),
-                inputs=[
-                    "fmda_inputs",
-                    "massive_negative_pools",
-                    f"params:fmda.methods.{name}",
-                    "params:fmda.training",
-                    "params:fmda.loss",
-                ],
-                outputs=[f"head_model_{name}", f"head_history_{name}"],
-                name=f"train_{name}_node",
-            ),
-            node(
-                nodes.evaluate_head,
-                inputs=["fmda_inputs", f"head_model_{name}", "encoder_identity"],
-                outputs=f"head_rows_{name}",
-                name=f"evaluate_{name}_node",
-            ),
-        ]
-    return Pipeline(nodes_)
+    return nodes_
+
+
+def _variant_nodes(name: str, spec: Any, variants: Mapping[str, Any], source: str) -> list[Node]:
+    """Train one FMDA variant (two-stage or all together; its parameters under ``source``) and evaluate it."""
+    if (spec or {}).get("two_stage"):
+        train = node(
+            reusable(bind(nodes.train_fmda_two_stage, variant=name)),
+            inputs=[
+                "fmda_inputs",
+                "fmda_template_pairs",
+                "massive_negative_pools",
+                "params:fmda.model",
+                f"params:{source}.variants.{name}",
+                "params:fmda.training",
+                "params:fmda.loss",
+            ],
+            outputs=[f"fmda_model_{name}", f"fmda_history_{name}"],
+            name=f"train_fmda_{name}_node",
+        )
+    else:
+        train = node(
+            reusable(bind(nodes.train_fmda, variant=name)),
+            inputs=[
+                "fmda_inputs",
+                "massive_negative_pools",
+                "params:fmda.model",
+                f"params:{source}.variants.{name}",
+                "params:fmda.training",
+                "params:fmda.loss",
+            ],
+            outputs=[f"fmda_model_{name}", f"fmda_history_{name}"],
+            name=f"train_fmda_{name}_node",
+        )
+    return [
+        train,
+        node(
+            nodes.evaluate_fmda,
+            # a two-stage variant is also tested against its all-together twin (Table 5's claims)
+            inputs=["fmda_inputs", f"fmda_model_{name}", "encoder_identity"]
+            + ([f"fmda_model_{twin}"] if (twin := all_together_twin(name, variants)) else []),
+            outputs=f"fmda_rows_{name}",
+            name=f"evaluate_fmda_{name}_node",
+        ),
+    ]
+
+
+def _head_nodes(name: str) -> list[Node]:
+    """Train one head of ``fmda.methods`` over pooled vectors and evaluate it."""
+    return [
+        node(
+            reusable(bind(nodes.train_pooled_head, name=name)),
+            inputs=[
+                "fmda_inputs",
+                "massive_negative_pools",
+                f"params:fmda.methods.{name}",
+                "params:fmda.training",
+                "params:fmda.loss",
+            ],
+            outputs=[f"head_model_{name}", f"head_history_{name}"],
+            name=f"train_{name}_node",
+        ),
+        node(
+            nodes.evaluate_head,
+            inputs=["fmda_inputs", f"head_model_{name}", "encoder_identity"],
+            outputs=f"head_rows_{name}",
+            name=f"evaluate_{name}_node",
+        ),
+    ]
 
 
 def create_pipeline(
@@ -253,13 +269,7 @@ def _build(
     if pairs is None:
         pairs = configured_namespaces("massive", "pairs", DEFAULT_PAIRS)
     if variants is None:
-        variants = dict(fmda.get("variants") or DEFAULT_VARIANTS)
-        extra = dict(paper.get("variants") or {})
-        twice = sorted(set(variants) & set(extra))
-        if twice:
-            raise ValueError(f"fmda_paper.variants: {twice} already in fmda.variants; give them other names")
-        variants.update(extra)
-        sources = {name: "fmda_paper" for name in extra}
+        variants, sources = _configured_variants(fmda, paper)
     if unified is None:
         unified = [str(p) for p in (paper.get("unified") or {}).get("pairs") or []]
     if figure_pair is None:
@@ -280,69 +290,16 @@ def _build(
     for name in pairs:
         mine = {v: spec for v, spec in variants.items() if name in trained_on[v]}
         my_heads = {h: spec for h, spec in methods.items() if name in heads_on[h]}
-        pipe = create_pair_pipeline(mine, my_heads, sources)
-        used = pipe.inputs()  # a pair without a two-stage variant reads no template pairs
-        variant_params = [f"params:{sources.get(v, 'fmda')}.variants.{v}" for v in mine]
-        parameters = {
-            **{p: p for p in SHARED_PARAMS & used},
-            **{p: p for p in variant_params},
-            **{f"params:fmda.methods.{h}": f"params:fmda.methods.{h}" for h in my_heads},
-            "params:pair": f"params:massive.pairs.{name}",
-        }
-        per_pair.append(Pipeline(pipe, namespace=name, inputs=SHARED_INPUTS & used, parameters=parameters))
+        per_pair.append(_namespaced_pair_pipeline(name, mine, my_heads, sources))
         rows += (
             [f"{name}.baseline_rows"]
             + [f"{name}.fmda_rows_{v}" for v in mine]
             + [f"{name}.head_rows_{h}" for h in my_heads]
         )
-    extra = []
-    if unified:
-        extra.append(
-            node(
-                reusable(nodes.train_fmda_unified),
-                inputs=[
-                    "massive_negative_pools",
-                    "params:fmda.model",
-                    "params:fmda_paper.unified",
-                    "params:fmda.training",
-                    "params:fmda.loss",
-                    *[f"{name}.fmda_inputs" for name in unified],
-                ],
-                outputs=["fmda_model_unified", "fmda_history_unified"],
-                name="train_fmda_unified_node",
-            )
-        )
-        for name in unified:
-            extra.append(
-                node(
-                    nodes.evaluate_fmda,
-                    inputs=[f"{name}.fmda_inputs", "fmda_model_unified", "encoder_identity"],
-                    outputs=f"fmda_rows_unified_{name}",
-                    name=f"evaluate_fmda_unified_{name}_node",
-                )
-            )
-            rows.append(f"fmda_rows_unified_{name}")
+    extra = _unified_nodes(unified) if unified else []
+    rows += [f"fmda_rows_unified_{name}" for name in unified]
     if figure_pair:
-        if nodes.ALL_TOGETHER not in variants or figure_pair not in trained_on[nodes.ALL_TOGETHER]:
-            raise ValueError(f"fmda.figure.pair {figure_pair!r} needs the all_together variant trained on it")
-        template_model = (
-            "two_stage" if "two_stage" in variants and figure_pair in trained_on["two_stage"] else nodes.ALL_TOGETHER
-        )
-        extra.append(
-            node(
-                nodes.plot_embeddings,
-                inputs=[
-                    f"{figure_pair}.fmda_inputs",
-                    f"{figure_pair}.fmda_model_{nodes.ALL_TOGETHER}",
-                    f"{figure_pair}.fmda_model_{template_model}",
-                    "massive_utterances",
-                    "massive_masked_texts",
-                    "params:fmda.figure",
-                ],
-                outputs="fmda_figure",
-                name="plot_embeddings_node",
-            )
-        )
+        extra.append(_figure_node(figure_pair, variants, trained_on))
     report = node(
         nodes.report_fmda,
         inputs=rows,
@@ -350,3 +307,89 @@ def _build(
         name="report_fmda_node",
     )
     return Pipeline([load_encoder_pipeline(), *per_pair, *extra, report], tags="fmda")
+
+
+def _configured_variants(fmda: Mapping[str, Any], paper: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """``fmda.variants`` with ``fmda_paper.variants`` added, and ``{variant: "fmda_paper"}`` for the added ones.
+
+    Raises:
+        ValueError: a paper variant has the name of an ``fmda`` one.
+    """
+    variants = dict(fmda.get("variants") or DEFAULT_VARIANTS)
+    extra = dict(paper.get("variants") or {})
+    twice = sorted(set(variants) & set(extra))
+    if twice:
+        raise ValueError(f"fmda_paper.variants: {twice} already in fmda.variants; give them other names")
+    variants.update(extra)
+    return variants, {name: "fmda_paper" for name in extra}
+
+
+def _namespaced_pair_pipeline(
+    name: str, mine: Mapping[str, Any], my_heads: Mapping[str, Any], sources: Mapping[str, str]
+) -> Pipeline:
+    """The pair pipeline of ``name`` in its namespace, reading the shared datasets and parameters it uses."""
+    pipe = create_pair_pipeline(mine, my_heads, sources)
+    used = pipe.inputs()  # a pair without a two-stage variant reads no template pairs
+    variant_params = [f"params:{sources.get(v, 'fmda')}.variants.{v}" for v in mine]
+    parameters = {
+        **{p: p for p in SHARED_PARAMS & used},
+        **{p: p for p in variant_params},
+        **{f"params:fmda.methods.{h}": f"params:fmda.methods.{h}" for h in my_heads},
+        "params:pair": f"params:massive.pairs.{name}",
+    }
+    return Pipeline(pipe, namespace=name, inputs=SHARED_INPUTS & used, parameters=parameters)
+
+
+def _unified_nodes(unified: list[str]) -> list[Node]:
+    """Train one model on the pairs of ``unified`` together and evaluate it on each of them."""
+    extra = [
+        node(
+            reusable(nodes.train_fmda_unified),
+            inputs=[
+                "massive_negative_pools",
+                "params:fmda.model",
+                "params:fmda_paper.unified",
+                "params:fmda.training",
+                "params:fmda.loss",
+                *[f"{name}.fmda_inputs" for name in unified],
+            ],
+            outputs=["fmda_model_unified", "fmda_history_unified"],
+            name="train_fmda_unified_node",
+        )
+    ]
+    for name in unified:
+        extra.append(
+            node(
+                nodes.evaluate_fmda,
+                inputs=[f"{name}.fmda_inputs", "fmda_model_unified", "encoder_identity"],
+                outputs=f"fmda_rows_unified_{name}",
+                name=f"evaluate_fmda_unified_{name}_node",
+            )
+        )
+    return extra
+
+
+def _figure_node(figure_pair: str, variants: Mapping[str, Any], trained_on: Mapping[str, Any]) -> Node:
+    """Figure 4 on ``figure_pair``: the all-together model, and the two-stage one where it is trained there.
+
+    Raises:
+        ValueError: the all-together variant is not trained on ``figure_pair``.
+    """
+    if nodes.ALL_TOGETHER not in variants or figure_pair not in trained_on[nodes.ALL_TOGETHER]:
+        raise ValueError(f"fmda.figure.pair {figure_pair!r} needs the all_together variant trained on it")
+    template_model = (
+        "two_stage" if "two_stage" in variants and figure_pair in trained_on["two_stage"] else nodes.ALL_TOGETHER
+    )
+    return node(
+        nodes.plot_embeddings,
+        inputs=[
+            f"{figure_pair}.fmda_inputs",
+            f"{figure_pair}.fmda_model_{nodes.ALL_TOGETHER}",
+            f"{figure_pair}.fmda_model_{template_model}",
+            "massive_utterances",
+            "massive_masked_texts",
+            "params:fmda.figure",
+        ],
+        outputs="fmda_figure",
+        name="plot_embeddings_node",
+    )
