@@ -287,7 +287,7 @@ class MclConfig:
             divergence has no gradient where its two distributions agree, and with ``dot`` they
             come to agree two ways: nearly uniform at the start (this encoder's values differ
             little across the slots), one-hot on the same slot once ``g_s``'s output norms have
-            grown (``benchmarks/lajmcl_slot_level.py``, ``docs/slu.md``).
+            grown (``experiments/lajmcl_slot_level.py``, ``docs/slu.md``).
     """
 
     margins: Mapping[str, float] | None = None

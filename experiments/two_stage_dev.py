@@ -9,7 +9,7 @@ candidate stopping criteria. No MASSIVE dev or test utterance is read.
 
 Usage::
 
-    .venv/bin/python -u benchmarks/two_stage_dev.py --pair en_de --max-epochs 60
+    .venv/bin/python -u experiments/two_stage_dev.py --pair en_de --max-epochs 60
 """
 
 from __future__ import annotations

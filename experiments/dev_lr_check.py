@@ -12,28 +12,28 @@ Needs the pair's FMDA inputs (``data/04_feature/<pair>/fmda_inputs.json``), whic
 
 Usage::
 
-    .venv/bin/python -u benchmarks/dev_lr_check.py --pair en_de --method fmda --lrs 1e-4 3e-4 1e-3 --max-epochs 60
-    .venv/bin/python -u benchmarks/dev_lr_check.py --pair en_de --method dream --lrs 1e-4 1e-3 --max-epochs 200
-    .venv/bin/python -u benchmarks/dev_lr_check.py --pair en_de --lrs 1e-3 --select-on dev_retrieval --test
+    .venv/bin/python -u experiments/dev_lr_check.py --pair en_de --method fmda --lrs 1e-4 3e-4 1e-3 --max-epochs 60
+    .venv/bin/python -u experiments/dev_lr_check.py --pair en_de --method dream --lrs 1e-4 1e-3 --max-epochs 200
+    .venv/bin/python -u experiments/dev_lr_check.py --pair en_de --lrs 1e-3 --select-on dev_retrieval --test
 
 ``--negatives pool|all`` draws DREAM's partners from the BLEU negative pool (FMDA's data) or from
 every utterance of the split, and prints the kept model's dev accuracy@1 of its meaning embedding::
 
-    .venv/bin/python -u benchmarks/dev_lr_check.py --pair en_de --method dream --lrs 1e-3 --max-epochs 200 \\
+    .venv/bin/python -u experiments/dev_lr_check.py --pair en_de --method dream --lrs 1e-3 --max-epochs 200 \\
         --negatives all
 
 ``--variant`` trains an ``fmda.variants`` entry (its ``loss`` and ``training`` overrides) and
 ``--loss KEY=VALUE ...`` overrides ``fmda.loss`` on top; every FMDA run prints the kept model's
 dev accuracy@1 of ``emb_m`` (both directions), the dev figure the loss defaults are chosen on::
 
-    .venv/bin/python -u benchmarks/dev_lr_check.py --pair en_de --lrs 1e-3 --loss negative=linear
-    .venv/bin/python -u benchmarks/dev_lr_check.py --pair en_de --lrs 1e-3 --variant infonce
+    .venv/bin/python -u experiments/dev_lr_check.py --pair en_de --lrs 1e-3 --loss negative=linear
+    .venv/bin/python -u experiments/dev_lr_check.py --pair en_de --lrs 1e-3 --variant infonce
 
 ``--baselines`` prints the dev accuracy@1 (both directions) of ``raw/mean`` and
 ``centering/mean`` (language means fitted on train, as the pipeline's baseline), the dev figures a
 default must beat, and trains nothing::
 
-    .venv/bin/python -u benchmarks/dev_lr_check.py --pair en_ja --baselines
+    .venv/bin/python -u experiments/dev_lr_check.py --pair en_ja --baselines
 
 ``--model KEY=VALUE ...`` overrides ``fmda.model`` (e.g. ``utterance_target=mean``) and
 ``--training KEY=VALUE ...`` ``fmda.training`` (e.g. ``mixed_precision=bf16``).

@@ -14,7 +14,7 @@ be a defect of the initialisation; this reads neither a test nor a dev split.
 
 Usage::
 
-    .venv/bin/python -u benchmarks/lajoint_label_init.py
+    .venv/bin/python -u experiments/lajoint_label_init.py
 """
 
 from __future__ import annotations

@@ -9,11 +9,11 @@ and the largest element difference for each.
 
 Usage::
 
-    .venv/bin/python benchmarks/export_equivalence.py --model data/06_models/exported/qe/seed \\
+    .venv/bin/python experiments/export_equivalence.py --model data/06_models/exported/qe/seed \\
         --head data/06_models/qe/seed.safetensors --per-locale 100
-    .venv/bin/python benchmarks/export_equivalence.py --model data/06_models/exported/en_de/fmda \
+    .venv/bin/python experiments/export_equivalence.py --model data/06_models/exported/en_de/fmda \
         --head data/06_models/en_de/fmda_all_together.safetensors --per-locale 100
-    .venv/bin/python benchmarks/export_equivalence.py --model data/06_models/exported/massive/emu \\
+    .venv/bin/python experiments/export_equivalence.py --model data/06_models/exported/massive/emu \\
         --encoder data/06_models/emu/encoders/emu --per-locale 100
 """
 

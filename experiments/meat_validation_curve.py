@@ -9,7 +9,7 @@ QE or STS figure is computed.
 
 Usage::
 
-    .venv/bin/python -u benchmarks/meat_validation_curve.py --pipeline qe --lr 1e-4 --epochs 40
+    .venv/bin/python -u experiments/meat_validation_curve.py --pipeline qe --lr 1e-4 --epochs 40
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Usage::
 
-    .venv/bin/python benchmarks/compare_metrics.py BEFORE/data/08_reporting/metrics.csv \\
+    .venv/bin/python experiments/compare_metrics.py BEFORE/data/08_reporting/metrics.csv \\
         data/08_reporting/metrics.csv --pipeline fmda --threshold 0.002
 
 Rows are matched on every column but ``value`` and ``run_id``. Prints the number of cells

@@ -8,7 +8,7 @@ mean, mean centring) on both, listing every metric cell that moved.
 
 Usage::
 
-    .venv/bin/python benchmarks/store_equivalence.py BEFORE/data AFTER/data --pairs en_de en_es en_ja
+    .venv/bin/python experiments/store_equivalence.py BEFORE/data AFTER/data --pairs en_de en_es en_ja
 """
 
 from __future__ import annotations

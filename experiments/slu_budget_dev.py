@@ -16,9 +16,9 @@ Needs ``data/03_primary/massive_slu.parquet`` (any ``kedro run --pipelines=slu``
 
 Usage::
 
-    .venv/bin/python -u benchmarks/slu_budget_dev.py --methods zsjoint --max-train 2000 --set data.batch_size=8 \\
+    .venv/bin/python -u experiments/slu_budget_dev.py --methods zsjoint --max-train 2000 --set data.batch_size=8 \\
         --set lr=5e-3 --set encoder_lr=1e-4
-    .venv/bin/python -u benchmarks/slu_budget_dev.py --env slu_ablations --methods lajoint-cs+scl --max-train 2000 \\
+    .venv/bin/python -u experiments/slu_budget_dev.py --env slu_ablations --methods lajoint-cs+scl --max-train 2000 \\
         --set data.batch_size=8 --set lr=5e-3 --set encoder_lr=1e-4 --option slot_temperature=0.0625
 """
 
@@ -27,12 +27,17 @@ from __future__ import annotations
 import argparse
 import logging
 import platform
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import torch
 import yaml
-from slu_speed import slu_inputs  # benchmarks/ is on the path when a script here runs
+
+# slu_inputs is the speed benchmark's own batch builder: one definition of the inputs both time and score
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from slu_speed import slu_inputs
 
 from language_agnostic.training.lajmcl import train_lajmcl
 from language_agnostic.training.slu import train_slu

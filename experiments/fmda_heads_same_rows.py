@@ -8,7 +8,7 @@ refactoring leaves the tables cell for cell as they were (issue #14).
 
 Usage::
 
-    .venv/bin/python -u benchmarks/fmda_heads_same_rows.py [--metrics data/08_reporting/metrics.csv]
+    .venv/bin/python -u experiments/fmda_heads_same_rows.py [--metrics data/08_reporting/metrics.csv]
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ inputs are read from the first run's store (both runs encode the same texts with
 
 Usage (from the project root)::
 
-    .venv/bin/python -u benchmarks/precision_dev_check.py --fp32 /path/to/run_fp32 --bf16 /path/to/run_bf16
+    .venv/bin/python -u experiments/precision_dev_check.py --fp32 /path/to/run_fp32 --bf16 /path/to/run_bf16
 """
 
 from __future__ import annotations

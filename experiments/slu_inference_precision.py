@@ -8,14 +8,15 @@ Needs a finished ``kedro run --pipelines=slu`` (``data/06_models/slu/``). Reads 
 
 Usage::
 
-    .venv/bin/python -u benchmarks/slu_inference_precision.py
-    .venv/bin/python -u benchmarks/slu_inference_precision.py --profile
+    .venv/bin/python -u experiments/slu_inference_precision.py
+    .venv/bin/python -u experiments/slu_inference_precision.py --profile
 """
 
 import sys
 import time
+from pathlib import Path
 
-sys.path.insert(0, "benchmarks")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))  # slu_speed.slu_inputs
 from slu_speed import slu_inputs
 
 from language_agnostic.datasets.torch_state import TrainedHeadDataset

@@ -11,8 +11,8 @@ Needs the pipeline's corpus and embeddings (``data/03_primary/<name>_corpus.parq
 
 Usage::
 
-    .venv/bin/python -u benchmarks/similarity_lr_check.py --pipeline qe --method dream --lrs 1e-4 1e-3 --max-epochs 300
-    .venv/bin/python -u benchmarks/similarity_lr_check.py --pipeline qe --method meat --lrs 1e-5 1e-4 --patience 10
+    .venv/bin/python -u experiments/similarity_lr_check.py --pipeline qe --method dream --lrs 1e-4 1e-3 --max-epochs 300
+    .venv/bin/python -u experiments/similarity_lr_check.py --pipeline qe --method meat --lrs 1e-5 1e-4 --patience 10
 """
 
 from __future__ import annotations

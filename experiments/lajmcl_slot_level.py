@@ -20,21 +20,26 @@ Nothing here reads a dev or test split. Needs ``data/03_primary/massive_slu.parq
 
 Usage::
 
-    .venv/bin/python -u benchmarks/lajmcl_slot_level.py                          # init, τ_s 1, 1/4, 1/16
-    .venv/bin/python -u benchmarks/lajmcl_slot_level.py --steps 60 --every 5     # and the gradients of 60 steps
-    .venv/bin/python -u benchmarks/lajmcl_slot_level.py --steps 60 --option slot_temperature=0.0625
+    .venv/bin/python -u experiments/lajmcl_slot_level.py                          # init, τ_s 1, 1/4, 1/16
+    .venv/bin/python -u experiments/lajmcl_slot_level.py --steps 60 --every 5     # and the gradients of 60 steps
+    .venv/bin/python -u experiments/lajmcl_slot_level.py --steps 60 --option slot_temperature=0.0625
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import sys
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import torch
-from slu_budget_dev import add_env_methods, parse_options  # benchmarks/ is on the path when a script here runs
+
+# slu_budget_dev sits beside this script (its directory is on the path); slu_speed is a benchmark
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from slu_budget_dev import add_env_methods, parse_options
 from slu_speed import slu_inputs
 
 import language_agnostic.methods.lajmcl as mcl
