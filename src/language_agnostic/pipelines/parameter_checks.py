@@ -113,6 +113,10 @@ def check_parameters(params: Mapping[str, Any], base: Mapping[str, Any] | None =
     Raises:
         ParameterError: the first wrong value, naming its parameter and what is allowed.
     """
+    if base is not None:
+        # keys first, so that an unknown key is named with every key its block takes (a parser's own
+        # message lists only its dataclass's fields, not the keys its caller pops before it)
+        check_against_base(params, base, values=False)
     embeddings = params.get("embeddings") or {}
     extraction = embeddings.get("extraction")
     if extraction is not None:
@@ -139,7 +143,8 @@ def check_parameters(params: Mapping[str, Any], base: Mapping[str, Any] | None =
         # code_switch comes from slu.code_switch and the method (training/slu_methods.py), not slu.data
         settings_from_params(SluData, dict(slu_data), "slu.data", code_switch=None)
     if base is not None:
-        check_against_base(params, base)
+        # values last, so that a parser names a wrong value with its range or choices first
+        check_against_base(params, base, keys=False)
 
 
 def _check_prefix(prefix: str, encoder: Mapping[str, Any]) -> None:
@@ -152,8 +157,17 @@ def _check_prefix(prefix: str, encoder: Mapping[str, Any]) -> None:
         )
 
 
-def check_against_base(params: Mapping[str, Any], base: Mapping[str, Any], where: str = "") -> None:
+def check_against_base(
+    params: Mapping[str, Any], base: Mapping[str, Any], where: str = "", keys: bool = True, values: bool = True
+) -> None:
     """``params`` checked key by key against ``base`` (module docstring: keys, types, empty values).
+
+    Args:
+        params: The parameters (of the block at ``where``).
+        base: ``conf/base``'s (of the same block).
+        where: The block's path (``""``: the top level).
+        keys: Check for unknown keys.
+        values: Check the values' types and emptied words.
 
     Raises:
         ParameterError: an unknown key (with the known ones), a wrong type or an emptied word.
@@ -162,21 +176,22 @@ def check_against_base(params: Mapping[str, Any], base: Mapping[str, Any], where
         return  # an entry's keys are its parser's: a variant's `loss` may set what conf/base's leaves out
     known = set(base) | PARSED_BLOCKS.get(where, frozenset())
     unknown = sorted(str(k) for k in set(params) - known)
-    if unknown:
+    if keys and unknown:
         block = where or "the top level of the parameters"
         raise ParameterError(f"{block}: unknown key(s) {unknown}; known: {sorted(str(k) for k in known)}")
     for key, value in params.items():
         if key not in base:
             continue
         path = f"{where}.{key}" if where else str(key)
-        _check_value(value, base[key], path)
+        if isinstance(base[key], Mapping) and isinstance(value, Mapping):
+            check_against_base(value, base[key], path, keys, values)
+        elif values:
+            _check_value(value, base[key], path)
 
 
 def _check_value(value: Any, default: Any, path: str) -> None:
     if isinstance(default, Mapping):
-        if isinstance(value, Mapping):
-            check_against_base(value, default, path)
-        elif value is not None:  # null removes a block (pipelines/config_loader.py)
+        if value is not None:  # null removes a block (pipelines/config_loader.py)
             raise ParameterError(f"{path} must be a mapping of {sorted(str(k) for k in default)}, got {value!r}")
     elif isinstance(default, bool):
         if not isinstance(value, bool):
