@@ -19,6 +19,50 @@ from language_agnostic.reporting.fmda import short_locale
 logger = logging.getLogger(__name__)
 
 
+def _fmda_outputs(model_dict: Mapping[str, Any], entry: EmbeddingSet, rows: np.ndarray) -> dict[str, np.ndarray]:
+    """The language (``lang``), meaning (``m``) and template (``tp``) embeddings of a saved FMDA model."""
+    _, model = load_trained(model_dict)
+    states, mask = entry.token_states(rows)
+    with torch.no_grad():
+        out = model(torch.from_numpy(np.asarray(states, dtype=np.float32)), torch.from_numpy(mask))
+    return {k: out[k].numpy() for k in ("lang", "m", "tp")}
+
+
+def _plot_pair_panels(
+    axes: Sequence[Any], a: Mapping[str, np.ndarray], b: Mapping[str, np.ndarray], src: str, tgt: str, seed: int
+) -> None:
+    """Figure 4's panels a and b: t-SNE of both sides' language and meaning embeddings, one colour a locale."""
+    from sklearn.manifold import TSNE
+
+    for ax, key, title in ((axes[0], "lang", "(a) language embeddings"), (axes[1], "m", "(b) meaning embeddings")):
+        both = np.concatenate([a[key], b[key]])
+        points = TSNE(random_state=seed, init="pca", perplexity=min(30.0, len(both) - 1.0)).fit_transform(both)
+        n = len(a[key])
+        ax.scatter(*points[:n].T, s=4, label=short_locale(src))
+        ax.scatter(*points[n:].T, s=4, label=short_locale(tgt))
+        ax.set_title(f"{title}, {n} {short_locale(src)}-{short_locale(tgt)} test pairs")
+        ax.legend()
+
+
+def _plot_template_panels(
+    axes: Sequence[Any], panels: Sequence[tuple[np.ndarray, str]], picked: pd.DataFrame, what: str, seed: int
+) -> list[str]:
+    """Figure 4's panels c and d: t-SNE of each panel's vectors of ``picked``, one colour a template; the templates."""
+    from sklearn.manifold import TSNE
+
+    templates = list(dict.fromkeys(picked["template"]))
+    per = int((picked["template"] == templates[0]).sum())
+    for ax, (vectors, title) in zip(axes, panels):
+        points = TSNE(random_state=seed, init="pca", perplexity=min(5.0, len(picked) - 1.0)).fit_transform(vectors)
+        for t in templates:
+            where = (picked["template"] == t).to_numpy()
+            ax.scatter(*points[where].T, s=30, label=t if len(t) <= 45 else t[:44] + "…")
+        ax.set_title(f"{title}\n{what}: {len(templates)} templates × {per}", fontsize=10)
+        # below the points, not over them
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.04), ncol=1, frameon=False)
+    return templates
+
+
 def plot_embeddings(
     manifest: Mapping[str, Any],
     fmda: Mapping[str, Any],
@@ -49,32 +93,16 @@ def plot_embeddings(
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from sklearn.manifold import TSNE
 
     seed = int(params.get("seed", 0))
     rng = np.random.default_rng(seed)
     sets, ids = manifest["sets"], np.array(manifest["ids"]["test"])
     src, tgt = manifest["source_locale"], manifest["target_locale"]
     chosen = np.sort(rng.choice(len(ids), size=min(int(params.get("n_pairs", 800)), len(ids)), replace=False))
-
-    def encode(model_dict: Mapping[str, Any], entry: EmbeddingSet, rows: np.ndarray) -> dict[str, np.ndarray]:
-        _, model = load_trained(model_dict)
-        states, mask = entry.token_states(rows)
-        with torch.no_grad():
-            out = model(torch.from_numpy(np.asarray(states, dtype=np.float32)), torch.from_numpy(mask))
-        return {k: out[k].numpy() for k in ("lang", "m", "tp")}
-
-    a = encode(fmda, sets["test.source.utt"], chosen)
-    b = encode(fmda, sets["test.target.utt"], chosen)
+    a = _fmda_outputs(fmda, sets["test.source.utt"], chosen)
+    b = _fmda_outputs(fmda, sets["test.target.utt"], chosen)
     fig, axes = plt.subplots(1, 4, figsize=(24, 7))
-    for ax, key, title in ((axes[0], "lang", "(a) language embeddings"), (axes[1], "m", "(b) meaning embeddings")):
-        both = np.concatenate([a[key], b[key]])
-        points = TSNE(random_state=seed, init="pca", perplexity=min(30.0, len(both) - 1.0)).fit_transform(both)
-        n = len(chosen)
-        ax.scatter(*points[:n].T, s=4, label=short_locale(src))
-        ax.scatter(*points[n:].T, s=4, label=short_locale(tgt))
-        ax.set_title(f"{title}, {n} {short_locale(src)}-{short_locale(tgt)} test pairs")
-        ax.legend()
+    _plot_pair_panels(axes[:2], a, b, src, tgt, seed)
     # panels c and d: several templates of one intent (utterances with the same template-masked
     # text), by the template embedding, and the raw encoder's vectors of the same utterances beside it
     split = str(params.get("split", "test"))
@@ -91,21 +119,13 @@ def plot_embeddings(
     )
     position = {i: n for n, i in enumerate(manifest["ids"][split])}
     rows = np.array([position[i] for i in picked["id"]])
-    template_vectors = encode(template_model, sets[f"{split}.source.utt"], rows)["tp"]
+    template_vectors = _fmda_outputs(template_model, sets[f"{split}.source.utt"], rows)["tp"]
     raw_vectors = sets[f"{split}.source.utt"].vectors("mean")[rows]
-    templates = list(dict.fromkeys(picked["template"]))
-    per = int((picked["template"] == templates[0]).sum())
-    for ax, vectors, title in (
-        (axes[2], template_vectors, f"(c) template embeddings ({template_model.get('method', 'fmda')})"),
-        (axes[3], raw_vectors, "(d) the raw encoder (mean pooling)"),
-    ):
-        points = TSNE(random_state=seed, init="pca", perplexity=min(5.0, len(picked) - 1.0)).fit_transform(vectors)
-        for t in templates:
-            where = (picked["template"] == t).to_numpy()
-            ax.scatter(*points[where].T, s=30, label=t if len(t) <= 45 else t[:44] + "…")
-        ax.set_title(f"{title}\n{short_locale(src)} {split} {intent}: {len(templates)} templates × {per}", fontsize=10)
-        # below the points, not over them
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.04), ncol=1, frameon=False)
+    panels = (
+        (template_vectors, f"(c) template embeddings ({template_model.get('method', 'fmda')})"),
+        (raw_vectors, "(d) the raw encoder (mean pooling)"),
+    )
+    templates = _plot_template_panels(axes[2:], panels, picked, f"{short_locale(src)} {split} {intent}", seed)
     fig.tight_layout()
     logger.info("figure 4: %d pairs, %d templates of %s (%s)", len(chosen), len(templates), intent, split)
     return fig
