@@ -201,31 +201,10 @@ def _summary_lines(rows: pd.DataFrame, raw_unseen: float) -> list[str]:
     return table(header, body, left=2)
 
 
-def tatoeba_markdown(
-    scores: pd.DataFrame,
-    languages: pd.DataFrame,
-    counts: Mapping[str, Any],
-    models: Sequence[Mapping[str, Any]],
-    skipped: Sequence[Mapping[str, str]],
-    identity: Mapping[str, Any],
-    params: Mapping[str, Any],
-) -> str:
-    """The report: averages (cosine, margin), the languages where methods differ most, what was left out.
-
-    Args:
-        scores: From ``evaluate_tatoeba``.
-        languages: ``tatoeba_languages``.
-        counts: The ingestion counts (``total``: languages, pairs, rejected).
-        models: The evaluated models (``methods/apply.py:spec_rows``).
-        skipped: The expected models not evaluated, with the reason.
-        identity: The encoder's identity.
-        params: ``tatoeba.report``: ``spread_languages`` (how many to list), ``margin_k`` (for the text).
-    """
-    trained_on = {m["name"]: list(m["languages"]) for m in models}
-    table_ = summary(scores, languages, trained_on)
+def _intro_lines(languages: pd.DataFrame, total: Mapping[str, Any], identity: Mapping[str, Any]) -> list[str]:
+    """The report's title and what it measures: encoder, languages and pairs, seen and unseen languages."""
     seen = languages[languages["seen"].astype(bool)]
-    total = counts.get("total", {})
-    lines = [
+    return [
         "# Tatoeba: bitext retrieval on the LASER Tatoeba sets",
         "",
         f"Encoder `{identity.get('name')}`; "
@@ -239,20 +218,11 @@ def tatoeba_markdown(
         "English is the pivot of every pair and is not counted as a language here.",
         "",
     ]
-    raw = table_[(table_["method"] == "raw") & (table_["embedding"] == "mean")]
-    for scoring, title in (
-        ("cosine", "cosine similarity"),
-        ("margin", f"ratio margin, k = {params.get('margin_k', 4)} (Artetxe & Schwenk 2019)"),
-    ):
-        rows = table_[table_["scoring"] == scoring].sort_values(["all", "method"], ascending=[False, True])
-        raw_unseen = (
-            float(raw.loc[raw["scoring"] == scoring, "unseen"].iloc[0])
-            if len(raw[raw["scoring"] == scoring])
-            else np.nan
-        )
-        lines += [f"## Averages, {title}", "", *_summary_lines(rows, raw_unseen), ""]
-    spread = widest_spread(scores, languages, int(params.get("spread_languages", 20)))
-    lines += [
+
+
+def _spread_lines(spread: pd.DataFrame) -> list[str]:
+    """The table of the languages where the methods differ most (from :func:`widest_spread`)."""
+    return [
         f"## The {len(spread)} languages where methods differ most (cosine)",
         "",
         "Spread: best − worst method's accuracy (mean of both directions), "
@@ -278,8 +248,17 @@ def tatoeba_markdown(
         ),
         "",
     ]
+
+
+def _not_evaluated_lines(
+    scores: pd.DataFrame,
+    languages: pd.DataFrame,
+    models: Sequence[Mapping[str, Any]],
+    skipped: Sequence[Mapping[str, str]],
+) -> list[str]:
+    """What was left out: centering's languages without a mean, and the skipped models with the reason."""
     centering = sorted({m["name"] for m in models if m["kind"] == "centering"})
-    lines += ["## Not evaluated", ""]
+    lines = ["## Not evaluated", ""]
     for name in centering:
         n = scores.loc[scores["method"] == name, "language"].nunique()
         lines.append(
@@ -291,6 +270,46 @@ def tatoeba_markdown(
         lines.append(f"- `{row['method']}`: {row['reason']}")
     if not centering and not skipped:
         lines.append("Every expected model was evaluated.")
+    return lines
+
+
+def tatoeba_markdown(
+    scores: pd.DataFrame,
+    languages: pd.DataFrame,
+    counts: Mapping[str, Any],
+    models: Sequence[Mapping[str, Any]],
+    skipped: Sequence[Mapping[str, str]],
+    identity: Mapping[str, Any],
+    params: Mapping[str, Any],
+) -> str:
+    """The report: averages (cosine, margin), the languages where methods differ most, what was left out.
+
+    Args:
+        scores: From ``evaluate_tatoeba``.
+        languages: ``tatoeba_languages``.
+        counts: The ingestion counts (``total``: languages, pairs, rejected).
+        models: The evaluated models (``methods/apply.py:spec_rows``).
+        skipped: The expected models not evaluated, with the reason.
+        identity: The encoder's identity.
+        params: ``tatoeba.report``: ``spread_languages`` (how many to list), ``margin_k`` (for the text).
+    """
+    trained_on = {m["name"]: list(m["languages"]) for m in models}
+    table_ = summary(scores, languages, trained_on)
+    lines = _intro_lines(languages, counts.get("total", {}), identity)
+    raw = table_[(table_["method"] == "raw") & (table_["embedding"] == "mean")]
+    for scoring, title in (
+        ("cosine", "cosine similarity"),
+        ("margin", f"ratio margin, k = {params.get('margin_k', 4)} (Artetxe & Schwenk 2019)"),
+    ):
+        rows = table_[table_["scoring"] == scoring].sort_values(["all", "method"], ascending=[False, True])
+        raw_unseen = (
+            float(raw.loc[raw["scoring"] == scoring, "unseen"].iloc[0])
+            if len(raw[raw["scoring"] == scoring])
+            else np.nan
+        )
+        lines += [f"## Averages, {title}", "", *_summary_lines(rows, raw_unseen), ""]
+    lines += _spread_lines(widest_spread(scores, languages, int(params.get("spread_languages", 20))))
+    lines += _not_evaluated_lines(scores, languages, models, skipped)
     return "\n".join([*lines, ""])
 
 
