@@ -29,7 +29,6 @@ import torch
 
 from language_agnostic.config import settings_from_params
 from language_agnostic.encoders.loading import LoadedEncoder
-from language_agnostic.evaluation.slu import slu_scores
 from language_agnostic.methods.lajmcl import DEFAULT_LAMBDA, WEIGHTS, LajMcl, MclConfig, lajmcl_losses
 from language_agnostic.methods.lajoint import (
     INIT_LAYERS,
@@ -42,11 +41,11 @@ from language_agnostic.methods.lajoint import (
 from language_agnostic.methods.registry import build_spec
 from language_agnostic.text.code_switch import CodeSwitcher
 from language_agnostic.text.slot_negatives import SlotNegatives, mean_pooled_embedder
-from language_agnostic.training.finetune import freeze_below, kept_checkpoint_info, timed_training, trained_state
+from language_agnostic.training.finetune import freeze_below, trained_state
 from language_agnostic.training.lajmcl_data import LajBatches, label_tokenisation, prefix_tokens
-from language_agnostic.training.loop import TrainResult, TrainSettings, train
-from language_agnostic.training.slu import code_switcher, slu_split, switch_info
-from language_agnostic.training.slu_data import labels_of, partition_rows, tokenise_words, words_of
+from language_agnostic.training.loop import TrainResult
+from language_agnostic.training.slu import SluRun, code_switcher, fine_tune, slu_split, switch_info
+from language_agnostic.training.slu_data import labels_of, tokenise_words, words_of
 from language_agnostic.training.slu_predict import first_token_states, predict_names, prediction_tokens
 
 logger = logging.getLogger(__name__)
@@ -87,17 +86,7 @@ class MclData:
                 raise ValueError(f"mcl.{f.name} must be an integer >= {low}, got {value!r}")
 
 
-@dataclass
-class LajRun:
-    """Everything :func:`train_lajmcl` hands to the training loop."""
-
-    model: LajMcl
-    train_data: LajBatches
-    dev_data: LajBatches
-    settings: TrainSettings
-    dev_score: Callable[[torch.nn.Module], float]
-    loss_weights: dict[str, float]
-    info: dict[str, Any]
+LajRun = SluRun  # what train_lajmcl hands to the shared SLU loop (training.slu.fine_tune)
 
 
 def method_config(
@@ -325,7 +314,7 @@ def train_lajmcl(
     extraction: Mapping[str, Any] | None = None,
     dictionaries: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
     name: str = "lajmcl",
-) -> tuple[LajMcl, TrainResult, dict[str, Any]]:
+) -> tuple[torch.nn.Module, TrainResult, dict[str, Any]]:
     """Fine-tune a copy of ``encoder`` as LAJoint / LAJ-MCL (:func:`prepare_lajmcl`), selected on dev exact match.
 
     Returns:
@@ -347,25 +336,15 @@ def train_lajmcl(
         info["code_switch"],
         info["train_layers"],
     )
-    result, seconds = timed_training(
-        lambda: train(
-            run.model, lajmcl_loss_fn(run.loss_weights), run.train_data, run.dev_data, run.settings, run.dev_score
-        )
+    result, info = fine_tune(
+        run,
+        table,
+        lajmcl_loss_fn(run.loss_weights),
+        lambda model, rows, precision: predict_lajmcl(
+            model, rows, encoder, info["intents"], info["labels"], len(info["slots"]), extraction, precision=precision
+        ),
+        name,
     )
-    dev_rows = partition_rows(table, info["dev_locale"], "dev")
-    info["mixed_precision"] = run.settings.mixed_precision  # test is predicted as dev was scored (evaluate_slu_variant)
-    predicted, predicted_labels = predict_lajmcl(
-        run.model,
-        dev_rows,
-        encoder,
-        info["intents"],
-        info["labels"],
-        len(info["slots"]),
-        extraction,
-        precision=run.settings.mixed_precision,
-    )
-    scores = slu_scores(dev_rows["intent"].tolist(), predicted, labels_of(dev_rows), predicted_labels)
-    info = kept_checkpoint_info(info, result, scores, seconds, sum(run.train_data.truncated_by_epoch.values()), name)
     return run.model, result, info
 
 

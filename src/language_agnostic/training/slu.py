@@ -102,17 +102,43 @@ def code_switch_settings(params: Mapping[str, Any], where: str = "slu.data.code_
     )
 
 
+Predict = Callable[[torch.nn.Module, pd.DataFrame, str], tuple[list[str], list[list[str]]]]
+
+
 @dataclass
 class SluRun:
-    """Everything :func:`train_slu` hands to the training loop."""
+    """Everything one SLU fine-tuning (joint or label-aware) hands to the training loop
+    (:func:`fine_tune`): the model, batches, settings, dev scorer, the loss weights and info."""
 
-    model: JointSlu
-    train_data: SluBatches
-    dev_data: SluBatches
+    model: torch.nn.Module
+    train_data: Any  # SluBatches or LajBatches: batches(epoch, generator) and truncated_by_epoch
+    dev_data: Any
     settings: TrainSettings
     dev_score: Callable[[torch.nn.Module], float]
     loss_weights: dict[str, float]
     info: dict[str, Any]
+
+
+def fine_tune(
+    run: SluRun,
+    table: pd.DataFrame,
+    loss_fn: Callable[[torch.nn.Module, Mapping[str, torch.Tensor]], dict[str, torch.Tensor]],
+    predict: Predict,
+    name: str,
+) -> tuple[TrainResult, dict[str, Any]]:
+    """The SLU fine-tuning every variant shares: ``run`` trained with ``loss_fn`` (kept at its best
+    dev exact match), then the dev split predicted by ``predict(model, rows, precision)`` as the
+    test will be, and its scores recorded (:func:`kept_checkpoint_info`)."""
+    info = run.info
+    result, seconds = timed_training(
+        lambda: train(run.model, loss_fn, run.train_data, run.dev_data, run.settings, run.dev_score)
+    )
+    dev_rows = partition_rows(table, info["dev_locale"], "dev")
+    info["mixed_precision"] = run.settings.mixed_precision  # test is predicted as dev was scored (evaluate_slu_variant)
+    predicted, predicted_labels = predict(run.model, dev_rows, run.settings.mixed_precision)
+    scores = slu_scores(dev_rows["intent"].tolist(), predicted, labels_of(dev_rows), predicted_labels)
+    info = kept_checkpoint_info(info, result, scores, seconds, sum(run.train_data.truncated_by_epoch.values()), name)
+    return result, info
 
 
 def _method_config(
@@ -350,7 +376,7 @@ def train_slu(
     extraction: Mapping[str, Any] | None = None,
     dictionaries: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
     name: str = "zsjoint",
-) -> tuple[JointSlu, TrainResult, dict[str, Any]]:
+) -> tuple[torch.nn.Module, TrainResult, dict[str, Any]]:
     """Fine-tune a copy of ``encoder`` as a joint intent / slot model, selected on dev exact match.
 
     Args:
@@ -387,24 +413,15 @@ def train_slu(
         run.settings.encoder_lr,
     )
     weights = run.loss_weights
-    result, seconds = timed_training(
-        lambda: train(
-            run.model, lambda m, b: slu_losses(m, b, weights), run.train_data, run.dev_data, run.settings, run.dev_score
-        )
+    result, info = fine_tune(
+        run,
+        table,
+        lambda m, b: slu_losses(m, b, weights),
+        lambda model, rows, precision: predict_slu(
+            model, rows, encoder, info["intents"], info["labels"], extraction, precision=precision
+        ),
+        name,
     )
-    dev_rows = partition_rows(table, info["dev_locale"], "dev")
-    info["mixed_precision"] = run.settings.mixed_precision  # test is predicted as dev was scored (evaluate_slu_variant)
-    predicted, predicted_labels = predict_slu(
-        run.model,
-        dev_rows,
-        encoder,
-        info["intents"],
-        info["labels"],
-        extraction,
-        precision=run.settings.mixed_precision,
-    )
-    scores = slu_scores(dev_rows["intent"].tolist(), predicted, labels_of(dev_rows), predicted_labels)
-    info = kept_checkpoint_info(info, result, scores, seconds, sum(run.train_data.truncated_by_epoch.values()), name)
     return run.model, result, info
 
 
