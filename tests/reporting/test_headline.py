@@ -1,81 +1,138 @@
-"""The README's headline: selection and averaging on hand-made rows, the markdown, and the README itself."""
+"""The README's headline: rows rebuilt from claims tables written here, the markdown, and the README itself."""
 
 from __future__ import annotations
 
 import pandas as pd
 import pytest
-import yaml
 
+from language_agnostic.reporting.claims import claims_section, parse_claims
 from language_agnostic.reporting.headline import (
+    configured_rows,
+    findings_reports,
     headline_figure,
     headline_markdown,
     headline_table,
+    main,
     readme_block,
     update_readme,
 )
 from tests.conftest import PROJECT_ROOT
 
-COLS = ["pipeline", "method", "embedding", "task", "dataset", "source", "target", "metric", "value"]
-METRICS = pd.DataFrame(
-    [
-        ["qe", "seed", "meaning", "qe", "wmt:en-de", "en", "de", "pearson", 0.40],
-        ["qe", "seed", "meaning", "qe", "wmt:ro-en", "ro", "en", "pearson", 0.50],
-        ["qe", "raw", "mean", "qe", "wmt:en-de", "en", "de", "pearson", 0.20],
-        ["qe", "raw", "mean", "qe", "wmt:ro-en", "ro", "en", "pearson", 0.30],
-        ["qe", "seed", "meaning", "leak", "probe", "", "", "probe_accuracy", 0.99],
-        ["slu", "cosda", "first_token", "slu", "massive", "en-US", "de-DE", "exact_match", 0.37],
-        ["slu", "cosda", "first_token", "slu", "massive", "en-US", "en-US", "exact_match", 0.47],
-    ],
-    columns=COLS,
-)
+VERDICT = {"reports": ["seeds_report", "report"], "method": "fmda/m", "baseline": "centering/mean", "percent": True}
 ROW = {
-    "paper": "SEED",
-    "claim": "SEED beats the encoder",
-    "measure": "Pearson",
-    "paper_figure": "0.438 vs 0.357",
-    "ours": {"pipeline": "qe", "method": "seed", "task": "qe", "metric": "pearson"},
-    "baseline": {"pipeline": "qe", "method": "raw", "embedding": "mean", "task": "qe", "metric": "pearson"},
-    "claims": "[claims](docs/results.md)",
+    "paper": "FMDA",
+    "claim": "meaning beats centring",
+    "measure": "accuracy@1",
+    "paper_figure": "0.594 vs 0.182",
+    "claims": "[claims](docs/findings/fmda.md)",
+    "verdict": VERDICT,
 }
 
 
-def test_a_row_averages_the_cells_it_selects():
-    table = headline_table(METRICS, [ROW])
-    assert table.loc[0, "ours"] == pytest.approx(0.45) and table.loc[0, "baseline"] == pytest.approx(0.25)
-    assert (table.loc[0, "cells"], table.loc[0, "ours_label"], table.loc[0, "baseline_label"]) == (
-        2,
-        "seed/",
-        "raw/mean",
-    )
-    # a list matches any of its items: the one non-training locale
-    one = {**ROW, "ours": {"method": "cosda", "target": ["de-DE"]}, "baseline": {"method": "cosda", "target": "de-DE"}}
-    assert headline_table(METRICS, [one]).loc[0, "ours"] == pytest.approx(0.37)
+def _report(rows: list[tuple[str, str, str, str, str, str, str, str]]) -> str:
+    """A report with one claims table in claims_section's layout: (method, baseline, on, method %,
+    baseline %, p, seeds, verdict)."""
+    quoted = lambda name: name if "`" in name else f"`{name}`"  # noqa: E731
+    body = [
+        ["a claim", "XLM-R", "1 vs 0", quoted(m), quoted(b), on, mv, bv, "+1", p, s, v]
+        for m, b, on, mv, bv, p, s, v in rows
+    ]
+    return "# Report\n\n" + "\n".join(claims_section("Claims", "intro", body)) + "\nafter the table\n"
 
 
-def test_markdown_shows_delta_and_what_did_not_run():
-    emu = {"pipeline": "emu", "method": "emu", "embedding": "mean"}
-    missing = {**ROW, "ours": emu, "baseline": {**emu, "method": "raw"}}
-    text = headline_markdown(headline_table(METRICS, [ROW, missing]))
-    lines = text.splitlines()
-    assert lines[0] == "| paper | claim | measure | paper's figure | baseline here | ours | Δ | verdicts |"
-    assert lines[2] == (
-        "| SEED | SEED beats the encoder | Pearson | 0.438 vs 0.357 | 0.250 (`raw/mean`) | 0.450 (`seed/`) "
-        "| +0.200 | [claims](docs/results.md) |"
+REPORTS = {
+    # the same method against another baseline, in the preferred report: not these rows
+    "seeds_report": _report([("fmda/m", "raw/mean", "EN→DE", "80.00", "50.00", "0.01", "3", "holds")]),
+    "report": _report(
+        [
+            ("fmda/m", "centering/mean", "EN→DE", "78.00", "72.00", "<1e-6", "3", "holds"),
+            ("fmda/m", "centering/mean", "DE→EN", "80.00", "77.00", "0.003", "3", "holds"),
+            ("fmda/m", "centering/mean", "JA→EN", "62.00", "63.00", "0.6", "3", "tie"),
+        ]
+    ),
+}
+
+
+def test_a_row_is_the_mean_of_its_claims_rows_with_their_verdicts_and_seeds():
+    table = headline_table([ROW], REPORTS)
+    # (78 + 80 + 62) / 3 = 73.33 %, (72 + 77 + 63) / 3 = 70.67 %: both against centering, both over 3 seeds
+    assert table.loc[0, ["ours", "baseline", "rows", "seeds"]].tolist() == [0.733, 0.707, 3, "3"]
+    assert table.loc[0, "verdict"] == "holds 2/3, tie 1/3 vs `centering/mean` (3 seeds, p ≤ 0.6)"
+    assert headline_markdown(table).splitlines()[2] == (
+        "| FMDA | meaning beats centring | accuracy@1 | 0.594 vs 0.182 | 0.707 (`centering/mean`) "
+        "| 0.733 (`fmda/m`) | +0.026 | holds 2/3, tie 1/3 vs `centering/mean` (3 seeds, p ≤ 0.6); "
+        "[claims](docs/findings/fmda.md) |"
     )
-    assert "| not run (`raw/mean`) | not run (`emu/mean`) |  |" in lines[3]
+
+
+def test_where_picks_rows_by_their_on_column_and_correlations_stay_as_they_are():
+    report = _report(
+        [
+            ("seed/meaning", "raw/mean", "avg Pearson, en-de, en-zh", "0.401", "0.270", "0.0001", "3", "holds"),
+            ("seed/meaning", "raw/mean", "avg Pearson, ar-en, tr-en", "0.679", "0.630", "0.0008", "1", "holds"),
+        ]
+    )
+    verdict = {"reports": ["qe"], "method": "seed/meaning", "baseline": "raw/mean", "where": "ar-en"}
+    line = headline_markdown(headline_table([{**ROW, "verdict": verdict}], {"qe": report})).splitlines()[2]
+    assert (
+        "| 0.630 (`raw/mean`) | 0.679 (`seed/meaning`) | +0.049 | holds 1/1 vs `raw/mean` (1 seed, p ≤ 0.0008);" in line
+    )
+    both = headline_table([{**ROW, "verdict": {**verdict, "where": None}}], {"qe": report})
+    assert both.loc[0, ["ours", "baseline", "seeds"]].tolist() == [0.54, 0.45, "1/3"]
+    assert both.loc[0, "verdict"] == "holds 2/2 vs `raw/mean` (1–3 seeds, p ≤ 0.0008)"
+
+
+def test_a_row_without_claims_rows_says_why_and_shows_no_number():
+    assert headline_table([ROW], {}).loc[0, "verdict"] == "not run"
+    other = {**ROW, "verdict": {**VERDICT, "method": "fmda-infonce/m"}}
+    table = headline_table([other], REPORTS)
+    assert table.loc[0, "verdict"] == "no claims row"
+    assert "| — (`centering/mean`) | — (`fmda-infonce/m`) |  | no claims row; [claims]" in headline_markdown(table)
 
 
 @pytest.mark.parametrize(
     ("row", "message"),
     [
-        ({**ROW, "ours": {"metod": "seed"}}, r"headline.rows\[0\].ours: unknown key\(s\) \['metod'\]"),
+        ({**ROW, "ours": {"method": "seed"}}, r"headline.rows\[0\]: missing \[\], unknown \['ours'\]"),
         ({k: v for k, v in ROW.items() if k != "claims"}, r"headline.rows\[0\]: missing \['claims'\]"),
-        ({**ROW, "baseline": {"pipeline": "qe"}}, r"ours selects 2 cells, baseline 5; select the same cells"),
+        (
+            {**ROW, "verdict": {"reports": ["report"], "method": "x", "metod": "y"}},
+            r"headline.rows\[0\].verdict: missing \['baseline'\], unknown \['metod'\]",
+        ),
     ],
 )
 def test_a_bad_row_is_named(row, message):
     with pytest.raises(ValueError, match=message):
-        headline_table(METRICS, [row])
+        headline_table([row], REPORTS)
+
+
+def test_claims_tables_are_read_back_as_the_report_wrote_them():
+    report = _report([("`lajmcl` (this run)", "cosda", "EM, non-en", "14.83", "35.21", "<1e-6", "1", "fails")])
+    assert parse_claims(report).values.tolist() == [
+        ["a claim", "XLM-R", "1 vs 0", "lajmcl", "cosda", "EM, non-en", "14.83", "35.21", "+1", "<1e-6", "1", "fails"]
+    ]
+
+
+def test_a_findings_page_compact_claims_table_is_read_once_per_test():
+    page = (
+        "| claim | paper's backbone | ours (EM %, non-English) | Δ | McNemar p | seeds | verdict |\n"
+        "|---|---|---|---:|---:|---:|---|\n"
+        "| LAJ-MCL > CoSDA-ML | XLM-R | `lajmcl` 14.83 vs `cosda` 35.21 | −20.38 | <1e-6 | 1 | fails, unequal |\n"
+        "| LAJoint > − Compressor | mBERT | 13.05 vs `lajoint-no_compressor` 12.15 | +0.90 | 3.2e-5 | 1 | holds |\n"
+        "\n| claim | backbone | vs the same budget | Δ | McNemar p | seeds | verdict |\n|---|---|---|---|---|---|---|\n"
+        "| LAJ-MCL > CoSDA-ML (§4.3) | XLM-R | `lajmcl` 14.83 vs `cosda` 35.21 | −20.38 | <1e-6 | 1 | fails |\n"
+    )
+    verdict = {"reports": ["slu"], "method": "lajmcl", "baseline": "cosda", "percent": True}
+    table = headline_table([{**ROW, "verdict": verdict}], {"slu": page})
+    # the row without a method name is left out; the repeated test counts once
+    assert table.loc[0, ["baseline", "ours", "rows", "seeds", "verdict"]].tolist() == [
+        0.352,
+        0.148,
+        1,
+        "1",
+        "fails 1/1 vs `cosda` (1 seed, p < 1e-6)",
+    ]
+    assert "| 0.352 (`cosda`) | 0.148 (`lajmcl`) | -0.204 | fails 1/1" in headline_markdown(table)
 
 
 def test_the_readme_block_is_replaced_between_its_markers():
@@ -88,86 +145,43 @@ def test_the_readme_block_is_replaced_between_its_markers():
 
 
 def test_the_figure_spans_the_values():
-    figure = headline_figure(headline_table(METRICS, [ROW]))
+    figure = headline_figure(headline_table([ROW], REPORTS))
     left, right = figure.axes[0].get_xlim()
-    assert 0.2 < left < 0.25 and 0.45 < right < 0.5  # not 0..1: a 0.01 gap stays visible
+    assert 0.69 < left < 0.707 and 0.733 < right < 0.75  # not 0..1: a 0.01 gap stays visible
     import matplotlib.pyplot as plt
 
     plt.close(figure)
 
 
-def test_the_readme_table_is_what_the_report_code_writes_from_the_committed_headline():
-    committed = pd.read_csv(PROJECT_ROOT / "docs" / "headline.csv")
-    readme = (PROJECT_ROOT / "README.md").read_text()
-    assert readme_block(readme) == headline_markdown(committed)
-    # the committed rows are the configured ones, in order (make readme after editing the rows)
-    rows = yaml.safe_load((PROJECT_ROOT / "conf" / "base" / "parameters_headline.yml").read_text())["headline"]["rows"]
-    assert [(r["paper"], r["claim"]) for r in rows] == list(zip(committed["paper"], committed["claim"]))
+def test_the_command_writes_the_csv_the_readme_shows(tmp_path, monkeypatch):
+    readme = tmp_path / "README.md"
+    readme.write_text("x\n<!-- headline:start -->\n<!-- headline:end -->\n")
+    csv = tmp_path / "headline.csv"
+    headline_table([ROW], REPORTS).to_csv(csv, index=False)
+    assert main([str(readme), str(csv)]) == 0
+    assert "| 0.707 (`centering/mean`) | 0.733 (`fmda/m`) | +0.026 |" in readme.read_text()
+
+
+COMMITTED = pd.read_csv(PROJECT_ROOT / "docs" / "headline.csv", dtype={"seeds": str})
+
+
+def test_the_readme_table_is_what_the_builder_writes_from_the_committed_headline():
+    assert readme_block((PROJECT_ROOT / "README.md").read_text()) == headline_markdown(COMMITTED)
     assert (PROJECT_ROOT / "docs" / "headline.png").stat().st_size > 10_000
 
 
-def _report(rows: list[tuple[str, str, str, str, str, str]]) -> str:
-    """A report with one claims table in claims_section's layout: (method, baseline, on, p, seeds, verdict)."""
-    from language_agnostic.reporting.claims import claims_section
-
-    quoted = lambda name: name if "`" in name else f"`{name}`"  # noqa: E731
-    body = [
-        ["a claim", "XLM-R", "1 vs 0", quoted(m), quoted(b), on, "70.00", "60.00", "+10.00", p, s, v]
-        for m, b, on, p, s, v in rows
-    ]
-    return "# Report\n\n" + "\n".join(claims_section("Claims", "intro", body)) + "\nafter the table\n"
+def test_the_committed_headline_is_rebuilt_from_the_committed_claims_tables():
+    """docs/headline.csv is what the builder makes of the findings pages' claims tables today (make readme)."""
+    rebuilt = headline_table(configured_rows(PROJECT_ROOT), findings_reports(PROJECT_ROOT))
+    assert headline_markdown(COMMITTED) == headline_markdown(rebuilt)
 
 
-def test_claims_tables_are_read_back_as_the_report_wrote_them():
-    from language_agnostic.reporting.claims import parse_claims
-
-    report = _report([("fmda/m", "centering/mean", "EN→DE", "<1e-6", "3", "holds")])
-    report += "\n" + _report([("`lajmcl` (this run)", "cosda", "EM, non-en", "0.2", "1", "tie")])
-    parsed = parse_claims(report)
-    assert parsed.values.tolist() == [
-        [
-            "a claim",
-            "XLM-R",
-            "1 vs 0",
-            "fmda/m",
-            "centering/mean",
-            "EN→DE",
-            "70.00",
-            "60.00",
-            "+10.00",
-            "<1e-6",
-            "3",
-            "holds",
-        ],
-        ["a claim", "XLM-R", "1 vs 0", "lajmcl", "cosda", "EM, non-en", "70.00", "60.00", "+10.00", "0.2", "1", "tie"],
-    ]
-
-
-def test_the_verdict_column_summarises_the_first_report_with_the_rows():
-    verdict = {"reports": ["seeds_report", "report"], "method": "fmda/m", "baseline": "centering/mean"}
-    reports = {
-        "seeds_report": _report([("fmda/m", "raw/mean", "EN→DE", "0.01", "3", "holds")]),  # other baseline: skipped
-        "report": _report(
-            [
-                ("fmda/m", "centering/mean", "EN→DE", "<1e-6", "3", "holds"),
-                ("fmda/m", "centering/mean", "DE→EN", "0.003", "3", "holds"),
-                ("fmda/m", "centering/mean", "JA→EN", "0.6", "3", "tie"),
-            ]
-        ),
-    }
-    table = headline_table(METRICS, [{**ROW, "verdict": verdict}], reports)
-    assert table.loc[0, "verdict"] == "holds 2/3, tie 1/3 vs `centering/mean` (3 seeds, p ≤ 0.6)"
-    line = headline_markdown(table).splitlines()[2]
-    assert line.endswith("| holds 2/3, tie 1/3 vs `centering/mean` (3 seeds, p ≤ 0.6); [claims](docs/results.md) |")
-    # `where` keeps the rows whose "on" contains it; reports that do not exist, or lack the rows
-    on = headline_table(METRICS, [{**ROW, "verdict": {**verdict, "where": "JA"}}], reports)
-    assert on.loc[0, "verdict"] == "tie 1/1 vs `centering/mean` (3 seeds, p ≤ 0.6)"
-    assert headline_table(METRICS, [{**ROW, "verdict": verdict}], {}).loc[0, "verdict"] == "not run"
-    tiny = {"report": _report([("fmda/m", "centering/mean", "EN→DE", "<1e-6", "1", "holds")])}
-    assert headline_table(METRICS, [{**ROW, "verdict": verdict}], tiny).loc[0, "verdict"] == (
-        "holds 1/1 vs `centering/mean` (1 seed, p < 1e-6)"  # a bound stays a bound
-    )
-    other = {**verdict, "method": "fmda-infonce/m"}
-    assert headline_table(METRICS, [{**ROW, "verdict": other}], reports).loc[0, "verdict"] == "not tested"
-    with pytest.raises(ValueError, match=r"headline.rows\[0\].verdict: missing \['baseline'\], unknown \['metod'\]"):
-        headline_table(METRICS, [{**ROW, "verdict": {"reports": ["report"], "method": "x", "metod": "y"}}], reports)
+@pytest.mark.parametrize("i", range(len(COMMITTED)))
+def test_each_committed_row_has_one_baseline_and_one_set_of_seeds(i):
+    row = COMMITTED.iloc[i]
+    if pd.isna(row["seeds"]):
+        assert pd.isna(row["ours"]) and pd.isna(row["baseline"])  # no claims rows: no numbers either
+        return
+    seeds = str(row["seeds"])
+    shown = f"{seeds} seed{'s' if seeds != '1' else ''}" if "/" not in seeds else seeds.replace("/", "–") + " seeds"
+    assert f" vs `{row['baseline_label']}` ({shown}," in row["verdict"]

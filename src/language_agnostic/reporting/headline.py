@@ -1,27 +1,35 @@
-"""The README's headline: per paper, the figure it reports, its baseline here and our reproduction.
+"""The README's headline: per paper's main claim, the paper's figure, the baseline here, ours, Δ and the verdict.
 
-A view of the one metrics table (``data/08_reporting/metrics.csv``): each row of
-``headline.rows`` selects cells of the table for its method and for its baseline (the raw
-encoder, or the paper's own baseline where the method fine-tunes the encoder) and averages
-them (e.g. over the six MASSIVE retrieval directions). Its ``verdict`` names the claims rows that
-judge it in the pipelines' reports (the first report that has them: a seeds run's before the
-default run's), and the row summarises their verdicts, seeds and largest p-value; the claims table
-it links to has each one.
+Every number of a row comes from the same rows of a claims table (``reporting/claims.py``, the
+reports' one layout): ``ours`` and ``baseline`` are the means of their *method* and *baseline*
+columns, Δ their difference, and the verdict, the seeds and the largest p summarise the same rows.
+So a row's Δ and its verdict are always against the same baseline, over the same seeds (a
+claims row's figures are its means over the seeds it was tested on).
 
-``python -m language_agnostic.reporting.headline README.md data/08_reporting/headline.csv``
-writes the table into the README between its markers (``make readme`` runs the pipeline first).
+Each entry of ``headline.rows`` (``conf/base/parameters_headline.yml``) names its claims rows with
+``verdict``: ``reports`` (in order of preference: a seeds run's first; the first that has the rows
+is used), ``method`` and ``baseline`` as the claims table names them, optionally ``where`` (a part of
+the rows' *on* column) and ``percent`` (the table is in %: divided by 100).
+
+``python -m language_agnostic.reporting.headline --findings docs/headline.csv docs/headline.png``
+builds the table from the claims tables of the committed findings pages (:data:`FINDINGS`);
+``python -m language_agnostic.reporting.headline README.md docs/headline.csv`` writes it into the
+README between its markers. ``kedro run --pipelines=headline`` builds it from the reports in
+``data/08_reporting/`` instead.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import yaml
 
-from language_agnostic.reporting.claims import parse_claims
+from language_agnostic.reporting.claims import PARSED, parse_claims
 from language_agnostic.reporting.markdown import table
 
 COLUMNS = [
@@ -33,36 +41,62 @@ COLUMNS = [
     "baseline_label",
     "ours",
     "ours_label",
-    "cells",
+    "rows",
+    "seeds",
     "verdict",
     "claims",
 ]
-SELECTOR_KEYS = ("pipeline", "method", "embedding", "task", "dataset", "source", "target", "metric")
-ROW_KEYS = {"paper", "claim", "measure", "paper_figure", "ours", "baseline", "claims"}
-OPTIONAL_KEYS = {"verdict"}
-VERDICT_KEYS = {"reports", "method", "baseline", "where"}
+ROW_KEYS = {"paper", "claim", "measure", "paper_figure", "claims", "verdict"}
+VERDICT_KEYS = {"reports", "method", "baseline", "where", "percent"}
 ORDER = ("holds", "tie", "fails", "not comparable")
 START, END = "<!-- headline:start -->", "<!-- headline:end -->"
+# the committed pages that hold copies of the reports' claims tables, by the report they copy
+# (``data/`` is not in git: the README's table is rebuilt from these)
+FINDINGS = {
+    "fmda_seeds_tables": "docs/findings/fmda.md",
+    "qe_seeds_report": "docs/findings/dream_meat_seed.md",
+    "sts_seeds_report": "docs/findings/dream_meat_seed.md",
+    "emu_seeds_tables": "docs/findings/emu.md",
+    "slu_tables": "docs/findings/lajmcl.md",
+}
+PARAMETERS = "conf/base/parameters_headline.yml"
 
 
-def select(metrics: pd.DataFrame, selector: Mapping[str, Any], where: str) -> pd.Series:
-    """The ``value`` of every row of ``metrics`` that matches ``selector`` (a list matches any of its items).
+# a findings page's compact claims table's third cell: `method` 14.83 vs `baseline` 35.21
+COMPACT = re.compile(
+    r"^`(?P<method>[^`]+)` (?P<method_value>-?[\d.]+) vs `(?P<baseline>[^`]+)` (?P<baseline_value>-?[\d.]+)$"
+)
 
-    Raises:
-        ValueError: An unknown selector key (naming ``where``).
+
+def parse_compact_claims(markdown: str) -> pd.DataFrame:
+    """The rows of a findings page's compact claims tables (claim, backbone, :data:`COMPACT`, Δ,
+    McNemar p, seeds, verdict) as rows of :func:`parse_claims`; a row without both names is left out.
+
+    The verdict is its first word (``fails, at unequal budgets`` → ``fails``).
     """
-    unknown = sorted(set(selector) - set(SELECTOR_KEYS))
-    if unknown:
-        raise ValueError(f"{where}: unknown key(s) {unknown}; known: {list(SELECTOR_KEYS)}")
-    mask = pd.Series(True, index=metrics.index)
-    for key, wanted in selector.items():
-        values = [str(v) for v in wanted] if isinstance(wanted, (list, tuple)) else [str(wanted)]
-        mask &= metrics[key].astype(str).isin(values)
-    return metrics.loc[mask, "value"].astype(float)
+    rows: list[list[str]] = []
+    lines = markdown.splitlines()
+    for i, line in enumerate(lines):
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 7 or cells[0] != "claim" or cells[4:] != ["McNemar p", "seeds", "verdict"]:
+            continue
+        for body in lines[i + 2 :]:
+            if not body.startswith("|"):
+                break
+            row = [c.strip() for c in body.strip().strip("|").split("|")]
+            if len(row) == 7 and (match := COMPACT.match(row[2])):
+                verdict = row[6].split(",")[0].strip()
+                rows.append(
+                    [row[0], row[1], "", match["method"], match["baseline"], "", match["method_value"]]
+                    + [match["baseline_value"], row[3], row[4], row[5], verdict]
+                )
+    # a findings page repeats a test in a second table (the same figures under a longer claim): once
+    same = ["method", "baseline", "method_value", "baseline_value", "delta", "p", "seeds", "verdict"]
+    return pd.DataFrame(rows, columns=PARSED).drop_duplicates(subset=same, ignore_index=True)
 
 
 def check_verdict(spec: Mapping[str, Any], where: str) -> None:
-    """A row's ``verdict``: ``reports``, ``method`` and ``baseline`` required, ``where`` optional.
+    """A row's ``verdict``: ``reports``, ``method`` and ``baseline`` required, ``where`` and ``percent`` optional.
 
     Raises:
         ValueError: A missing or unknown key (naming ``where``).
@@ -72,20 +106,21 @@ def check_verdict(spec: Mapping[str, Any], where: str) -> None:
         raise ValueError(f"{where}: missing {missing}, unknown {unknown}; expected {sorted(VERDICT_KEYS)}")
 
 
-def verdict_summary(claims: pd.DataFrame, spec: Mapping[str, Any]) -> str | None:
-    """``holds 5/6, tie 1/6 vs `centering/mean` (3 seeds, p ≤ 0.6)`` from the claims rows ``spec`` selects
-    (``None`` when it selects none).
+def claim_rows(claims: pd.DataFrame, spec: Mapping[str, Any]) -> pd.DataFrame:
+    """The claims rows ``spec`` selects: its ``method`` and ``baseline``, and ``where`` in their *on* column.
 
-    ``spec``: ``method`` and ``baseline`` as the claims tables name them, and optionally ``where``
-    (a substring of the rows' *on* column; not ``on``, which YAML reads as ``true``).
+    ``where`` is not ``on``, which YAML reads as ``true``.
     """
     if claims.empty:
-        return None
+        return claims
     rows = claims[(claims["method"] == spec["method"]) & (claims["baseline"] == spec["baseline"])]
     if spec.get("where"):
         rows = rows[rows["on"].str.contains(str(spec["where"]), regex=False)]
-    if rows.empty:
-        return None
+    return rows
+
+
+def verdict_summary(rows: pd.DataFrame, baseline: str) -> str:
+    """``holds 5/6, tie 1/6 vs `centering/mean` (3 seeds, p ≤ 0.6)`` from claims rows (at least one)."""
     counts = rows["verdict"].value_counts()
     verdicts = ", ".join(f"{v} {counts[v]}/{len(rows)}" for v in ORDER if v in counts)
     seeds = sorted(set(rows["seeds"].astype(int)))
@@ -94,78 +129,76 @@ def verdict_summary(claims: pd.DataFrame, spec: Mapping[str, Any]) -> str | None
     shown = [(float(p.lstrip("<")), p) for p in rows["p"] if p not in ("—", "")]
     largest = max(shown)[1] if shown else ""
     p_text = "" if not largest else f", p < {largest[1:]}" if largest.startswith("<") else f", p ≤ {largest}"
-    return f"{verdicts} vs `{spec['baseline']}` ({seed_text}{p_text})"
+    return f"{verdicts} vs `{baseline}` ({seed_text}{p_text})"
 
 
-def headline_table(
-    metrics: pd.DataFrame, rows: Sequence[Mapping[str, Any]], reports: Mapping[str, str] | None = None
-) -> pd.DataFrame:
-    """One line per ``headline.rows`` entry: the averages of its ``ours`` and ``baseline`` cells, and the
-    verdicts of the claims rows its ``verdict`` names in ``reports`` (``{report name: markdown}``).
+def _mean(values: pd.Series, scale: float) -> float | None:
+    """The mean of the cells that hold a number (``—``: not measured), divided by ``scale``, to 3 decimals."""
+    numbers = pd.to_numeric(values.str.replace("−", "-", regex=False), errors="coerce").dropna()
+    return round(float(numbers.mean()) / scale, 3) if len(numbers) else None
 
-    A row whose cells the table does not hold (its pipeline has not run) keeps empty values, so the
-    README says what is missing instead of dropping the paper. ``ours`` and ``baseline`` must select
-    the same number of cells: a row compares like with like.
+
+def headline_table(rows: Sequence[Mapping[str, Any]], reports: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """One line per ``headline.rows`` entry from the claims rows its ``verdict`` names in ``reports``
+    (``{report name: markdown}``): ours, baseline, the number of rows, their seeds and their verdicts.
+
+    A row whose claims rows no report holds keeps empty values and says why (``not run``: none of
+    its reports exists; ``no claims row``: they exist without such a row), so the README does not drop
+    the paper.
 
     Raises:
-        ValueError: A missing or unknown key, or ``ours`` and ``baseline`` selecting different counts.
+        ValueError: A missing or unknown key.
     """
-    claims = {name: parse_claims(markdown) for name, markdown in (reports or {}).items()}  # each report once
+    claims = {name: _claims(markdown) for name, markdown in (reports or {}).items()}  # each report once
     out = []
     for i, row in enumerate(rows):
         where = f"headline.rows[{i}]"
-        missing, unknown = sorted(ROW_KEYS - set(row)), sorted(set(row) - ROW_KEYS - OPTIONAL_KEYS)
+        missing, unknown = sorted(ROW_KEYS - set(row)), sorted(set(row) - ROW_KEYS)
         if missing or unknown:
-            raise ValueError(
-                f"{where}: missing {missing}, unknown {unknown}; expected {sorted(ROW_KEYS)} and optionally "
-                f"{sorted(OPTIONAL_KEYS)}"
-            )
-        ours = select(metrics, row["ours"], f"{where}.ours")
-        base = select(metrics, row["baseline"], f"{where}.baseline")
-        if len(ours) and len(base) and len(ours) != len(base):
-            raise ValueError(f"{where}: ours selects {len(ours)} cells, baseline {len(base)}; select the same cells")
+            raise ValueError(f"{where}: missing {missing}, unknown {unknown}; expected {sorted(ROW_KEYS)}")
+        spec = row["verdict"]
+        check_verdict(spec, f"{where}.verdict")
+        found = [name for name in spec["reports"] or [] if name in claims]
+        picked = next((r for name in found if len(r := claim_rows(claims[name], spec))), None)
+        scale = 100.0 if spec.get("percent") else 1.0
+        values = {"baseline": None, "ours": None, "rows": 0, "seeds": None}
+        if picked is not None:
+            values = {
+                "baseline": _mean(picked["baseline_value"], scale),
+                "ours": _mean(picked["method_value"], scale),
+                "rows": len(picked),
+                "seeds": "/".join(str(s) for s in sorted(set(picked["seeds"].astype(int)))),
+            }
         out.append(
             {
                 "paper": row["paper"],
                 "claim": row["claim"],
                 "measure": row["measure"],
                 "paper_figure": row["paper_figure"],
-                "baseline": round(float(base.mean()), 3) if len(base) else None,
-                "baseline_label": _label(row["baseline"]),
-                "ours": round(float(ours.mean()), 3) if len(ours) else None,
-                "ours_label": _label(row["ours"]),
-                "cells": len(ours),
-                "verdict": _verdict(row.get("verdict"), claims, f"{where}.verdict"),
+                "baseline_label": spec["baseline"],
+                "ours_label": spec["method"],
+                **values,
+                "verdict": verdict_summary(picked, spec["baseline"])
+                if picked is not None
+                else ("no claims row" if found else "not run"),
                 "claims": row["claims"],
             }
         )
     return pd.DataFrame(out, columns=COLUMNS)
 
 
-def _verdict(spec: Mapping[str, Any] | None, reports: Mapping[str, pd.DataFrame], where: str) -> str:
-    """The summary from the first named report (its parsed claims) that has the rows; ``not run`` when
-    none of the reports exists, ``not tested`` when they exist without such a claims row (a report
-    older than the claim)."""
-    if not spec:
-        return ""
-    check_verdict(spec, where)
-    found = [name for name in spec["reports"] or [] if name in reports]
-    for name in found:
-        if summary := verdict_summary(reports[name], spec):
-            return summary
-    return "not tested" if found else "not run"
-
-
-def _label(selector: Mapping[str, Any]) -> str:
-    return f"{selector.get('method', '')}/{selector.get('embedding', '')}"
+def _claims(markdown: str) -> pd.DataFrame:
+    """Every claims row of a report or findings page: the reports' layout, then the compact one."""
+    full, compact = parse_claims(markdown), parse_compact_claims(markdown)
+    return compact if full.empty else full if compact.empty else pd.concat([full, compact], ignore_index=True)
 
 
 def _number(value: Any) -> str:
-    return "not run" if value is None or pd.isna(value) else f"{float(value):.3f}"
+    return "—" if value is None or pd.isna(value) else f"{float(value):.3f}"
 
 
 def headline_markdown(headline: pd.DataFrame) -> str:
-    """The README's table: paper, claim, measure, the paper's figure, baseline, ours, Δ, claims."""
+    """The README's table: paper, claim, measure, the paper's figure, baseline, ours, Δ, verdicts."""
     rows = []
     for r in headline.itertuples(index=False):
         both = not (pd.isna(r.baseline) or pd.isna(r.ours))
@@ -179,19 +212,10 @@ def headline_markdown(headline: pd.DataFrame) -> str:
                 f"{_number(r.baseline)} (`{r.baseline_label}`)",
                 f"{_number(r.ours)} (`{r.ours_label}`)",
                 delta,
-                f"{v}; {r.claims}" if isinstance(v := getattr(r, "verdict", ""), str) and v else r.claims,
+                f"{r.verdict}; {r.claims}" if isinstance(r.verdict, str) and r.verdict else r.claims,
             ]
         )
-    header = [
-        "paper",
-        "claim",
-        "measure",
-        "paper's figure",
-        "baseline here",
-        "ours",
-        "Δ",
-        "verdicts",
-    ]
+    header = ["paper", "claim", "measure", "paper's figure", "baseline here", "ours", "Δ", "verdicts"]
     return "\n".join(table(header, rows, left=4)) + "\n"
 
 
@@ -247,10 +271,31 @@ def readme_block(readme: str) -> str:
     return readme[start:end]
 
 
+def findings_reports(root: Path, findings: Mapping[str, str] = FINDINGS) -> dict[str, str]:
+    """``{report name: markdown}`` of the committed findings pages that copy the reports' claims tables."""
+    return {name: (root / path).read_text() for name, path in findings.items() if (root / path).exists()}
+
+
+def configured_rows(root: Path) -> list[dict[str, Any]]:
+    """``headline.rows`` of ``conf/base/parameters_headline.yml`` under ``root``."""
+    return yaml.safe_load((root / PARAMETERS).read_text())["headline"]["rows"]
+
+
 def main(argv: Sequence[str]) -> int:
-    """``README.md headline.csv``: write the headline table into the README."""
+    """``README.md headline.csv``: write the table into the README; ``--findings headline.csv
+    headline.png``: build the table and its figure from the committed findings pages."""
+    if len(argv) == 3 and argv[0] == "--findings":
+        csv, png = Path(argv[1]), Path(argv[2])
+        headline = headline_table(configured_rows(Path.cwd()), findings_reports(Path.cwd()))
+        headline.to_csv(csv, index=False)
+        headline_figure(headline).savefig(png, dpi=120)
+        print(f"{csv}, {png}: headline from {sorted(set(FINDINGS.values()))}")
+        return 0
     if len(argv) != 2:
-        print("usage: python -m language_agnostic.reporting.headline README.md data/08_reporting/headline.csv")
+        print(
+            "usage: python -m language_agnostic.reporting.headline README.md docs/headline.csv\n"
+            "       python -m language_agnostic.reporting.headline --findings docs/headline.csv docs/headline.png"
+        )
         return 2
     readme, csv = Path(argv[0]), Path(argv[1])
     readme.write_text(update_readme(readme.read_text(), headline_markdown(pd.read_csv(csv))))
