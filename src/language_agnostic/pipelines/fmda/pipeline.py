@@ -156,35 +156,22 @@ def _pair_input_nodes(two_stage: bool) -> list[Node]:
 
 def _variant_nodes(name: str, spec: Any, variants: Mapping[str, Any], source: str) -> list[Node]:
     """Train one FMDA variant (two-stage or all together; its parameters under ``source``) and evaluate it."""
-    if (spec or {}).get("two_stage"):
-        train = node(
-            reusable(bind(nodes.train_fmda_two_stage, variant=name)),
-            inputs=[
-                "fmda_inputs",
-                "fmda_template_pairs",
-                "massive_negative_pools",
-                "params:fmda.model",
-                f"params:{source}.variants.{name}",
-                "params:fmda.training",
-                "params:fmda.loss",
-            ],
-            outputs=[f"fmda_model_{name}", f"fmda_history_{name}"],
-            name=f"train_fmda_{name}_node",
-        )
-    else:
-        train = node(
-            reusable(bind(nodes.train_fmda, variant=name)),
-            inputs=[
-                "fmda_inputs",
-                "massive_negative_pools",
-                "params:fmda.model",
-                f"params:{source}.variants.{name}",
-                "params:fmda.training",
-                "params:fmda.loss",
-            ],
-            outputs=[f"fmda_model_{name}", f"fmda_history_{name}"],
-            name=f"train_fmda_{name}_node",
-        )
+    # a two-stage variant trains on the template pairs first: the one input the other variants lack
+    two_stage = bool((spec or {}).get("two_stage"))
+    train = node(
+        reusable(bind(nodes.train_fmda_two_stage if two_stage else nodes.train_fmda, variant=name)),
+        inputs=[
+            "fmda_inputs",
+            *(["fmda_template_pairs"] if two_stage else []),
+            "massive_negative_pools",
+            "params:fmda.model",
+            f"params:{source}.variants.{name}",
+            "params:fmda.training",
+            "params:fmda.loss",
+        ],
+        outputs=[f"fmda_model_{name}", f"fmda_history_{name}"],
+        name=f"train_fmda_{name}_node",
+    )
     return [
         train,
         node(
