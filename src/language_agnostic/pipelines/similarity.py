@@ -191,39 +191,34 @@ def _corpus_nodes(name: str) -> list[Node]:
 
 def _training_nodes(name: str, ablations: Mapping[str, Any]) -> list[Node]:
     """One training node for each similarity head of the method registry and each ablation."""
-    nodes_: list[Node] = []
-    for method in TRAINED_METHODS:
-        nodes_.append(
-            node(
-                reusable(bind(train_head, method=method, pipeline=name)),
-                inputs=[
-                    f"{name}_embeddings",
-                    f"{name}_corpus",
-                    f"params:{name}.methods.{method}",
-                    f"params:{name}.training",
-                    f"params:{name}.pooling",
-                ],
-                outputs=[f"{name}_{method}_model", f"{name}_{method}_history"],
-                name=f"train_{name}_{method}_node",
-            )
+    # (model, training function, its parameter sections): an ablation reads its method's and its own
+    heads: list[tuple[str, Any, list[str]]] = [
+        (method, bind(train_head, method=method, pipeline=name), [f"params:{name}.methods.{method}"])
+        for method in TRAINED_METHODS
+    ]
+    heads += [
+        (
+            ablation,
+            bind(train_ablation, name=ablation, pipeline=name),
+            [f"params:{name}.methods.{spec['method']}", f"params:{name}.ablations.{ablation}"],
         )
-    for ablation, spec in ablations.items():
-        nodes_.append(
-            node(
-                reusable(bind(train_ablation, name=ablation, pipeline=name)),
-                inputs=[
-                    f"{name}_embeddings",
-                    f"{name}_corpus",
-                    f"params:{name}.methods.{spec['method']}",
-                    f"params:{name}.ablations.{ablation}",
-                    f"params:{name}.training",
-                    f"params:{name}.pooling",
-                ],
-                outputs=[f"{name}_{ablation}_model", f"{name}_{ablation}_history"],
-                name=f"train_{name}_{ablation}_node",
-            )
+        for ablation, spec in ablations.items()
+    ]
+    return [
+        node(
+            reusable(train),
+            inputs=[
+                f"{name}_embeddings",
+                f"{name}_corpus",
+                *sections,
+                f"params:{name}.training",
+                f"params:{name}.pooling",
+            ],
+            outputs=[f"{name}_{head}_model", f"{name}_{head}_history"],
+            name=f"train_{name}_{head}_node",
         )
-    return nodes_
+        for head, train, sections in heads
+    ]
 
 
 def _evaluation_nodes(name: str, ablations: Mapping[str, Any]) -> list[Node]:
