@@ -18,6 +18,7 @@ negatives for the slot level, eq. 12's word pairs for the word level).
 from __future__ import annotations
 
 import copy
+import functools
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
@@ -44,8 +45,17 @@ from language_agnostic.text.slot_negatives import SlotNegatives, mean_pooled_emb
 from language_agnostic.training.finetune import freeze_below, trained_state
 from language_agnostic.training.lajmcl_data import LajBatches, label_tokenisation, prefix_tokens
 from language_agnostic.training.loop import TrainResult
-from language_agnostic.training.slu import SluRun, code_switcher, fine_tune, slu_split, switch_info
-from language_agnostic.training.slu_data import labels_of, tokenise_words, words_of
+from language_agnostic.training.slu import (
+    CodeSwitchSettings,
+    SluRun,
+    SluSplit,
+    code_switcher,
+    fine_tune,
+    slu_batches,
+    slu_split,
+    switch_info,
+)
+from language_agnostic.training.slu_data import labels_of, words_of
 from language_agnostic.training.slu_predict import first_token_states, predict_names, prediction_tokens
 
 logger = logging.getLogger(__name__)
@@ -185,93 +195,42 @@ def prepare_lajmcl(
             code-switched pairs (naming the parameter).
     """
     split = slu_split(table, data, training)
-    settings_data, settings, train_rows, dev_rows = split.data, split.settings, split.train_rows, split.dev_rows
-    intents, labels, dev_locale = split.intents, split.labels, split.dev_locale
-    slots = sorted({label[2:] for label in labels if label != "O"})
-    if not slots:
-        raise ValueError("slu.data: the training utterances have no slot value; LAJoint needs a slot set")
-    assert label_names(slots) == labels  # the model's label order is the vocabulary's
-    intent_index = {intent: i for i, intent in enumerate(intents)}
-    label_to_id = {label: i for i, label in enumerate(labels)}
-    config, mcl_config, mcl_data, weights = method_config(method, name, len(intents), slots, encoder)
-    switcher, switch = code_switcher(settings_data, dictionaries)
-    on = [level for level in MCL_LEVELS if weights[level] > 0]
-    if on and not (switch and switch.keep_source):
-        raise ValueError(
-            f"slu.methods.{name}: MCL ({on} weighted > 0) needs slu.data.code_switch with keep_source: true; "
-            f"for LAJoint without MCL set loss_weights {dict.fromkeys(on, 0)}"
-        )
-
-    words, tags = words_of(train_rows), labels_of(train_rows)
+    slots = slot_set(split.labels)
+    config, mcl_config, mcl_data, weights = method_config(method, name, len(split.intents), slots, encoder)
+    switcher, switch = code_switcher(split.data, dictionaries)
+    on = mcl_levels(weights, switch, name)
+    words, tags = words_of(split.train_rows), labels_of(split.train_rows)
     slot_negatives = (
         slot_level_negatives(words, tags, slots, encoder, extraction, mcl_data, switcher, name)
         if weights["slot_value"] > 0
         else None
     )
-    train_data = LajBatches(
+    train_data, dev_data, known = slu_batches(
+        functools.partial(LajBatches, slots=slots),
+        split,
         encoder,
-        words,
-        tags,
-        train_rows["intent"].map(intent_index).tolist(),
-        label_to_id,
-        slots,
         extraction,
-        settings_data.batch_size,
-        shuffle=True,
-        switcher=switcher,
-        switch_seed=switch.seed if switch else 0,
-        ignore_index=config.ignore_index,
-        what=f"slu {name} train",
-        keep_source=bool(switch and switch.keep_source),
+        (switcher, switch),
+        config.ignore_index,
+        name,
         mcl=bool(on),
         slot_negatives=slot_negatives,
         word_negatives=mcl_data.word_negatives if weights["word"] > 0 else 0,
-        group_by_length=settings_data.group_by_length,
-    )
-    known = split.dev_loss_rows()
-    dev_data = LajBatches(
-        encoder,
-        words_of(known),
-        labels_of(known),
-        known["intent"].map(intent_index).tolist(),
-        label_to_id,
-        slots,
-        extraction,
-        64,
-        shuffle=False,
-        ignore_index=config.ignore_index,
-        what=f"slu {name} dev",
     )
     dev_tokens = prefix_tokens(
-        tokenise_words(
-            encoder.tokenizer,
-            words_of(dev_rows),
-            label_tokenisation(encoder, extraction, len(slots)),
-            on_too_long="truncate",
-            what=f"slu {name} dev",
-        ),
+        split.dev_tokens(encoder, label_tokenisation(encoder, extraction, len(slots)), name),
         len(slots),
         encoder.tokenizer,
     )
     dev_score = split.dev_scorer(dev_tokens, int(encoder.tokenizer.pad_token_id))
 
-    torch.manual_seed(settings.seed)
+    torch.manual_seed(split.settings.seed)
     base = copy.deepcopy(encoder.model)
     init = initial_label_embeddings(base, encoder.tokenizer, config.label_texts(), mcl_data.init_layers)
     model = LajMcl(base, int(base.config.hidden_size), config, mcl_config, init)
     parameters = freeze_below(model.encoder, split.train_layers)  # the label embeddings stay trained (freeze_below)
-    info: dict[str, Any] = {
-        "name": name,
-        "intents": intents,
-        "labels": labels,
-        "slots": slots,
-        "training_locale": settings_data.training_locale,
-        "dev_locale": dev_locale,
-        "n_train": len(train_rows),
-        "n_dev": len(dev_rows),
-        "n_dev_loss": len(known),
-        "loss_weights": weights,
-        "mcl_levels": on,
+    info = {
+        **_split_info(split, name, slots, len(known), weights, on),
         "margins": dict(mcl_config.margins or {}),
         "slot_temperature": mcl_config.slot_temperature,
         "slot_affinity": mcl_config.slot_affinity,
@@ -284,7 +243,54 @@ def prepare_lajmcl(
         "train_layers": split.train_layers,
         "encoder_parameters": parameters,
     }
-    return LajRun(model, train_data, dev_data, settings, dev_score, weights, info)
+    return LajRun(model, train_data, dev_data, split.settings, dev_score, weights, info)
+
+
+def slot_set(labels: Sequence[str]) -> list[str]:
+    """The slots of the BIO ``labels`` trained, sorted (the model's label order is the vocabulary's).
+
+    Raises:
+        ValueError: no slot at all (LAJoint needs a slot set), naming ``slu.data``.
+    """
+    slots = sorted({label[2:] for label in labels if label != "O"})
+    if not slots:
+        raise ValueError("slu.data: the training utterances have no slot value; LAJoint needs a slot set")
+    assert label_names(slots) == list(labels)
+    return slots
+
+
+def mcl_levels(weights: Mapping[str, float], switch: CodeSwitchSettings | None, name: str) -> list[str]:
+    """The MCL levels on (weighted > 0), in :data:`MCL_LEVELS` order.
+
+    Raises:
+        ValueError: a level on without code-switching that keeps the source, naming the parameters.
+    """
+    on = [level for level in MCL_LEVELS if weights[level] > 0]
+    if on and not (switch and switch.keep_source):
+        raise ValueError(
+            f"slu.methods.{name}: MCL ({on} weighted > 0) needs slu.data.code_switch with keep_source: true; "
+            f"for LAJoint without MCL set loss_weights {dict.fromkeys(on, 0)}"
+        )
+    return on
+
+
+def _split_info(
+    split: SluSplit, name: str, slots: list[str], n_dev_loss: int, weights: dict[str, float], on: list[str]
+) -> dict[str, Any]:
+    """The first entries of a LAJoint / LAJ-MCL fine-tuning's info: what it trained on and its loss weights."""
+    return {
+        "name": name,
+        "intents": split.intents,
+        "labels": split.labels,
+        "slots": slots,
+        "training_locale": split.data.training_locale,
+        "dev_locale": split.dev_locale,
+        "n_train": len(split.train_rows),
+        "n_dev": len(split.dev_rows),
+        "n_dev_loss": n_dev_loss,
+        "loss_weights": weights,
+        "mcl_levels": on,
+    }
 
 
 def lajmcl_loss_fn(

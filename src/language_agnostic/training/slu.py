@@ -223,6 +223,12 @@ class SluSplit:
             )
         return known.iloc[:DEV_LOSS_ROWS]
 
+    def dev_tokens(self, encoder: LoadedEncoder, tokenisation: Any, name: str) -> WordTokens:
+        """The whole dev split tokenised with ``tokenisation`` (too long: truncated), for :meth:`dev_scorer`."""
+        return tokenise_words(
+            encoder.tokenizer, words_of(self.dev_rows), tokenisation, on_too_long="truncate", what=f"slu {name} dev"
+        )
+
     def dev_scorer(self, tokens: WordTokens, pad_id: int, batch_size: int = 64) -> Callable[[torch.nn.Module], float]:
         """The selection criterion: exact match on the whole dev split, ``tokens`` its tokenisation
         (utterances of untrained intents or labels count as misses; higher is better)."""
@@ -285,6 +291,44 @@ def slu_split(table: pd.DataFrame, data: Mapping[str, Any], training: Mapping[st
     )
 
 
+def slu_batches(
+    make: Callable[..., Any],
+    split: SluSplit,
+    encoder: LoadedEncoder,
+    extraction: Mapping[str, Any] | None,
+    switch: tuple[CodeSwitcher | None, CodeSwitchSettings | None],
+    ignore_index: int,
+    name: str,
+    **train_options: Any,
+) -> tuple[Any, Any, pd.DataFrame]:
+    """The training batches (shuffled, code-switched as ``switch`` says) and the dev-loss batches of
+    ``split``, both built by ``make`` (``SluBatches``, or ``LajBatches`` with its slots), and the
+    dev-loss rows; ``train_options`` go to the training batches only."""
+    switcher, settings = switch
+    intent_index = {intent: i for i, intent in enumerate(split.intents)}
+    label_to_id = {label: i for i, label in enumerate(split.labels)}
+
+    def batches(rows: pd.DataFrame, **options: Any) -> Any:
+        intents = rows["intent"].map(intent_index).tolist()
+        return make(encoder, words_of(rows), labels_of(rows), intents, label_to_id, extraction=extraction, **options)
+
+    train_data = batches(
+        split.train_rows,
+        batch_size=split.data.batch_size,
+        shuffle=True,
+        switcher=switcher,
+        switch_seed=settings.seed if settings else 0,
+        ignore_index=ignore_index,
+        what=f"slu {name} train",
+        keep_source=bool(settings and settings.keep_source),
+        group_by_length=split.data.group_by_length,
+        **train_options,
+    )
+    known = split.dev_loss_rows()
+    dev_data = batches(known, batch_size=64, shuffle=False, ignore_index=ignore_index, what=f"slu {name} dev")
+    return train_data, dev_data, known
+
+
 def prepare_slu(
     table: pd.DataFrame,
     encoder: LoadedEncoder,
@@ -299,48 +343,13 @@ def prepare_slu(
     split = slu_split(table, data, training)
     settings_data, settings, train_rows, dev_rows = split.data, split.settings, split.train_rows, split.dev_rows
     intents, labels, dev_locale = split.intents, split.labels, split.dev_locale
-    intent_index = {intent: i for i, intent in enumerate(intents)}
-    label_to_id = {label: i for i, label in enumerate(labels)}
     config, weights = _method_config(method, name, len(intents), len(labels), encoder)
     switcher, switch = code_switcher(settings_data, dictionaries)
-
-    train_data = SluBatches(
-        encoder,
-        words_of(train_rows),
-        labels_of(train_rows),
-        train_rows["intent"].map(intent_index).tolist(),
-        label_to_id,
-        extraction,
-        settings_data.batch_size,
-        shuffle=True,
-        switcher=switcher,
-        switch_seed=switch.seed if switch else 0,
-        ignore_index=config.ignore_index,
-        what=f"slu {name} train",
-        keep_source=bool(switch and switch.keep_source),
-        group_by_length=settings_data.group_by_length,
-    )
-    known = split.dev_loss_rows()
-    dev_data = SluBatches(
-        encoder,
-        words_of(known),
-        labels_of(known),
-        known["intent"].map(intent_index).tolist(),
-        label_to_id,
-        extraction,
-        64,
-        shuffle=False,
-        ignore_index=config.ignore_index,
-        what=f"slu {name} dev",
+    train_data, dev_data, known = slu_batches(
+        SluBatches, split, encoder, extraction, (switcher, switch), config.ignore_index, name
     )
     # selection: exact match on the whole dev split (utterances of untrained intents or labels count as misses)
-    dev_tokens = tokenise_words(
-        encoder.tokenizer,
-        words_of(dev_rows),
-        word_tokenisation(encoder, extraction),
-        on_too_long="truncate",
-        what=f"slu {name} dev",
-    )
+    dev_tokens = split.dev_tokens(encoder, word_tokenisation(encoder, extraction), name)
     dev_score = split.dev_scorer(dev_tokens, int(encoder.tokenizer.pad_token_id))
 
     torch.manual_seed(settings.seed)
