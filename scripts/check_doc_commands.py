@@ -33,7 +33,8 @@ MEASURED = re.compile(
 )
 TABLE_ROW = re.compile(r"^\s*\|")
 SEPARATOR = re.compile(r"^\s*\|?\s*:?-{3,}")
-NUMBER_CELL = re.compile(r"\d")
+# a body cell that is a number (bold, a sign or a unit after it allowed): 0.8109, **−1.654**, 12.7 s, 1,248×
+NUMBER_CELL = re.compile(r"\|\s*\**[-−+~]?\d")
 
 
 def sections(lines: list[str]) -> Iterator[list[tuple[int, str, bool]]]:
