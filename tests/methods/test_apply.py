@@ -21,6 +21,7 @@ from language_agnostic.methods.apply import (
     fmda_meanings,
     head_meaning,
     load_models,
+    model_sections,
     training_languages,
 )
 from language_agnostic.methods.registry import artifact, build
@@ -208,3 +209,18 @@ def test_heads_and_fmda_models_give_their_meaning_embedding(tiny_hub_model: Path
     np.testing.assert_array_equal(fmda_meaning_table(loaded[0], entry), table)
     fmda_meaning_table(loaded[1], entry)
     assert len(list(derived.iterdir())) == 2  # other weights, another table
+
+
+def test_model_sections_name_the_sections_in_the_plan_nodes_order():
+    """The plan nodes' positional sections are named qe, sts, massive, fmda, fmda_paper, emu."""
+    sections = [{"n": i} for i in range(6)]
+    assert model_sections(sections) == {
+        "qe": {"n": 0},
+        "sts": {"n": 1},
+        "massive": {"n": 2},
+        "fmda": {"n": 3},
+        "fmda_paper": {"n": 4},
+        "emu": {"n": 5},
+    }
+    with pytest.raises(ValueError, match=r"expected the parameter sections \['qe', .*, 'emu'\], got 5 sections"):
+        model_sections(sections[:5])

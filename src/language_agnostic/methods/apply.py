@@ -45,6 +45,9 @@ SOURCES = ("qe", "sts", "fmda", "emu")
 # bump when what fmda_meaning_table stores changes, so older cached tables are not reused
 MEANING_CACHE_FORMAT = 1
 KINDS = ("head", "fmda", "centering", "encoder")
+# the parameter sections that say which trained models exist, in the order the plan nodes of
+# tatoeba and export take them (pipelines/project_config.py:TRAINED_MODEL_PARAMS)
+MODEL_SECTIONS = ("qe", "sts", "massive", "fmda", "fmda_paper", "emu")
 
 
 @dataclass(frozen=True)
@@ -109,6 +112,17 @@ def _emu_languages(params: Mapping[str, Any], name: str) -> list[str]:
         *map(str, data.get("labelled_locales") or []),
         *map(str, adversarial),
     ]
+
+
+def model_sections(sections: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    """``{name: section}`` of the parameter sections given in :data:`MODEL_SECTIONS` order.
+
+    Raises:
+        ValueError: not one section for each name of :data:`MODEL_SECTIONS`.
+    """
+    if len(sections) != len(MODEL_SECTIONS):
+        raise ValueError(f"expected the parameter sections {list(MODEL_SECTIONS)}, got {len(sections)} sections")
+    return dict(zip(MODEL_SECTIONS, sections, strict=True))
 
 
 def training_languages(params: Mapping[str, Any], sources: Sequence[str] = SOURCES) -> dict[str, list[str]]:

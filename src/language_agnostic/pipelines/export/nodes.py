@@ -24,7 +24,14 @@ import mlflow.sentence_transformers
 from sentence_transformers import SentenceTransformer
 
 from language_agnostic.encoders.loading import LoadedEncoder
-from language_agnostic.methods.apply import ModelSpec, expected_models, load_models, only_models, training_languages
+from language_agnostic.methods.apply import (
+    ModelSpec,
+    expected_models,
+    load_models,
+    model_sections,
+    only_models,
+    training_languages,
+)
 from language_agnostic.methods.export import encoder_sentence_transformer, export_record, exportable, ship_custom_code
 from language_agnostic.pipelines.project_config import PipelineConfigurationError
 from language_agnostic.tracking import log_exported_model
@@ -67,12 +74,7 @@ def save_model(model: SentenceTransformer, directory: str | Path, record: Mappin
 
 def plan_exports(
     export: Mapping[str, Any],
-    qe: Mapping[str, Any],
-    sts: Mapping[str, Any],
-    massive: Mapping[str, Any],
-    fmda: Mapping[str, Any],
-    fmda_paper: Mapping[str, Any],
-    emu: Mapping[str, Any],
+    *sections: Mapping[str, Any],
 ) -> dict[str, Any]:
     """The heads over pooled vectors, FMDA's models and the fine-tuned encoders (EMU's ``save_encoders``) the configured
     ``export.sources`` train, as the tatoeba plan finds them.
@@ -90,7 +92,7 @@ def plan_exports(
         raise PipelineConfigurationError(
             f"export.sources: {other} have no trained meaning models to export; known: {list(SOURCES)}"
         )
-    params = {"qe": qe, "sts": sts, "massive": massive, "fmda": fmda, "fmda_paper": fmda_paper, "emu": emu}
+    params = model_sections(sections)
     heads = [s for s in expected_models(params, sources) if s.kind in KINDS]
     try:
         specs = only_models(heads, export.get("only"), "export.only")

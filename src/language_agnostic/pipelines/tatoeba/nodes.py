@@ -20,6 +20,7 @@ from language_agnostic.methods.apply import (
     ModelSpec,
     expected_models,
     load_models,
+    model_sections,
     only_models,
     spec_rows,
     training_languages,
@@ -42,26 +43,22 @@ def _check(params: Mapping[str, Any], known: set[str], where: str) -> dict[str, 
 
 def plan_tatoeba_models(
     models: Mapping[str, Any],
-    qe: Mapping[str, Any],
-    sts: Mapping[str, Any],
-    massive: Mapping[str, Any],
-    fmda: Mapping[str, Any],
-    fmda_paper: Mapping[str, Any],
-    emu: Mapping[str, Any],
+    *sections: Mapping[str, Any],
 ) -> dict[str, Any]:
     """The models the configured pipelines train and the languages of each training source, from their parameters.
 
     Args:
         models: ``tatoeba.models``: ``sources`` (which pipelines' models) and ``only`` (``null``, or
             the ``<method>@<source>`` names to keep).
-        qe, sts, massive, fmda, fmda_paper, emu: Those pipelines' parameter sections.
+        *sections: The parameter sections of ``methods/apply.py:MODEL_SECTIONS`` (qe, sts, massive, fmda,
+            fmda_paper, emu), in that order.
 
     Returns:
         ``{"sources": {source: [ISO 639-3]}, "models": [ModelSpec as dict]}`` (JSON-able).
     """
     models = _check(models, MODEL_KEYS, "tatoeba.models")
     sources = [str(s) for s in models.get("sources") or SOURCES]
-    params = {"qe": qe, "sts": sts, "massive": massive, "fmda": fmda, "fmda_paper": fmda_paper, "emu": emu}
+    params = model_sections(sections)
     languages = training_languages(params, sources)
     specs = only_models(expected_models(params, sources), models.get("only"), "tatoeba.models.only")
     logger.info("tatoeba: %d models expected from %s; training languages %s", len(specs), sources, languages)
