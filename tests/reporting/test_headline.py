@@ -82,6 +82,20 @@ def test_where_picks_rows_by_their_on_column_and_correlations_stay_as_they_are()
     assert both.loc[0, "verdict"] == "holds 2/2 vs `raw/mean` (1–3 seeds, p ≤ 0.0008)"
 
 
+def test_an_empty_cell_of_a_findings_page_repeats_the_one_above():
+    report = REPORTS["report"].replace(
+        "| a claim | XLM-R | 1 vs 0 | `fmda/m` | `centering/mean` | DE→EN", "| | | | | | DE→EN"
+    )
+    assert "| | | | | | DE→EN" in report
+    table = headline_table([ROW], {"report": report})
+    assert table.loc[0, ["ours", "baseline", "rows", "verdict"]].tolist() == [
+        0.733,
+        0.707,
+        3,
+        "holds 2/3, tie 1/3 vs `centering/mean` (3 seeds, p ≤ 0.6)",
+    ]
+
+
 def test_a_row_without_claims_rows_says_why_and_shows_no_number():
     assert headline_table([ROW], {}).loc[0, "verdict"] == "not run"
     other = {**ROW, "verdict": {**VERDICT, "method": "fmda-infonce/m"}}

@@ -188,8 +188,13 @@ def headline_table(rows: Sequence[Mapping[str, Any]], reports: Mapping[str, str]
 
 
 def _claims(markdown: str) -> pd.DataFrame:
-    """Every claims row of a report or findings page: the reports' layout, then the compact one."""
+    """Every claims row of a report or findings page: the reports' layout, then the compact one.
+
+    A findings page leaves a cell empty where it repeats the row above (a report never does: it
+    writes ``—``), so an empty cell is read as the one above it.
+    """
     full, compact = parse_claims(markdown), parse_compact_claims(markdown)
+    full = full.mask(full == "").ffill()
     return compact if full.empty else full if compact.empty else pd.concat([full, compact], ignore_index=True)
 
 
