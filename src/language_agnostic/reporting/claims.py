@@ -113,6 +113,8 @@ def claim_row(
     """
     scale, digits = (100, 2) if percent else (1, 3)
     measured = [s for s in seeds if s is not None]
+    # what the claim is and where it is tested: the same first columns, measured or not
+    head = [spec.claim, spec.backbone, spec.paper, f"`{spec.method}`", f"`{spec.baseline}`", on]
     if not measured:
         shown = (
             [
@@ -123,29 +125,13 @@ def claim_row(
             if untested is not None
             else ["—", "—", "—"]
         )
-        return [
-            spec.claim,
-            spec.backbone,
-            spec.paper,
-            f"`{spec.method}`",
-            f"`{spec.baseline}`",
-            on,
-            *shown,
-            "—",
-            str(len(seeds)),
-            "not comparable",
-        ]
+        return [*head, *shown, "—", str(len(seeds)), "not comparable"]
     mean = lambda xs: float(np.mean(xs))  # noqa: E731
     method, baseline = mean([s.method for s in measured]), mean([s.baseline for s in measured])
     spread = "" if len(measured) == 1 else f" ± {scale * float(np.std([s.delta for s in measured], ddof=1)):.{digits}f}"
     worst = max(s.pvalue for s in measured)
     return [
-        spec.claim,
-        spec.backbone,
-        spec.paper,
-        f"`{spec.method}`",
-        f"`{spec.baseline}`",
-        on,
+        *head,
         f"{scale * method:.{digits}f}",
         f"{scale * baseline:.{digits}f}",
         f"{scale * (method - baseline):+.{digits}f}{spread}",
