@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -37,7 +38,7 @@ from language_agnostic.tracking import log_child_model, log_child_run
 from language_agnostic.training.data import InterleavedBatches, QuadrupletBatches
 from language_agnostic.training.fmda_data import FmdaBatches
 from language_agnostic.training.heads import HeadSpec, fit_head, head_spec
-from language_agnostic.training.loop import TrainSettings, history_metrics, train
+from language_agnostic.training.loop import TrainResult, TrainSettings, history_metrics, train
 
 logger = logging.getLogger(__name__)
 
@@ -492,6 +493,81 @@ def pooled_batches(
     )
 
 
+def _head_options(method: str, parsed: HeadSpec, loss: Mapping[str, Any]) -> dict[str, Any]:
+    """The build options ``method`` takes of its activation and the InfoNCE temperature (``fmda.loss``)."""
+    accepted = get_method(method).options
+    return {
+        k: v
+        for k, v in (
+            ("activation", str(parsed.activation)),
+            ("temperature", contrastive_settings(loss, {}).temperature),
+        )
+        if k in accepted
+    }
+
+
+def _pooled_vectors(sets: Mapping[str, Any], pooling: str) -> dict[str, np.ndarray]:
+    """``{"train.source": ..., "dev.target": ...}``: the pair's pooled utterance vectors as float32."""
+    return {
+        f"{split}.{side}": np.asarray(sets[f"{split}.{side}.utt"].vectors(pooling), dtype=np.float32)
+        for split in ("train", "dev")
+        for side in ("source", "target")
+    }
+
+
+@dataclass(frozen=True)
+class _PooledHead:
+    """What :func:`train_pooled_head` trained: the method, its key and settings, and the vectors' size."""
+
+    method: str
+    name: str
+    pooling: str
+    negatives: str
+    options: dict[str, Any]
+    weights: dict[str, float]
+    params: dict[str, Any]
+    dim: int
+
+
+def _logged_head(
+    manifest: Mapping[str, Any], head: _PooledHead, result: TrainResult, dev: float
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The trained head as an artifact with its dev figure, logged to its MLflow child run, and its metrics."""
+    method, name, pooling, negatives, options = head.method, head.name, head.pooling, head.negatives, head.options
+    pair = f"{manifest['source_locale']}-{manifest['target_locale']}"
+    logger.info(
+        "%s %s: best dev epoch %d of %d; dev accuracy@1 of its meaning embedding %.4f",
+        method,
+        pair,
+        result.best_epoch,
+        result.epochs_run,
+        dev,
+    )
+    trained = {
+        "state_dict": result.state_dict,
+        "build": build_spec(method, head.dim, 2, options),
+        "method": method,
+        "name": name,
+        "pooling": pooling,
+        **options,
+        "loss_weights": head.weights,
+        "negatives": negatives,
+        "best_epoch": result.best_epoch,
+        "epochs_run": result.epochs_run,
+        "dev_m_accuracy": dev,
+        "encoder": encoder_of(manifest),
+    }
+    trained["mlflow_run_id"] = log_child_run(
+        f"{method}/{pair}",
+        {"method": method, "name": name, "pooling": pooling, "negatives": negatives, **options, **head.params},
+        result.history,
+    )
+    log_child_model(trained["mlflow_run_id"], name, trained)
+    metrics = history_metrics(result.history, f"{method}.{pair}")
+    metrics[f"{method}.{pair}.dev_m_accuracy"] = [{"value": dev, "step": 0}]
+    return trained, metrics
+
+
 def train_pooled_head(
     manifest: Mapping[str, Any],
     pools: pd.DataFrame | None,
@@ -528,22 +604,10 @@ def train_pooled_head(
     method, pooling = parsed.method or name, parsed.pooling or "mean"
     params = _head_training(training, parsed)
     settings, batch_size, _ = _training_settings(params, f"fmda.methods.{name}.training")
-    accepted = get_method(method).options
-    options = {
-        k: v
-        for k, v in (
-            ("activation", str(parsed.activation)),
-            ("temperature", contrastive_settings(loss, {}).temperature),
-        )
-        if k in accepted
-    }
+    options = _head_options(method, parsed, loss)
     weights = dict(parsed.loss_weights)
     sets = manifest["sets"]
-    vectors = {
-        f"{split}.{side}": np.asarray(sets[f"{split}.{side}.utt"].vectors(pooling), dtype=np.float32)
-        for split in ("train", "dev")
-        for side in ("source", "target")
-    }
+    vectors = _pooled_vectors(sets, pooling)
 
     negatives = str(dict(spec).get("negatives", "all"))
     if negatives == "pool" and pools is None:
@@ -570,39 +634,8 @@ def train_pooled_head(
         dev_score if selecting else None,
         where=f"fmda.methods.{name}",
     )
-    dev = dev_score(model)
-    pair = f"{manifest['source_locale']}-{manifest['target_locale']}"
-    logger.info(
-        "%s %s: best dev epoch %d of %d; dev accuracy@1 of its meaning embedding %.4f",
-        method,
-        pair,
-        result.best_epoch,
-        result.epochs_run,
-        dev,
-    )
-    trained = {
-        "state_dict": result.state_dict,
-        "build": build_spec(method, dim, 2, options),
-        "method": method,
-        "name": name,
-        "pooling": pooling,
-        **options,
-        "loss_weights": weights,
-        "negatives": negatives,
-        "best_epoch": result.best_epoch,
-        "epochs_run": result.epochs_run,
-        "dev_m_accuracy": dev,
-        "encoder": encoder_of(manifest),
-    }
-    trained["mlflow_run_id"] = log_child_run(
-        f"{method}/{pair}",
-        {"method": method, "name": name, "pooling": pooling, "negatives": negatives, **options, **params},
-        result.history,
-    )
-    log_child_model(trained["mlflow_run_id"], name, trained)
-    metrics = history_metrics(result.history, f"{method}.{pair}")
-    metrics[f"{method}.{pair}.dev_m_accuracy"] = [{"value": dev, "step": 0}]
-    return trained, metrics
+    head = _PooledHead(method, name, pooling, negatives, options, weights, params, dim)
+    return _logged_head(manifest, head, result, dev_score(model))
 
 
 def check_parameters(params: Mapping[str, Any]) -> None:
