@@ -114,16 +114,8 @@ class EmuRun:
     info: dict[str, Any]
 
 
-def prepare_emu(
-    utterances: pd.DataFrame,
-    encoder: LoadedEncoder,
-    method: Mapping[str, Any],
-    data: Mapping[str, Any],
-    training: Mapping[str, Any],
-    extraction: Mapping[str, Any] | None = None,
-    name: str = "emu",
-) -> EmuRun:
-    """The model, batches, settings and dev scorer of one EMU fine-tuning (arguments of :func:`train_emu`)."""
+def _emu_data(data: Mapping[str, Any]) -> EmuData:
+    """``emu.data`` parsed (locale lists as tuples) and its ``encoder_trainable`` checked."""
     settings_data = settings_from_params(
         EmuData,
         {
@@ -137,8 +129,17 @@ def prepare_emu(
         raise ValueError(
             f"emu.data.encoder_trainable must be one of {list(TRAINABLE)}, got {settings_data.encoder_trainable!r}"
         )
-    settings = settings_from_params(TrainSettings, training, "emu.training")
-    locales = settings_data.labelled_locales or (settings_data.training_locale,)
+    return settings_data
+
+
+def _labelled_rows(
+    utterances: pd.DataFrame, settings_data: EmuData, locales: tuple[str, ...]
+) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
+    """The labelled training rows of every labelled locale and each one's dev split.
+
+    Raises:
+        ValueError: the training locale has no train or dev utterances, or a labelled locale no dev ones.
+    """
     # the sample is drawn in the training locale; other labelled locales take the same ids
     # (MASSIVE is parallel), as the paper's translated training sets are the same sentences
     sample = sample_per_intent(
@@ -158,6 +159,94 @@ def prepare_emu(
     empty = [loc for loc, d in dev_sets.items() if d.empty]
     if empty:
         raise ValueError(f"emu.data.labelled_locales: no dev utterances in {empty}")
+    return train_rows, dev_sets
+
+
+def _adversarial_sets(
+    utterances: pd.DataFrame,
+    encoder: LoadedEncoder,
+    settings_data: EmuData,
+    train_rows: pd.DataFrame,
+    adversarial_locales: tuple[str, ...],
+    needs_critic: bool,
+    extraction: Mapping[str, Any] | None,
+) -> list[Tokenised]:
+    """The critic's sentences, one tokenised set per adversarial locale (none without a critic).
+
+    Raises:
+        ValueError: ``emu.data.adversarial`` is neither ``unlabelled`` nor ``parallel``.
+    """
+    adversarial: list[Tokenised] = []
+    if settings_data.adversarial not in ("unlabelled", "parallel"):
+        raise ValueError(f"emu.data.adversarial must be 'unlabelled' or 'parallel', got {settings_data.adversarial!r}")
+    if needs_critic:
+        for locale in adversarial_locales:
+            # parallel: the translations of the labelled sample, row for row (same MASSIVE id)
+            rows = (
+                _translations(utterances, locale, train_rows["id"], "emu-parallel")
+                if settings_data.adversarial == "parallel"
+                else _rows(utterances, locale, "train")
+            )
+            if len(rows):
+                adversarial.append(tokenise(encoder, rows["utt"].tolist(), extraction))
+    return adversarial
+
+
+def _dev_scorer(
+    dev_sets: Mapping[str, pd.DataFrame], encoder: LoadedEncoder, extraction: Mapping[str, Any] | None, pad_id: int
+) -> Callable[[torch.nn.Module], float]:
+    """Model selection's score over the whole dev split of every labelled locale."""
+    dev_all = {
+        loc: (tokenise(encoder, d["utt"].tolist(), extraction), d["id"].tolist(), d["intent"].tolist())
+        for loc, d in dev_sets.items()
+    }
+
+    def dev_score(model: torch.nn.Module) -> float:
+        """Leave-one-out NN intent accuracy on each labelled locale's dev split, averaged over them."""
+        scores = []
+        for tok, ids, labels in dev_all.values():
+            u = encode_tokenised(model, tok, pad_id)
+            scores.append(float(nearest_neighbour_correct(u, ids, labels, u, ids, labels).mean()))
+        return float(np.mean(scores))
+
+    return dev_score
+
+
+def _new_model(
+    encoder: LoadedEncoder,
+    config: EmuConfig,
+    settings_data: EmuData,
+    seed: int,
+    labelled: Tokenised,
+    intent_ids: np.ndarray,
+    n_intents: int,
+) -> Emu:
+    """A seeded EMU model over a copy of the encoder, its centres at the class centroids where EMU starts them."""
+    torch.manual_seed(seed)
+    model = Emu(copy.deepcopy(encoder.model), int(encoder.model.config.hidden_size), config)
+    if settings_data.encoder_trainable == "no_embeddings":
+        model.encoder.get_input_embeddings().weight.requires_grad_(False)
+    if config.loss == "emu" and config.centers == "centroid" and config.center_weight > 0:
+        # c_y starts as the class centroid under the encoder training starts from (EMU eq. 1)
+        u = torch.from_numpy(encode_tokenised(model, labelled, int(encoder.tokenizer.pad_token_id)))
+        model.centers.copy_(class_means(u, torch.tensor(intent_ids), n_intents))
+    return model
+
+
+def prepare_emu(
+    utterances: pd.DataFrame,
+    encoder: LoadedEncoder,
+    method: Mapping[str, Any],
+    data: Mapping[str, Any],
+    training: Mapping[str, Any],
+    extraction: Mapping[str, Any] | None = None,
+    name: str = "emu",
+) -> EmuRun:
+    """The model, batches, settings and dev scorer of one EMU fine-tuning (arguments of :func:`train_emu`)."""
+    settings_data = _emu_data(data)
+    settings = settings_from_params(TrainSettings, training, "emu.training")
+    locales = settings_data.labelled_locales or (settings_data.training_locale,)
+    train_rows, dev_sets = _labelled_rows(utterances, settings_data, locales)
     intents = sorted(set(train_rows["intent"]))
     index = {intent: i for i, intent in enumerate(intents)}
     config = settings_from_params(
@@ -172,20 +261,9 @@ def prepare_emu(
             f"emu.methods.{name}: EMU's critic with several labelled locales (one D_t each, Algorithm 1) is not "
             f"built; train the labelled-locale study (Table 3) without it, as the paper does (emu-no_ld)"
         )
-    adversarial: list[Tokenised] = []
-    if settings_data.adversarial not in ("unlabelled", "parallel"):
-        raise ValueError(f"emu.data.adversarial must be 'unlabelled' or 'parallel', got {settings_data.adversarial!r}")
-    parallel = settings_data.adversarial == "parallel"
-    if needs_critic:
-        for locale in adversarial_locales:
-            # parallel: the translations of the labelled sample, row for row (same MASSIVE id)
-            rows = (
-                _translations(utterances, locale, train_rows["id"], "emu-parallel")
-                if parallel
-                else _rows(utterances, locale, "train")
-            )
-            if len(rows):
-                adversarial.append(tokenise(encoder, rows["utt"].tolist(), extraction))
+    adversarial = _adversarial_sets(
+        utterances, encoder, settings_data, train_rows, adversarial_locales, needs_critic, extraction
+    )
     extras = EXTRAS[config.loss] if needs_critic or config.loss != "emu" else ()
     train_data = EmuBatches(
         labelled,
@@ -195,7 +273,7 @@ def prepare_emu(
         settings_data.batch_size,
         shuffle=True,
         extras=extras,
-        parallel=parallel,
+        parallel=settings_data.adversarial == "parallel",
     )
     # the dev loss (a curve in the history) on the first DEV_LOSS_SENTENCES dev sentences of known
     # intents (first labelled locale); selection is on the dev NN accuracy of whole dev splits (below)
@@ -211,27 +289,9 @@ def prepare_emu(
         shuffle=False,
         extras=tuple(e for e in extras if e != "adversarial"),
     )
-    dev_all = {
-        loc: (tokenise(encoder, d["utt"].tolist(), extraction), d["id"].tolist(), d["intent"].tolist())
-        for loc, d in dev_sets.items()
-    }
-
-    def dev_score(model: torch.nn.Module) -> float:
-        """Leave-one-out NN intent accuracy on each labelled locale's dev split, averaged over them."""
-        scores = []
-        for tok, ids, labels in dev_all.values():
-            u = encode_tokenised(model, tok, pad_id)
-            scores.append(float(nearest_neighbour_correct(u, ids, labels, u, ids, labels).mean()))
-        return float(np.mean(scores))
-
-    torch.manual_seed(settings.seed)
-    model = Emu(copy.deepcopy(encoder.model), int(encoder.model.config.hidden_size), config)
-    if settings_data.encoder_trainable == "no_embeddings":
-        model.encoder.get_input_embeddings().weight.requires_grad_(False)
-    if config.loss == "emu" and config.centers == "centroid" and config.center_weight > 0:
-        # c_y starts as the class centroid under the encoder training starts from (EMU eq. 1)
-        u = torch.from_numpy(encode_tokenised(model, labelled, pad_id))
-        model.centers.copy_(class_means(u, torch.tensor(train_rows["intent"].map(index).to_numpy()), len(intents)))
+    dev_score = _dev_scorer(dev_sets, encoder, extraction, pad_id)
+    intent_ids = train_rows["intent"].map(index).to_numpy()
+    model = _new_model(encoder, config, settings_data, settings.seed, labelled, intent_ids, len(intents))
     info = {
         "name": name,
         "loss": config.loss,
