@@ -41,6 +41,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from language_agnostic.encoders.loading import LoadedEncoder, encoder_from_config
+from language_agnostic.methods.trained import check_loss_weights
 
 LOSSES = ("emu", "softmax", "contrastive", "npair")
 CENTERS = ("centroid", "learned")
@@ -302,9 +303,7 @@ def emu_losses(
     """
     del options
     config = model.config
-    unknown = sorted(set(weights or {}) - set(WEIGHTS))
-    if unknown:
-        raise ValueError(f"unknown EMU loss weight(s) {unknown}; known: {list(WEIGHTS)}")
+    check_loss_weights(weights, WEIGHTS, "EMU")
     w = {
         "l2_softmax": 1.0,
         "center": config.center_weight,

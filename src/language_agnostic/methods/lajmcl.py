@@ -41,7 +41,7 @@ from torch import nn
 
 from language_agnostic.encoders.loading import LoadedEncoder, encoder_from_config
 from language_agnostic.methods.lajoint import LAJoint, LajointConfig, joint_losses
-from language_agnostic.methods.trained import load_over_base
+from language_agnostic.methods.trained import check_loss_weights, load_over_base
 
 WEIGHTS = ("intent", "slot", "utterance", "slot_value", "word")  # w_I, w_S, λ1, λ2, λ3
 MARGINS = ("utterance", "slot_value", "word")  # r_u, r_s, r_w
@@ -336,9 +336,7 @@ class LajMcl(LAJoint):
 
 
 def _weights(weights: Mapping[str, float] | None) -> dict[str, float]:
-    unknown = sorted(set(weights or {}) - set(WEIGHTS))
-    if unknown:
-        raise ValueError(f"unknown LAJ-MCL loss weight(s) {unknown}; known: {list(WEIGHTS)}")
+    check_loss_weights(weights, WEIGHTS, "LAJ-MCL")
     w = {"intent": 1.0, "slot": 1.0, "utterance": DEFAULT_LAMBDA, "slot_value": DEFAULT_LAMBDA, "word": DEFAULT_LAMBDA}
     for k, v in dict(weights or {}).items():
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:

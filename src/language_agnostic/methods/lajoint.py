@@ -34,6 +34,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from language_agnostic.methods.trained import check_loss_weights
 from language_agnostic.text.slot_negatives import slot_text
 
 ABSTRACT_TEXTS = ("outside", "begin", "inside")  # the texts s_O, s_B, s_I are initialised from
@@ -270,9 +271,7 @@ def lajoint_losses(
         ValueError: an unknown loss weight (naming it and the known ones).
     """
     del options
-    unknown = sorted(set(weights or {}) - set(WEIGHTS))
-    if unknown:
-        raise ValueError(f"unknown LAJoint loss weight(s) {unknown}; known: {list(WEIGHTS)}")
+    check_loss_weights(weights, WEIGHTS, "LAJoint")
     w = {"intent": 1.0, "slot": 1.0, **{k: float(v) for k, v in dict(weights or {}).items()}}
     parts = joint_losses(
         model.outputs(batch["input_ids"], batch["attention_mask"]),

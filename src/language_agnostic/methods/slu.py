@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from language_agnostic.encoders.loading import LoadedEncoder, encoder_from_config
-from language_agnostic.methods.trained import load_over_base
+from language_agnostic.methods.trained import check_loss_weights, load_over_base
 
 WEIGHTS = ("intent", "slot")  # loss_weights keys; both default to 1 (L = L_I + L_S)
 SLU_OPTIONS = ("encoder_config", "n_intents", "n_labels", "dropout", "ignore_index")
@@ -106,9 +106,7 @@ def slu_losses(
         ValueError: an unknown loss weight (naming it and the known ones).
     """
     del options
-    unknown = sorted(set(weights or {}) - set(WEIGHTS))
-    if unknown:
-        raise ValueError(f"unknown SLU loss weight(s) {unknown}; known: {list(WEIGHTS)}")
+    check_loss_weights(weights, WEIGHTS, "SLU")
     w = {"intent": 1.0, "slot": 1.0, **{k: float(v) for k, v in dict(weights or {}).items()}}
     intent_logits, slot_logits = model(batch["input_ids"], batch["attention_mask"])
     intent = F.cross_entropy(intent_logits.float(), batch["intents"])
