@@ -8,21 +8,10 @@ from typing import Any
 import pandas as pd
 from kedro.io import AbstractDataset
 
+from language_agnostic.evaluation.rows import ROW_COLUMNS
 from language_agnostic.reporting.leaderboard import leaderboard_markdown, leaderboard_table
 
-METRIC_COLUMNS = [
-    "pipeline",
-    "method",
-    "embedding",
-    "task",
-    "dataset",
-    "source",
-    "target",
-    "metric",
-    "value",
-    "encoder",
-    "run_id",
-]
+METRIC_COLUMNS = [*ROW_COLUMNS, "run_id"]  # a row as evaluation.rows.metric_row builds it, and its MLflow run
 KEY_COLUMNS = [c for c in METRIC_COLUMNS if c not in ("value", "run_id")]
 
 

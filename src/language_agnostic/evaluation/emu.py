@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from language_agnostic.evaluation.intent_nn import accuracy_with_interval, mcnemar, nearest_neighbour_correct
+from language_agnostic.evaluation.rows import metric_row
 from language_agnostic.methods.emu import l2_constrained_logits
 
 
@@ -93,18 +94,8 @@ def outcome_rows(correct: Mapping[str, np.ndarray], sets: Mapping[str, LocaleSet
 def _row(
     method: str, embedding: str, task: str, source: str, target: str, metric: str, value: float, encoder: str
 ) -> dict[str, Any]:
-    return {
-        "pipeline": "emu",
-        "method": method,
-        "embedding": embedding,
-        "task": task,
-        "dataset": "massive_test",
-        "source": source,
-        "target": target,
-        "metric": metric,
-        "value": round(float(value), 6),
-        "encoder": encoder,
-    }
+    """An EMU row of the metrics table (MASSIVE's test split)."""
+    return metric_row("emu", method, embedding, task, "massive_test", source, target, metric, value, encoder)
 
 
 def intent_nn_rows(

@@ -21,6 +21,7 @@ import pandas as pd
 from language_agnostic.encoders.extraction import EmbeddingSet
 from language_agnostic.evaluation.intent_nn import mcnemar
 from language_agnostic.evaluation.retrieval import retrieval_hits
+from language_agnostic.evaluation.rows import metric_row
 from language_agnostic.evaluation.template import mean_average_precision
 from language_agnostic.methods.apply import control_meaning
 from language_agnostic.methods.centering import center, fit_language_means
@@ -43,31 +44,6 @@ def evaluate_head(manifest: Mapping[str, Any], head: Mapping[str, Any], identity
         return {(method, "meaning"): control_meaning(model, vectors, method)}
 
     return _score(manifest, embed, str(identity.get("name")), against_centering="meaning")
-
-
-def _row(
-    embedding: str,
-    method: str,
-    task: str,
-    dataset: str,
-    source: str,
-    target: str,
-    metric: str,
-    value: float,
-    encoder: str,
-) -> dict[str, Any]:
-    return {
-        "pipeline": "fmda",
-        "method": method,
-        "embedding": embedding,
-        "task": task,
-        "dataset": dataset,
-        "source": source,
-        "target": target,
-        "metric": metric,
-        "value": round(float(value), 6),
-        "encoder": encoder,
-    }
 
 
 Embedder = Callable[[EmbeddingSet, str], dict[tuple[str, str], np.ndarray]]
@@ -113,7 +89,7 @@ def _score(
     def add(
         emb: str, method: str, task: str, dataset: str, source: str, target: str, metric: str, value: float
     ) -> None:
-        rows.append(_row(emb, method, task, dataset, source, target, metric, value, encoder))
+        rows.append(metric_row("fmda", method, emb, task, dataset, source, target, metric, value, encoder))
 
     test = {side: embed(sets[f"test.{side}.utt"], loc) for side, loc in (("source", src), ("target", tgt))}
     reference = {}

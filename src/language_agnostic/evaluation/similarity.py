@@ -13,6 +13,7 @@ from tqdm.auto import tqdm
 from language_agnostic.encoders.extraction import vectors_of
 from language_agnostic.evaluation.correlation import paired_cosine, pearson
 from language_agnostic.evaluation.leakage import language_probe_accuracy
+from language_agnostic.evaluation.rows import metric_row
 from language_agnostic.methods.centering import center
 from language_agnostic.methods.registry import load_trained
 
@@ -52,32 +53,6 @@ def encode_all(
         name = head_name(head)
         out[(name, "meaning")], out[(name, "language")] = encoded["meaning"].numpy(), encoded["language"].numpy()
     return out
-
-
-def _row(
-    pipeline: str,
-    method: str,
-    embedding: str,
-    task: str,
-    dataset: str,
-    source: str,
-    target: str,
-    metric: str,
-    value: float,
-    encoder: str,
-) -> dict[str, Any]:
-    return {
-        "pipeline": pipeline,
-        "method": method,
-        "embedding": embedding,
-        "task": task,
-        "dataset": dataset,
-        "source": source,
-        "target": target,
-        "metric": metric,
-        "value": round(float(value), 6),
-        "encoder": encoder,
-    }
 
 
 def evaluate_similarity(
@@ -123,7 +98,7 @@ def evaluate_similarity(
         for pair, part in test.groupby("pair", sort=False):
             index = part.index.to_numpy()
             rows.append(
-                _row(
+                metric_row(
                     pipeline,
                     method,
                     embedding,
@@ -187,7 +162,7 @@ def language_leakage(
             fitted[key], train_langs, scored[key], test_langs, seed=seed, max_iter=int(leakage.get("max_iter", 2000))
         )
         rows.append(
-            _row(
+            metric_row(
                 str(report["pipeline"]),
                 key[0],
                 key[1],

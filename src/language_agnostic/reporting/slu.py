@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from language_agnostic.evaluation.claims import outcomes_of, paired
+from language_agnostic.evaluation.rows import metric_row
 from language_agnostic.evaluation.slu import SLOT_ERRORS
 from language_agnostic.reporting.claims import ClaimSpec, claim_row, claims_section, seed_runs
 from language_agnostic.reporting.markdown import table
@@ -183,18 +184,7 @@ def slu_rows(scores: Mapping[str, Mapping[str, float]], method: str, encoder: st
     """Metric rows: ``task=slu``, one per (test locale, metric), ``source`` the training locale."""
     return pd.DataFrame(
         [
-            {
-                "pipeline": "slu",
-                "method": method,
-                "embedding": "first_token",
-                "task": "slu",
-                "dataset": "massive_test",
-                "source": source,
-                "target": locale,
-                "metric": metric,
-                "value": round(float(value), 6),
-                "encoder": encoder,
-            }
+            metric_row("slu", method, "first_token", "slu", "massive_test", source, locale, metric, value, encoder)
             for locale, values in scores.items()
             for metric, value in values.items()
         ]
