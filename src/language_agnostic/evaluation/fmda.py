@@ -68,6 +68,10 @@ def centering_of(manifest: Mapping[str, Any]) -> Callable[[EmbeddingSet, str], n
     return lambda entry, locale: center(np.asarray(entry.vectors("mean")), [locale] * len(entry), means)
 
 
+Add = Callable[[str, str, str, str, str, str, str, float], None]
+# adds one row: (embedding, method, task, dataset, source, target, metric, value)
+
+
 def _score(
     manifest: Mapping[str, Any],
     embed: Embedder,
@@ -82,7 +86,6 @@ def _score(
     model's embeddings by name; each embedding both have is compared with the twin's on the same
     cross-lingual and single-target template queries, as ``mcnemar_p_vs_all_together`` rows.
     """
-    sets = manifest["sets"]
     src, tgt = manifest["source_locale"], manifest["target_locale"]
     rows: list[dict[str, Any]] = []
 
@@ -91,6 +94,23 @@ def _score(
     ) -> None:
         rows.append(metric_row("fmda", method, emb, task, dataset, source, target, metric, value, encoder))
 
+    _semantic_rows(manifest, embed, add, against_centering, twin)
+    _template_rows(manifest, embed, add, twin)
+    table = pd.DataFrame(rows)
+    logger.info("%s-%s evaluated: %d metric rows", src, tgt, len(table))
+    return table
+
+
+def _semantic_rows(
+    manifest: Mapping[str, Any],
+    embed: Embedder,
+    add: Add,
+    against_centering: str | None,
+    twin: TwinEmbedder | None,
+) -> None:
+    """Cross-lingual retrieval on the test split, both directions (:func:`_score`), with its paired tests."""
+    sets = manifest["sets"]
+    src, tgt = manifest["source_locale"], manifest["target_locale"]
     test = {side: embed(sets[f"test.{side}.utt"], loc) for side, loc in (("source", src), ("target", tgt))}
     reference = {}
     if against_centering is not None:
@@ -115,16 +135,15 @@ def _score(
     # an FMDA model's residual embedding against its own meaning embedding, per direction
     for (method, emb, query, key), hits in semantic_hits.items():
         if emb == "rs" and (meaning := semantic_hits.get((method, "m", query, key))) is not None:
-            add(
-                emb,
-                method,
-                "cross_lingual_retrieval",
-                "massive_test",
-                query,
-                key,
-                RESIDUAL_AGAINST_MEANING,
-                mcnemar(hits, meaning).pvalue,
-            )
+            semantic = (emb, method, "cross_lingual_retrieval", "massive_test", query, key)
+            add(*semantic, RESIDUAL_AGAINST_MEANING, mcnemar(hits, meaning).pvalue)
+
+
+def _template_rows(manifest: Mapping[str, Any], embed: Embedder, add: Add, twin: TwinEmbedder | None) -> None:
+    """Template retrieval of each side that has template sets (:func:`_score`): single-target
+    accuracy@1 (with its paired test against ``twin``) and multi-target MAP."""
+    sets = manifest["sets"]
+    src, tgt = manifest["source_locale"], manifest["target_locale"]
     # the trained pair is part of the row: EN is evaluated once per training pair
     pair = f"{src}>{tgt}"
     for side, locale in (("source", src), ("target", tgt)):
@@ -146,19 +165,8 @@ def _score(
             if emb in twin_single[0]:
                 twin_hits = retrieval_hits(twin_single[0][emb], twin_single[1][emb])
                 add(*template, AGAINST_ALL_TOGETHER, mcnemar(hits, twin_hits).pvalue)
-            add(
-                emb,
-                method,
-                "template_retrieval",
-                f"massive_template_multi:{pair}",
-                locale,
-                locale,
-                "MAP",
-                mean_average_precision(multi[0][key], multi[1][key], k),
-            )
-    table = pd.DataFrame(rows)
-    logger.info("%s-%s evaluated: %d metric rows", src, tgt, len(table))
-    return table
+            multi_template = (emb, method, "template_retrieval", f"massive_template_multi:{pair}", locale, locale)
+            add(*multi_template, "MAP", mean_average_precision(multi[0][key], multi[1][key], k))
 
 
 def evaluate_baselines(manifest: Mapping[str, Any], identity: Mapping[str, Any]) -> pd.DataFrame:
