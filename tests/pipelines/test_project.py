@@ -181,7 +181,6 @@ def test_an_env_with_fewer_pairs_and_its_own_fmda_builds_fmda_on_them(project: P
         "all_together": {"pairs": "all"},
         "no_contrastive": {"pairs": ["en_es"], "ablation": "no_contrastive"},
     }
-    fmda["unified"] = {"pairs": [], "ablation": "full"}
     fmda["figure"]["pair"] = "en_es"
     conf = _conf_with_env(tmp_path, "es_only", {"en_es": {"source": "en-US", "target": "es-ES"}}, fmda)
     with KedroSession.create(PROJECT_ROOT, env="es_only", conf_source=str(conf)) as session:
