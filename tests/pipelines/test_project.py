@@ -258,12 +258,30 @@ def test_the_fmda_seeds_env_trains_table_2s_variants_on_three_seeds(project: Pat
         assert int(seed) != base["training"]["seed"]
     assert sorted(env["variants"]) == sorted(
         ["all_together", "seed1", "seed2", "infonce", "infonce_seed1", "infonce_seed2"]
+        + ["two_stage", "two_stage_seed1", "two_stage_seed2"]
     )
+    # Table 4's ablations: the paper env's (conf/paper) on the configured seed and seeds 1 and 2
+    import yaml
+
+    paper = yaml.safe_load((PROJECT_ROOT / "conf" / "paper" / "parameters_fmda_paper.yml").read_text())
+    ablations = {k: v for k, v in paper["fmda_paper"]["variants"].items() if "ablation" in v}
+    seeded = resolved("fmda_seeds")["fmda_paper"]["variants"]
+    expected = {**ablations}
+    for name, spec in ablations.items():
+        for seed in (1, 2):
+            expected[f"{name}_seed{seed}"] = {**spec, "training": {"seed": seed}}
+    assert seeded == expected
     with KedroSession.create(PROJECT_ROOT, env="fmda_seeds") as session:
         context = session.load_context()
         names = {n.name for n in register_pipelines()["fmda"].nodes}
         report = context.catalog["fmda_tables_markdown"]
-    assert {"en_ja.train_fmda_seed2_node", "en_de.evaluate_fmda_infonce_seed1_node", "report_fmda_node"} <= names
+    assert {
+        "en_ja.train_fmda_seed2_node",
+        "en_de.evaluate_fmda_infonce_seed1_node",
+        "en_es.train_fmda_two_stage_seed1_node",
+        "en_de.train_fmda_no_contrastive_seed2_node",
+        "report_fmda_node",
+    } <= names
     assert not any("dream" in name or "plot_embeddings" in name for name in names)
     assert "fmda_seeds_tables.md" in str(report._describe())  # beside the default run's tables
 
