@@ -44,15 +44,14 @@ from language_agnostic.text.code_switch import CodeSwitcher
 from language_agnostic.text.slot_negatives import SlotNegatives, mean_pooled_embedder
 from language_agnostic.training.finetune import freeze_below, trained_state
 from language_agnostic.training.lajmcl_data import LajBatches, label_tokenisation, prefix_tokens
-from language_agnostic.training.loop import TrainResult
 from language_agnostic.training.slu import (
     CodeSwitchSettings,
     SluRun,
     SluSplit,
     code_switcher,
-    fine_tune,
     slu_batches,
     slu_split,
+    slu_trainer,
     switch_info,
 )
 from language_agnostic.training.slu_data import labels_of, words_of
@@ -225,10 +224,7 @@ def prepare_lajmcl(
     dev_score = split.dev_scorer(dev_tokens, int(encoder.tokenizer.pad_token_id))
 
     torch.manual_seed(split.settings.seed)
-    base = copy.deepcopy(encoder.model)
-    init = initial_label_embeddings(base, encoder.tokenizer, config.label_texts(), mcl_data.init_layers)
-    model = LajMcl(base, int(base.config.hidden_size), config, mcl_config, init)
-    parameters = freeze_below(model.encoder, split.train_layers)  # the label embeddings stay trained (freeze_below)
+    model, parameters = _lajmcl_model(encoder, config, mcl_config, mcl_data.init_layers, split.train_layers)
     info = {
         **_split_info(split, name, slots, len(known), weights, on),
         "margins": dict(mcl_config.margins or {}),
@@ -243,7 +239,50 @@ def prepare_lajmcl(
         "train_layers": split.train_layers,
         "encoder_parameters": parameters,
     }
-    return LajRun(model, train_data, dev_data, split.settings, dev_score, weights, info)
+    _log_lajmcl(info)
+    predict = functools.partial(_predict_dev, encoder=encoder, info=info, extraction=extraction)
+    loss_fn = lajmcl_loss_fn(weights)
+    return LajRun(
+        model, train_data, dev_data, split.settings, dev_score, weights, info, loss_fn, predict, split.dev_rows
+    )
+
+
+def _lajmcl_model(
+    encoder: LoadedEncoder, config: LajointConfig, mcl: MclConfig, init_layers: int, train_layers: int | None
+) -> tuple[LajMcl, dict[str, int]]:
+    """A LAJ-MCL model on a copy of ``encoder``, its label embeddings initialised from its bottom
+    ``init_layers``, and the encoder's trained and frozen parameter counts (:func:`freeze_below`)."""
+    base = copy.deepcopy(encoder.model)
+    init = initial_label_embeddings(base, encoder.tokenizer, config.label_texts(), init_layers)
+    model = LajMcl(base, int(base.config.hidden_size), config, mcl, init)
+    return model, freeze_below(model.encoder, train_layers)  # the label embeddings stay trained (freeze_below)
+
+
+def _predict_dev(
+    model: torch.nn.Module,
+    rows: pd.DataFrame,
+    precision: str,
+    encoder: LoadedEncoder,
+    info: Mapping[str, Any],
+    extraction: Mapping[str, Any] | None,
+) -> tuple[list[str], list[list[str]]]:
+    """:func:`predict_lajmcl` with the intents, labels and slots ``info`` records (the dev split after training)."""
+    names = (info["intents"], info["labels"], len(info["slots"]))
+    return predict_lajmcl(model, rows, encoder, *names, extraction, precision=precision)
+
+
+def _log_lajmcl(info: Mapping[str, Any]) -> None:
+    logger.info(
+        "lajmcl %s: %d %s train utterances (%d intents, %d slots), MCL levels %s, code-switch %s, train_layers %s",
+        info["name"],
+        info["n_train"],
+        info["training_locale"],
+        len(info["intents"]),
+        len(info["slots"]),
+        info["mcl_levels"],
+        info["code_switch"],
+        info["train_layers"],
+    )
 
 
 def slot_set(labels: Sequence[str]) -> list[str]:
@@ -311,47 +350,10 @@ def lajmcl_loss_fn(
     return loss_fn
 
 
-def train_lajmcl(
-    table: pd.DataFrame,
-    encoder: LoadedEncoder,
-    method: Mapping[str, Any],
-    data: Mapping[str, Any],
-    training: Mapping[str, Any],
-    extraction: Mapping[str, Any] | None = None,
-    dictionaries: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
-    name: str = "lajmcl",
-) -> tuple[torch.nn.Module, TrainResult, dict[str, Any]]:
-    """Fine-tune a copy of ``encoder`` as LAJoint / LAJ-MCL (:func:`prepare_lajmcl`), selected on dev exact match.
-
-    Returns:
-        ``(model, result, info)`` as :func:`~language_agnostic.training.slu.train_slu`: the model at
-        its best dev exact match, the loop's result, and what was trained on with the kept
-        checkpoint's dev scores and the training's seconds
-        (:func:`~language_agnostic.training.slu.kept_checkpoint_info`).
-    """
-    run = prepare_lajmcl(table, encoder, method, data, training, extraction, dictionaries, name)
-    info = run.info
-    logger.info(
-        "lajmcl %s: %d %s train utterances (%d intents, %d slots), MCL levels %s, code-switch %s, train_layers %s",
-        name,
-        info["n_train"],
-        info["training_locale"],
-        len(info["intents"]),
-        len(info["slots"]),
-        info["mcl_levels"],
-        info["code_switch"],
-        info["train_layers"],
-    )
-    result, info = fine_tune(
-        run,
-        table,
-        lajmcl_loss_fn(run.loss_weights),
-        lambda model, rows, precision: predict_lajmcl(
-            model, rows, encoder, info["intents"], info["labels"], len(info["slots"]), extraction, precision=precision
-        ),
-        name,
-    )
-    return run.model, result, info
+train_lajmcl = slu_trainer(prepare_lajmcl)
+train_lajmcl.__name__ = train_lajmcl.__qualname__ = "train_lajmcl"
+train_lajmcl.__doc__ = """Fine-tune a copy of ``encoder`` as LAJoint / LAJ-MCL (arguments: :func:`prepare_lajmcl`'s),
+selected on dev exact match; ``(model, result, info)`` as :func:`~language_agnostic.training.slu.train_slu`."""
 
 
 def predict_lajmcl(

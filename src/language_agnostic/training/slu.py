@@ -9,10 +9,12 @@ encoder is a copy: the loaded one is never modified.
 from __future__ import annotations
 
 import copy
+import functools
+import inspect
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, ParamSpec
 
 import numpy as np
 import pandas as pd
@@ -39,6 +41,7 @@ from language_agnostic.training.slu_data import (
 from language_agnostic.training.slu_predict import predict_ids, predict_slu
 
 logger = logging.getLogger(__name__)
+P = ParamSpec("P")
 
 DEV_LOSS_ROWS = 256  # the dev loss is only a curve in the history; selection is on the whole dev split's exact match
 REQUIRED_COLUMNS = ("locale", "id", "partition", "intent", "words", "labels")
@@ -107,8 +110,9 @@ Predict = Callable[[torch.nn.Module, pd.DataFrame, str], tuple[list[str], list[l
 
 @dataclass
 class SluRun:
-    """Everything one SLU fine-tuning (joint or label-aware) hands to the training loop
-    (:func:`fine_tune`): the model, batches, settings, dev scorer, the loss weights and info."""
+    """Everything one SLU fine-tuning (joint or label-aware) hands to the shared loop (:func:`fine_tune`):
+    the model, batches, settings, dev scorer, loss weights and info, the loop's ``loss_fn``, the dev
+    split's ``predict(model, rows, precision)`` and the dev rows it is scored on after training."""
 
     model: torch.nn.Module
     train_data: Any  # SluBatches or LajBatches: batches(epoch, generator) and truncated_by_epoch
@@ -117,28 +121,45 @@ class SluRun:
     dev_score: Callable[[torch.nn.Module], float]
     loss_weights: dict[str, float]
     info: dict[str, Any]
+    loss_fn: Callable[[torch.nn.Module, Mapping[str, torch.Tensor]], dict[str, torch.Tensor]]
+    predict: Callable[[torch.nn.Module, pd.DataFrame, str], tuple[list[str], list[list[str]]]]
+    dev_rows: pd.DataFrame
 
 
-def fine_tune(
-    run: SluRun,
-    table: pd.DataFrame,
-    loss_fn: Callable[[torch.nn.Module, Mapping[str, torch.Tensor]], dict[str, torch.Tensor]],
-    predict: Predict,
-    name: str,
-) -> tuple[TrainResult, dict[str, Any]]:
-    """The SLU fine-tuning every variant shares: ``run`` trained with ``loss_fn`` (kept at its best
-    dev exact match), then the dev split predicted by ``predict(model, rows, precision)`` as the
-    test will be, and its scores recorded (:func:`kept_checkpoint_info`)."""
+def fine_tune(run: SluRun) -> tuple[TrainResult, dict[str, Any]]:
+    """The SLU fine-tuning every variant shares: ``run`` trained with its ``loss_fn`` (kept at its
+    best dev exact match), then its dev rows predicted as the test will be, and their scores
+    recorded (:func:`kept_checkpoint_info`)."""
     info = run.info
     result, seconds = timed_training(
-        lambda: train(run.model, loss_fn, run.train_data, run.dev_data, run.settings, run.dev_score)
+        lambda: train(run.model, run.loss_fn, run.train_data, run.dev_data, run.settings, run.dev_score)
     )
-    dev_rows = partition_rows(table, info["dev_locale"], "dev")
     info["mixed_precision"] = run.settings.mixed_precision  # test is predicted as dev was scored (evaluate_slu_variant)
-    predicted, predicted_labels = predict(run.model, dev_rows, run.settings.mixed_precision)
-    scores = slu_scores(dev_rows["intent"].tolist(), predicted, labels_of(dev_rows), predicted_labels)
-    info = kept_checkpoint_info(info, result, scores, seconds, sum(run.train_data.truncated_by_epoch.values()), name)
-    return result, info
+    predicted, predicted_labels = run.predict(run.model, run.dev_rows, run.settings.mixed_precision)
+    scores = slu_scores(run.dev_rows["intent"].tolist(), predicted, labels_of(run.dev_rows), predicted_labels)
+    truncated = sum(run.train_data.truncated_by_epoch.values())
+    return result, kept_checkpoint_info(info, result, scores, seconds, truncated, info["name"])
+
+
+def slu_trainer(prepare: Callable[P, SluRun]) -> Callable[P, tuple[torch.nn.Module, TrainResult, dict[str, Any]]]:
+    """A ``train_*`` function taking ``prepare``'s arguments: its run fine-tuned by :func:`fine_tune`.
+
+    The function returns ``(model, result, info)``: the model at its best dev exact match, the
+    loop's result, and what was trained on (intents and labels in id order, sizes, truncation
+    counts, the code-switching) with the kept checkpoint's ``dev_intent_accuracy``,
+    ``dev_slot_f1`` and ``dev_exact_match`` and the training's seconds (:func:`kept_checkpoint_info`).
+    """
+
+    def train_fn(*args: P.args, **kwargs: P.kwargs) -> tuple[torch.nn.Module, TrainResult, dict[str, Any]]:
+        run = prepare(*args, **kwargs)
+        result, info = fine_tune(run)
+        return run.model, result, info
+
+    # help() and inspect show prepare's arguments and what is returned
+    train_fn.__signature__ = inspect.signature(prepare).replace(  # type: ignore[attr-defined]
+        return_annotation="tuple[torch.nn.Module, TrainResult, dict[str, Any]]"
+    )
+    return train_fn
 
 
 def _method_config(
@@ -339,7 +360,21 @@ def prepare_slu(
     dictionaries: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
     name: str = "zsjoint",
 ) -> SluRun:
-    """The model, batches, settings and dev scorer of one SLU fine-tuning (the arguments of :func:`train_slu`)."""
+    """The model, batches, settings and dev scorer of one joint SLU fine-tuning (:func:`train_slu` trains it).
+
+    Args:
+        table: SLU rows (``locale, id, partition, intent, words, labels``: ``corpora.massive_slu.slu_table``).
+        encoder: The encoder to start from (not modified: a copy is trained).
+        method: ``slu.methods.<name>`` settings: :class:`~language_agnostic.methods.slu.SluConfig`
+            fields but the derived ``n_intents``, ``n_labels``, ``encoder_config`` (i.e.
+            ``dropout``, ``ignore_index``), and ``loss_weights`` (``intent``, ``slot``).
+        data: :class:`SluData` fields.
+        training: ``TrainSettings`` fields (``lr`` for the heads, ``encoder_lr``, ``weight_decay``,
+            ``schedule``, ``warmup_ratio``, ...) and ``train_layers`` (:func:`freeze_below`).
+        extraction: ``embeddings.extraction`` (prefix, ``max_length``, ``on_too_long``).
+        dictionaries: Language → MUSE dictionary (``text.code_switch.load_muse``), for ``data.code_switch``.
+        name: The variant's name (messages and parameter paths).
+    """
     split = slu_split(table, data, training)
     settings_data, settings, train_rows, dev_rows = split.data, split.settings, split.train_rows, split.dev_rows
     intents, labels, dev_locale = split.intents, split.labels, split.dev_locale
@@ -373,45 +408,19 @@ def prepare_slu(
     }
     if switcher is not None:
         info["code_switch"]["coverage"] = switcher.coverage(train_data.words)
-    return SluRun(model, train_data, dev_data, settings, dev_score, weights, info)
+    _log_slu(info, settings.encoder_lr)
+
+    def predict(model: torch.nn.Module, rows: pd.DataFrame, precision: str) -> tuple[list[str], list[list[str]]]:
+        return predict_slu(model, rows, encoder, intents, labels, extraction, precision=precision)
+
+    loss_fn = functools.partial(slu_losses, weights=weights)
+    return SluRun(model, train_data, dev_data, settings, dev_score, weights, info, loss_fn, predict, dev_rows)
 
 
-def train_slu(
-    table: pd.DataFrame,
-    encoder: LoadedEncoder,
-    method: Mapping[str, Any],
-    data: Mapping[str, Any],
-    training: Mapping[str, Any],
-    extraction: Mapping[str, Any] | None = None,
-    dictionaries: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
-    name: str = "zsjoint",
-) -> tuple[torch.nn.Module, TrainResult, dict[str, Any]]:
-    """Fine-tune a copy of ``encoder`` as a joint intent / slot model, selected on dev exact match.
-
-    Args:
-        table: SLU rows (``locale, id, partition, intent, words, labels``: ``corpora.massive_slu.slu_table``).
-        encoder: The encoder to start from (not modified: a copy is trained).
-        method: ``slu.methods.<name>`` settings: :class:`~language_agnostic.methods.slu.SluConfig`
-            fields but the derived ``n_intents``, ``n_labels``, ``encoder_config`` (i.e.
-            ``dropout``, ``ignore_index``), and ``loss_weights`` (``intent``, ``slot``).
-        data: :class:`SluData` fields.
-        training: ``TrainSettings`` fields (``lr`` for the heads, ``encoder_lr``, ``weight_decay``,
-            ``schedule``, ``warmup_ratio``, ...) and ``train_layers`` (:func:`freeze_below`).
-        extraction: ``embeddings.extraction`` (prefix, ``max_length``, ``on_too_long``).
-        dictionaries: Language → MUSE dictionary (``text.code_switch.load_muse``), for ``data.code_switch``.
-        name: The variant's name (messages and parameter paths).
-
-    Returns:
-        ``(model, result, info)``: the model at its best dev exact match, the loop's result, and
-        what was trained on (intents and labels in id order, sizes, truncation counts, the
-        code-switching) with the kept checkpoint's ``dev_intent_accuracy``, ``dev_slot_f1`` and
-        ``dev_exact_match`` and the training's seconds (:func:`kept_checkpoint_info`).
-    """
-    run = prepare_slu(table, encoder, method, data, training, extraction, dictionaries, name)
-    info = run.info
+def _log_slu(info: Mapping[str, Any], encoder_lr: float | None) -> None:
     logger.info(
         "slu %s: %d %s train utterances (%d intents, %d labels), dev %s (%d), code-switch %s, encoder lr %s",
-        name,
+        info["name"],
         info["n_train"],
         info["training_locale"],
         len(info["intents"]),
@@ -419,19 +428,15 @@ def train_slu(
         info["dev_locale"],
         info["n_dev"],
         info["code_switch"],
-        run.settings.encoder_lr,
+        encoder_lr,
     )
-    weights = run.loss_weights
-    result, info = fine_tune(
-        run,
-        table,
-        lambda m, b: slu_losses(m, b, weights),
-        lambda model, rows, precision: predict_slu(
-            model, rows, encoder, info["intents"], info["labels"], extraction, precision=precision
-        ),
-        name,
-    )
-    return run.model, result, info
+
+
+train_slu = slu_trainer(prepare_slu)
+train_slu.__name__ = train_slu.__qualname__ = "train_slu"
+train_slu.__doc__ = f"""Fine-tune a copy of ``encoder`` as a joint intent / slot model, selected on dev exact match.
+
+Arguments: :func:`prepare_slu`'s. {slu_trainer.__doc__.split(chr(10), 2)[2].strip()}"""
 
 
 def slu_artifact(model: JointSlu, encoder: LoadedEncoder, **extra: Any) -> dict[str, Any]:
