@@ -177,34 +177,13 @@ def selection_rows(artifact: Mapping[str, Any], locale: str, encoder: str, embed
     """How the fine-tuned model was chosen: the kept epoch (0: no epoch beat the raw encoder on dev, which is
     then what the method's rows measure), its dev accuracy@1 and the raw encoder's (epoch 0's) on ``locale`` dev."""
     method = str(artifact["method"])
-    rows = [
-        _row(
-            method, embedding, "model_selection", locale, locale, "kept_epoch", float(artifact["best_epoch"]), encoder
-        ),
-        _row(
-            method,
-            embedding,
-            "model_selection",
-            locale,
-            locale,
-            "dev_accuracy@1",
-            float(artifact["dev_accuracy"]),
-            encoder,
-        ),
-    ]
+    values = {"kept_epoch": artifact["best_epoch"], "dev_accuracy@1": artifact["dev_accuracy"]}
     if artifact.get("dev_accuracy_initial") is not None:
-        rows.append(
-            _row(
-                method,
-                embedding,
-                "model_selection",
-                locale,
-                locale,
-                "dev_accuracy@1_initial",
-                float(artifact["dev_accuracy_initial"]),
-                encoder,
-            )
-        )
+        values["dev_accuracy@1_initial"] = artifact["dev_accuracy_initial"]
+    rows = [
+        _row(method, embedding, "model_selection", locale, locale, metric, float(value), encoder)
+        for metric, value in values.items()
+    ]
     for row in rows:
         row["dataset"] = "massive_dev"
     return pd.DataFrame(rows)
