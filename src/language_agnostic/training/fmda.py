@@ -238,6 +238,15 @@ def _trained(
     }
 
 
+def _log_trained(
+    trained: dict[str, Any], run: str, params: Mapping[str, Any], history: list[dict[str, float]], model: str
+) -> None:
+    """Log a training to the MLflow child run ``run`` (its id kept as ``trained["mlflow_run_id"]``) and
+    the trained model to it as ``model``."""
+    trained["mlflow_run_id"] = log_child_run(run, params, history)
+    log_child_model(trained["mlflow_run_id"], model, trained)
+
+
 def encoder_of(manifest: Mapping[str, Any]) -> dict[str, Any] | None:
     """The identity of the encoder whose states a manifest holds
     (saved with a model, so applying it checks the encoder).
@@ -290,10 +299,8 @@ def train_fmda(
     )
     trained = _trained(model, [result], variant, spec, contrastive, manifest)
     pair = f"{manifest['source_locale']}-{manifest['target_locale']}"
-    trained["mlflow_run_id"] = log_child_run(
-        f"fmda/{variant}/{pair}", _run_params(variant, spec, model_params, training, contrastive), result.history
-    )
-    log_child_model(trained["mlflow_run_id"], f"fmda_{variant}", trained)
+    params = _run_params(variant, spec, model_params, training, contrastive)
+    _log_trained(trained, f"fmda/{variant}/{pair}", params, result.history, f"fmda_{variant}")
     return trained, _history(result.history, f"fmda.{variant}.{pair}", trained)
 
 
@@ -383,12 +390,8 @@ def train_fmda_two_stage(
     # one curve: stage 2's epochs after stage 1's (its epoch 0, the stage-1 weights, is stage 1's last point)
     history = first.history + [{**r, "epoch": r["epoch"] + first.epochs_run} for r in second.history if r["epoch"] > 0]
     pair = f"{manifest['source_locale']}-{manifest['target_locale']}"
-    trained["mlflow_run_id"] = log_child_run(
-        f"fmda/{variant}/{pair}",
-        _run_params(variant, spec, model_params, training, contrastive, two_stage=True),
-        history,
-    )
-    log_child_model(trained["mlflow_run_id"], f"fmda_{variant}", trained)
+    params = _run_params(variant, spec, model_params, training, contrastive, two_stage=True)
+    _log_trained(trained, f"fmda/{variant}/{pair}", params, history, f"fmda_{variant}")
     metrics = _history(second.history, f"fmda.{variant}.{pair}.stage2", trained)
     return trained, {**history_metrics(first.history, f"fmda.{variant}.{pair}.stage1"), **metrics}
 
@@ -427,12 +430,8 @@ def train_fmda_unified(
         _dev_scorer(training, *manifests),
     )
     trained = _trained(model, [result], "unified", spec, contrastive, *manifests, languages=languages)
-    trained["mlflow_run_id"] = log_child_run(
-        "fmda/unified/" + "+".join(languages),
-        _run_params("unified", spec, model_params, training, contrastive),
-        result.history,
-    )
-    log_child_model(trained["mlflow_run_id"], "fmda_unified", trained)
+    params = _run_params("unified", spec, model_params, training, contrastive)
+    _log_trained(trained, "fmda/unified/" + "+".join(languages), params, result.history, "fmda_unified")
     return trained, _history(result.history, "fmda.unified", trained)
 
 
@@ -557,12 +556,8 @@ def _logged_head(
         "dev_m_accuracy": dev,
         "encoder": encoder_of(manifest),
     }
-    trained["mlflow_run_id"] = log_child_run(
-        f"{method}/{pair}",
-        {"method": method, "name": name, "pooling": pooling, "negatives": negatives, **options, **head.params},
-        result.history,
-    )
-    log_child_model(trained["mlflow_run_id"], name, trained)
+    params = {"method": method, "name": name, "pooling": pooling, "negatives": negatives, **options, **head.params}
+    _log_trained(trained, f"{method}/{pair}", params, result.history, name)
     metrics = history_metrics(result.history, f"{method}.{pair}")
     metrics[f"{method}.{pair}.dev_m_accuracy"] = [{"value": dev, "step": 0}]
     return trained, metrics
