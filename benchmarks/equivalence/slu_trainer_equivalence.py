@@ -32,10 +32,19 @@ EN = [
     ("9", "dev", "weather_query", "what is the weather", "O O O O"),
 ]
 DICTIONARIES = {"de": {"wake": ["weck"], "me": ["mich"], "play": ["spiel"], "music": ["musik"], "six": ["sechs"]}}
-TRAINING = {"lr": 1e-2, "encoder_lr": 1e-3, "max_epochs": 2, "patience": 2, "seed": 0, "progress": False, "keep_initial": False}
+TRAINING = {
+    "lr": 1e-2,
+    "encoder_lr": 1e-3,
+    "max_epochs": 2,
+    "patience": 2,
+    "seed": 0,
+    "progress": False,
+    "keep_initial": False,  # the trained weights are compared, not the initial ones kept
+}
 SWITCH = {"ratio": 0.9, "languages": ["de"], "seed": 0, "keep_source": True}
 UNTIMED = ("seconds", "train_seconds", "train_seconds_per_epoch", "time")
-ENCODER = Path(tempfile.gettempdir()) / "slu_trainer_equivalence_encoder"  # written once: its tokenizer training is not reproducible
+# written once and reused by both trees: training the WordPiece vocabulary is not reproducible run to run
+ENCODER = Path(tempfile.gettempdir()) / "slu_trainer_equivalence_encoder"
 
 
 def tiny_encoder(directory: Path) -> Path:
@@ -122,12 +131,21 @@ def runs() -> dict[str, dict[str, Any]]:
             table, encoder, lam, {"batch_size": 2, "code_switch": SWITCH}, TRAINING, None, DICTIONARIES
         ),
         "emu": lambda: train_emu(
-            emu_table(), encoder, {"loss": "emu", "critic_steps": 2, "critic_hidden": 8},
-            {"per_intent": 2, "batch_size": 4, "seed": 0}, TRAINING, {"prefix": ""},
+            emu_table(),
+            encoder,
+            {"loss": "emu", "critic_steps": 2, "critic_hidden": 8},
+            {"per_intent": 2, "batch_size": 4, "seed": 0},
+            TRAINING,
+            {"prefix": ""},
         ),  # fmt: skip
         "emu_npair": lambda: train_emu(
-            emu_table(), encoder, {"loss": "npair"}, {"per_intent": 2, "batch_size": 4, "seed": 0}, TRAINING,
-            {"prefix": ""}, name="npair",
+            emu_table(),
+            encoder,
+            {"loss": "npair"},
+            {"per_intent": 2, "batch_size": 4, "seed": 0},
+            TRAINING,
+            {"prefix": ""},
+            name="npair",
         ),  # fmt: skip
     }
     for name, run in cases.items():
