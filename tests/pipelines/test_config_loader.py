@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from language_agnostic.pipelines.config_loader import ProjectConfigLoader, merge_delta
+from language_agnostic.config import ParameterError
+from language_agnostic.pipelines.config_loader import ProjectConfigLoader, expand_budgets, merge_delta
 from tests.conftest import PROJECT_ROOT
 
 BASE = {
@@ -48,6 +49,47 @@ def test_the_loader_merges_parameters_softly_and_names_the_file_of_a_bad_marker(
     loader = ProjectConfigLoader(str(tmp_path), env="exp", base_env="base", merge_strategy={"parameters": "soft"})
     with pytest.raises(ValueError, match=r"exp.*x\.methods\._replace: expected true or false, got 1"):
         loader["parameters"]
+
+
+BUDGETED = {
+    "slu": {
+        "budgets": {"laj": {"data": {"max_train": 2000, "batch_size": 8}, "training": {"max_epochs": 1, "lr": 5e-3}}},
+        "methods": {
+            "zsjoint": {"method": "slu"},
+            "lajmcl-seed2023": {"method": "lajoint", "budget": "laj", "training": {"seed": 2023, "lr": 1e-3}},
+        },
+    }
+}
+
+
+def test_a_budget_is_written_out_in_its_methods_under_their_own_keys():
+    out = expand_budgets(BUDGETED)
+    assert out["slu"]["methods"] == {
+        "zsjoint": {"method": "slu"},
+        "lajmcl-seed2023": {
+            "method": "lajoint",
+            "data": {"max_train": 2000, "batch_size": 8},
+            "training": {"max_epochs": 1, "lr": 1e-3, "seed": 2023},
+        },
+    }
+    assert BUDGETED["slu"]["methods"]["lajmcl-seed2023"]["budget"] == "laj"  # the input is not changed
+
+
+def test_an_unknown_budget_names_the_parameter_and_the_budgets(tmp_path: Path):
+    bad = {"slu": {**BUDGETED["slu"], "methods": {"lajmcl": {"method": "lajoint", "budget": "full"}}}}
+    message = r"^slu\.methods\.lajmcl\.budget: 'full' is not one of slu\.budgets \['laj'\]$"
+    with pytest.raises(ParameterError, match=message):
+        expand_budgets(bad)
+    (tmp_path / "base").mkdir()
+    (tmp_path / "base" / "parameters.yml").write_text(yaml.safe_dump(bad))
+    loader = ProjectConfigLoader(str(tmp_path), env="base", base_env="base", merge_strategy={"parameters": "soft"})
+    with pytest.raises(ParameterError, match=r"^slu\.methods\.lajmcl\.budget: 'full' is not one of"):
+        loader["parameters"]
+
+
+def test_the_laj_budget_is_stated_once_in_conf():
+    stated = [p for p in (PROJECT_ROOT / "conf").rglob("parameters_slu.yml") if "max_train: 2000" in p.read_text()]
+    assert [p.relative_to(PROJECT_ROOT).as_posix() for p in stated] == ["conf/base/parameters_slu.yml"]
 
 
 def _restated(base: object, env: object, where: str) -> list[str]:

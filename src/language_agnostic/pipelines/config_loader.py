@@ -14,6 +14,12 @@ the two things a soft merge cannot say:
 
 Lists are replaced, as in any soft merge. The catalog and the other config groups keep Kedro's
 default (destructive) merge.
+
+A training budget is stated once: a block's ``budgets`` name settings (``slu.budgets.laj:
+{data: {...}, training: {...}}``) and a method takes one by ``budget: laj``; its own keys merge over
+the budget's (:func:`expand_budgets`), so ``{budget: laj, training: {seed: 2023}}`` is the budget on
+another seed. The expansion happens here, before any node or check reads ``params:``, so a method
+reads (and is fingerprinted by ``training.reuse``) exactly as if the budget were written out in it.
 """
 
 from __future__ import annotations
@@ -23,7 +29,10 @@ from typing import Any
 
 from kedro.config import OmegaConfigLoader
 
+from language_agnostic.config import ParameterError
+
 REPLACE = "_replace"
+BUDGET = "budget"
 
 
 def merge_delta(base: dict[str, Any], delta: dict[str, Any], where: str = "") -> dict[str, Any]:
@@ -63,8 +72,38 @@ def _merge_into(out: dict[str, Any], delta: dict[str, Any], where: str) -> None:
             out[key] = copy.deepcopy(value)
 
 
+def expand_budgets(parameters: dict[str, Any]) -> dict[str, Any]:
+    """``parameters`` with every ``<block>.methods.<name>.budget: <b>`` replaced by ``<block>.budgets.<b>``
+    with the method's own keys merged over it (:func:`merge_delta`); ``parameters`` is not changed.
+
+    Raises:
+        ParameterError: a budget the block's ``budgets`` does not name (naming the parameter and the allowed names).
+    """
+    out = copy.deepcopy(parameters)
+    for block_name, block in out.items():
+        if not isinstance(block, dict) or not isinstance(block.get("methods"), dict):
+            continue
+        budgets = block.get("budgets") or {}
+        for name, spec in block["methods"].items():
+            if not isinstance(spec, dict) or BUDGET not in spec:
+                continue
+            where = f"{block_name}.methods.{name}.{BUDGET}"
+            chosen = spec.pop(BUDGET)
+            if chosen not in budgets or not isinstance(budgets[chosen], dict):
+                raise ParameterError(f"{where}: {chosen!r} is not one of {block_name}.budgets {sorted(budgets)}")
+            block["methods"][name] = merge_delta(budgets[chosen], spec, f"{block_name}.methods.{name}")
+    return out
+
+
 class ProjectConfigLoader(OmegaConfigLoader):
-    """Kedro's ``OmegaConfigLoader`` whose ``soft`` merge follows :func:`merge_delta`."""
+    """Kedro's ``OmegaConfigLoader`` whose ``soft`` merge follows :func:`merge_delta` and whose
+    parameters have their budgets expanded (:func:`expand_budgets`)."""
+
+    def __getitem__(self, key: str) -> Any:
+        config = super().__getitem__(key)
+        if key == "parameters":
+            return expand_budgets(dict(config))
+        return config
 
     @staticmethod
     def _soft_merge(config: dict[str, Any], env_config: dict[str, Any], env_path: str | None = None) -> Any:
