@@ -1,7 +1,8 @@
 """Check that every figure in the docs keeps its command: a measured number needs the run that reproduces it.
 
 A *figure* is a markdown table with a number in a body cell, or a prose line stating a measured number
-(seconds, minutes, a percentage, a ratio ``×``, a p-value ``p =``). Each must share its section (the lines
+(seconds, minutes, a percentage, a ratio ``×``, a p-value ``p =``). A parameter table (a header cell
+``default``: the numbers are settings, not measurements) is not a figure. Each must share its section (the lines
 under the same heading, down to the next heading of any level) with a *command*: ``kedro run …``,
 ``python benchmarks/…``, ``python experiments/…``, ``python scripts/…`` or ``make …``, in prose or a code block.
 
@@ -35,6 +36,8 @@ TABLE_ROW = re.compile(r"^\s*\|")
 SEPARATOR = re.compile(r"^\s*\|?\s*:?-{3,}")
 # a body cell that is a number (bold, a sign or a unit after it allowed): 0.8109, **−1.654**, 12.7 s, 1,248×
 NUMBER_CELL = re.compile(r"\|\s*\**[-−+~]?\d")
+# the header of a parameter reference: its numbers are defaults
+PARAMETER_HEADER = re.compile(r"\|\s*default\s*\|", re.IGNORECASE)
 
 
 def sections(lines: list[str]) -> Iterator[list[tuple[int, str, bool]]]:
@@ -64,7 +67,8 @@ def figures(section: list[tuple[int, str, bool]]) -> Iterator[tuple[int, str]]:
             continue
         if TABLE_ROW.match(line):
             if not in_table:
-                in_table, header, reported = True, number, False
+                # a parameter table is marked reported from its header on: it holds no figure
+                in_table, header, reported = True, number, bool(PARAMETER_HEADER.search(line))
             elif not SEPARATOR.match(line) and not reported and NUMBER_CELL.search(line):
                 reported = True
                 yield header, "table with numbers"

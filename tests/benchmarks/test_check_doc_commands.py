@@ -60,3 +60,11 @@ def test_main_exits_1_on_a_figure_without_command_and_0_without(tmp_path: Path, 
     assert check.main([str(tmp_path)]) == 1
     expected = f"{tmp_path / 'bad.md'}:3: measured number: 2.0× without a command in its section\n"
     assert capsys.readouterr().out == expected
+
+
+def test_a_parameter_table_holds_settings_not_figures() -> None:
+    # a table with a "default" header column is a parameter reference; the same numbers as results are a figure
+    params = "## Parameters\n\n| key | default | meaning |\n|---|---|---|\n| `lr` | 0.001 | the rate |\n"
+    results = "## Results\n\n| key | ours | meaning |\n|---|---|---|\n| `lr` | 0.001 | the rate |\n"
+    assert check.check_text(params, "p.md") == []
+    assert check.check_text(results, "p.md") == ["p.md:3: table with numbers without a command in its section"]
