@@ -68,3 +68,7 @@ def test_a_parameter_table_holds_settings_not_figures() -> None:
     results = "## Results\n\n| key | ours | meaning |\n|---|---|---|\n| `lr` | 0.001 | the rate |\n"
     assert check.check_text(params, "p.md") == []
     assert check.check_text(results, "p.md") == ["p.md:3: table with numbers without a command in its section"]
+
+
+def test_every_figure_of_the_readme_and_docs_keeps_its_command(capsys) -> None:
+    assert check.main([str(ROOT / "README.md"), str(ROOT / "docs")]) == 0, capsys.readouterr().out
