@@ -5,8 +5,7 @@ from __future__ import annotations
 from kedro.pipeline import Pipeline, node
 
 from language_agnostic.pipelines.embeddings import nodes
-from language_agnostic.pipelines.massive.pipeline import DEFAULT_PAIRS
-from language_agnostic.pipelines.project_config import configured_namespaces
+from language_agnostic.pipelines.massive.pipeline import configured_pairs, in_pair_namespace
 
 SHARED_PARAMS = ["params:embeddings.extraction", "params:embeddings.partitions", "params:embeddings.poolings"]
 
@@ -53,19 +52,10 @@ def load_encoder_pipeline() -> Pipeline:
 
 def create_pipeline(pairs: list[str] | None = None) -> Pipeline:
     """Build the ``embeddings`` pipeline over the language pairs of ``massive.pairs``."""
-    if pairs is None:
-        pairs = configured_namespaces("massive", "pairs", DEFAULT_PAIRS)
+    pairs = configured_pairs(pairs)
     load = load_encoder_pipeline()
-    per_pair = [
-        Pipeline(
-            create_pair_pipeline(),
-            namespace=name,
-            inputs={"encoder", "embedding_store", "encoder_identity"},
-            outputs={"raw_retrieval_rows": f"raw_retrieval_rows_{name}"},
-            parameters=set(SHARED_PARAMS),
-        )
-        for name in pairs
-    ]
+    shared = {"encoder", "embedding_store", "encoder_identity", *SHARED_PARAMS}
+    per_pair = [in_pair_namespace(create_pair_pipeline(), name, shared, ["raw_retrieval_rows"]) for name in pairs]
     report = node(
         nodes.report_raw_retrieval,
         inputs=["encoder_identity", *[f"raw_retrieval_rows_{name}" for name in pairs]],

@@ -16,8 +16,8 @@ from kedro.pipeline import Node, Pipeline, node
 
 from language_agnostic.pipelines.embeddings.pipeline import load_encoder_pipeline
 from language_agnostic.pipelines.emu import nodes
+from language_agnostic.pipelines.node_factories import train_and_evaluate
 from language_agnostic.pipelines.project_config import bind, configuration_error_pipeline, load_parameters
-from language_agnostic.training.reuse import reusable
 
 DEFAULT_METHODS: dict[str, Any] = {"emu": {"method": "emu", "loss": "emu"}}
 
@@ -105,40 +105,36 @@ def _configured_methods(params: Mapping[str, Any]) -> dict[str, Any]:
 def _method_nodes(name: str, save_encoder: bool) -> list[Node]:
     """Train one method of ``emu.methods``, evaluate it, and (``save_encoder``) save its fine-tuned encoder."""
     key = name.replace("-", "_")  # dataset names: emu-no_ld -> emu_no_ld
-    parts = [
-        node(
-            reusable(bind(nodes.train_emu_variant, name=name)),
-            inputs=[
-                *SHARED_INPUTS[:2],
-                f"params:emu.methods.{name}",
-                "params:emu.data",
-                "params:emu.training",
-                "params:embeddings.extraction",
-            ],
-            outputs=[f"emu_model_{key}", f"emu_history_{key}"],
-            name=f"train_{key}_node",
-        ),
-        node(
-            nodes.evaluate_emu_variant,
-            inputs=[
-                *SHARED_INPUTS[:2],
-                f"emu_model_{key}",
-                "params:emu.data",
-                "params:embeddings.extraction",
-                "emu_raw_correct",
-                "encoder_identity",
-                "params:emu.evaluation",
-                "params:emu.figure",
-            ],
-            outputs=[f"emu_rows_{key}", f"emu_figure_sets_{key}", f"emu_outcomes_{key}"],
-            name=f"evaluate_{key}_node",
-        ),
-    ]
+    model = f"emu_model_{key}"
+    parts = train_and_evaluate(
+        key,
+        train=bind(nodes.train_emu_variant, name=name),
+        train_inputs=[
+            *SHARED_INPUTS[:2],
+            f"params:emu.methods.{name}",
+            "params:emu.data",
+            "params:emu.training",
+            "params:embeddings.extraction",
+        ],
+        trained=[model, f"emu_history_{key}"],
+        evaluate=nodes.evaluate_emu_variant,
+        evaluate_inputs=[
+            *SHARED_INPUTS[:2],
+            model,
+            "params:emu.data",
+            "params:embeddings.extraction",
+            "emu_raw_correct",
+            "encoder_identity",
+            "params:emu.evaluation",
+            "params:emu.figure",
+        ],
+        rows=[f"emu_rows_{key}", f"emu_figure_sets_{key}", f"emu_outcomes_{key}"],
+    )
     if save_encoder:
         parts.append(
             node(
                 nodes.tuned_encoder,
-                inputs=["encoder", f"emu_model_{key}"],
+                inputs=["encoder", model],
                 outputs=f"emu_encoder_{key}",
                 name=f"save_{key}_encoder_node",
             )

@@ -16,13 +16,9 @@ from kedro.pipeline import Node, Pipeline, node
 
 from language_agnostic.pipelines.embeddings.pipeline import load_encoder_pipeline
 from language_agnostic.pipelines.fmda import nodes
-from language_agnostic.pipelines.massive.pipeline import DEFAULT_PAIRS
-from language_agnostic.pipelines.project_config import (
-    bind,
-    configuration_error_pipeline,
-    configured_namespaces,
-    load_parameters,
-)
+from language_agnostic.pipelines.massive.pipeline import configured_pairs, in_pair_namespace
+from language_agnostic.pipelines.node_factories import train_and_evaluate
+from language_agnostic.pipelines.project_config import bind, configuration_error_pipeline, load_parameters
 from language_agnostic.training.reuse import reusable
 
 SHARED_INPUTS = {
@@ -158,9 +154,12 @@ def _variant_nodes(name: str, spec: Any, variants: Mapping[str, Any], source: st
     """Train one FMDA variant (two-stage or all together; its parameters under ``source``) and evaluate it."""
     # a two-stage variant trains on the template pairs first: the one input the other variants lack
     two_stage = bool((spec or {}).get("two_stage"))
-    train = node(
-        reusable(bind(nodes.train_fmda_two_stage if two_stage else nodes.train_fmda, variant=name)),
-        inputs=[
+    model = f"fmda_model_{name}"
+    twin = all_together_twin(name, variants)
+    return train_and_evaluate(
+        f"fmda_{name}",
+        train=bind(nodes.train_fmda_two_stage if two_stage else nodes.train_fmda, variant=name),
+        train_inputs=[
             "fmda_inputs",
             *(["fmda_template_pairs"] if two_stage else []),
             "massive_negative_pools",
@@ -169,44 +168,31 @@ def _variant_nodes(name: str, spec: Any, variants: Mapping[str, Any], source: st
             "params:fmda.training",
             "params:fmda.loss",
         ],
-        outputs=[f"fmda_model_{name}", f"fmda_history_{name}"],
-        name=f"train_fmda_{name}_node",
+        trained=[model, f"fmda_history_{name}"],
+        evaluate=nodes.evaluate_fmda,
+        # a two-stage variant is also tested against its all-together twin (Table 5's claims)
+        evaluate_inputs=["fmda_inputs", model, "encoder_identity", *([f"fmda_model_{twin}"] if twin else [])],
+        rows=f"fmda_rows_{name}",
     )
-    return [
-        train,
-        node(
-            nodes.evaluate_fmda,
-            # a two-stage variant is also tested against its all-together twin (Table 5's claims)
-            inputs=["fmda_inputs", f"fmda_model_{name}", "encoder_identity"]
-            + ([f"fmda_model_{twin}"] if (twin := all_together_twin(name, variants)) else []),
-            outputs=f"fmda_rows_{name}",
-            name=f"evaluate_fmda_{name}_node",
-        ),
-    ]
 
 
 def _head_nodes(name: str) -> list[Node]:
     """Train one head of ``fmda.methods`` over pooled vectors and evaluate it."""
-    return [
-        node(
-            reusable(bind(nodes.train_pooled_head, name=name)),
-            inputs=[
-                "fmda_inputs",
-                "massive_negative_pools",
-                f"params:fmda.methods.{name}",
-                "params:fmda.training",
-                "params:fmda.loss",
-            ],
-            outputs=[f"head_model_{name}", f"head_history_{name}"],
-            name=f"train_{name}_node",
-        ),
-        node(
-            nodes.evaluate_head,
-            inputs=["fmda_inputs", f"head_model_{name}", "encoder_identity"],
-            outputs=f"head_rows_{name}",
-            name=f"evaluate_{name}_node",
-        ),
-    ]
+    return train_and_evaluate(
+        name,
+        train=bind(nodes.train_pooled_head, name=name),
+        train_inputs=[
+            "fmda_inputs",
+            "massive_negative_pools",
+            f"params:fmda.methods.{name}",
+            "params:fmda.training",
+            "params:fmda.loss",
+        ],
+        trained=[f"head_model_{name}", f"head_history_{name}"],
+        evaluate=nodes.evaluate_head,
+        evaluate_inputs=["fmda_inputs", f"head_model_{name}", "encoder_identity"],
+        rows=f"head_rows_{name}",
+    )
 
 
 def create_pipeline(
@@ -224,37 +210,38 @@ def create_pipeline(
     that ``massive.pairs`` does not list) gives :func:`configuration_error_pipeline`, so the
     other pipelines still build and ``kedro run --pipelines=fmda`` stops naming the parameter.
     """
-    if (pairs, variants, unified, figure_pair, methods) == (None,) * 5:
+    given = (pairs, variants, unified, figure_pair, methods)
+    if given == (None,) * 5:
         try:
-            return _create_pipeline()
+            return _create_pipeline(*given)
         except ValueError as exc:
             return configuration_error_pipeline("fmda", exc)
-    return _create_pipeline(pairs, variants, unified, figure_pair, methods)
+    return _create_pipeline(*given)
 
 
-def _create_pipeline(*args: Any, **kwargs: Any) -> Pipeline:
+def _create_pipeline(*given: Any) -> Pipeline:
     """The pipeline; see :func:`create_pipeline`."""
     with warnings.catch_warnings():
         # Figure 4 and the unified model read per-pair datasets (``en_de.fmda_inputs``) from outside
         # the pair's namespace, on purpose: Kedro warns about any dotted name read that way
         warnings.filterwarnings("ignore", message="One or more dataset names contain '.'", category=UserWarning)
-        return _build(*args, **kwargs)
+        return _build(*given)
 
 
 def _build(
-    pairs: list[str] | None = None,
-    variants: Mapping[str, Any] | None = None,
-    unified: list[str] | None = None,
-    figure_pair: str | None = None,
-    methods: Mapping[str, Any] | None = None,
+    pairs: list[str] | None,
+    variants: Mapping[str, Any] | None,
+    unified: list[str] | None,
+    figure_pair: str | None,
+    methods: Mapping[str, Any] | None,
 ) -> Pipeline:
+    """:func:`create_pipeline`'s pipeline from its arguments, those left None read from the configuration."""
     params = load_parameters() if None in (pairs, variants, unified, figure_pair, methods) else {}
     fmda = params.get("fmda", {})
     # the paper-only experiment set (Tables 4 and 9): empty in base, filled by `--env paper`
     paper = params.get("fmda_paper") or {}
     sources: dict[str, str] = {}
-    if pairs is None:
-        pairs = configured_namespaces("massive", "pairs", DEFAULT_PAIRS)
+    pairs = configured_pairs(pairs)
     if variants is None:
         variants, sources = _configured_variants(fmda, paper)
     if unified is None:
@@ -315,16 +302,14 @@ def _namespaced_pair_pipeline(
     name: str, mine: Mapping[str, Any], my_heads: Mapping[str, Any], sources: Mapping[str, str]
 ) -> Pipeline:
     """The pair pipeline of ``name`` in its namespace, reading the shared datasets and parameters it uses."""
-    pipe = create_pair_pipeline(mine, my_heads, sources)
-    used = pipe.inputs()  # a pair without a two-stage variant reads no template pairs
-    variant_params = [f"params:{sources.get(v, 'fmda')}.variants.{v}" for v in mine]
-    parameters = {
-        **{p: p for p in SHARED_PARAMS & used},
-        **{p: p for p in variant_params},
-        **{f"params:fmda.methods.{h}": f"params:fmda.methods.{h}" for h in my_heads},
-        "params:pair": f"params:massive.pairs.{name}",
+    # (a pair without a two-stage variant reads no template pairs: in_pair_namespace maps only what is read)
+    shared = {
+        *SHARED_INPUTS,
+        *SHARED_PARAMS,
+        *[f"params:{sources.get(v, 'fmda')}.variants.{v}" for v in mine],
+        *[f"params:fmda.methods.{h}" for h in my_heads],
     }
-    return Pipeline(pipe, namespace=name, inputs=SHARED_INPUTS & used, parameters=parameters)
+    return in_pair_namespace(create_pair_pipeline(mine, my_heads, sources), name, shared)
 
 
 def _unified_nodes(unified: list[str]) -> list[Node]:

@@ -11,6 +11,32 @@ from language_agnostic.pipelines.project_config import configured_namespaces
 DEFAULT_PAIRS = ["en_de", "en_es", "en_ja"]
 
 
+def configured_pairs(pairs: list[str] | None = None) -> list[str]:
+    """``pairs``, or (None) the language-pair namespaces of ``massive.pairs`` in ``conf/``."""
+    return configured_namespaces("massive", "pairs", DEFAULT_PAIRS) if pairs is None else pairs
+
+
+def in_pair_namespace(pipe: Pipeline, pair: str, shared: set[str], plain_outputs: list[str] | None = None) -> Pipeline:
+    """``pipe`` in the namespace of the language pair ``pair`` (massive, embeddings and fmda build one per pair).
+
+    The datasets and parameters of ``shared`` that it reads stay outside the namespace (one for
+    every pair), its ``params:pair`` is ``params:massive.pairs.<pair>``, and each of
+    ``plain_outputs`` leaves it as ``<output>_<pair>``: under a plain name, as a dotted one read
+    outside the namespace would make Kedro warn about dataset names.
+    """
+    used = pipe.inputs()
+    parameters = {name: name for name in shared & used if name.startswith("params:")}
+    if "params:pair" in used:
+        parameters["params:pair"] = f"params:massive.pairs.{pair}"
+    return Pipeline(
+        pipe,
+        namespace=pair,
+        inputs={name for name in shared & used if not name.startswith("params:")},
+        outputs={name: f"{name}_{pair}" for name in plain_outputs or []},
+        parameters=parameters,
+    )
+
+
 def create_pair_pipeline() -> Pipeline:
     """The per-language-pair part; instantiated once per namespace (``en_de``, ...)."""
     return Pipeline(
@@ -34,21 +60,11 @@ def create_pipeline(pairs: list[str] | None = None) -> Pipeline:
     Returns:
         The pipeline.
     """
-    if pairs is None:
-        pairs = configured_namespaces("massive", "pairs", DEFAULT_PAIRS)
+    pairs = configured_pairs(pairs)
     locale_level = _locale_pipeline()
     pair_level = [
-        Pipeline(
-            create_pair_pipeline(),
-            namespace=name,
-            inputs={"massive_utterances"},
-            # counts leave the namespace under a plain name: a dotted input outside the
-            # namespace would make Kedro warn about dataset names
-            outputs={"massive_pair_counts": f"massive_pair_counts_{name}"},
-            parameters={
-                "params:pair": f"params:massive.pairs.{name}",
-                "params:massive.ingest": "params:massive.ingest",
-            },
+        in_pair_namespace(
+            create_pair_pipeline(), name, {"massive_utterances", "params:massive.ingest"}, ["massive_pair_counts"]
         )
         for name in pairs
     ]

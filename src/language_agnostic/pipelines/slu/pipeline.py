@@ -15,9 +15,9 @@ from typing import Any
 from kedro.pipeline import Node, Pipeline, node
 
 from language_agnostic.pipelines.embeddings.pipeline import load_encoder_pipeline
+from language_agnostic.pipelines.node_factories import train_and_evaluate
 from language_agnostic.pipelines.project_config import bind, configuration_error_pipeline, load_parameters
 from language_agnostic.pipelines.slu import nodes
-from language_agnostic.training.reuse import reusable
 
 DEFAULT_METHODS: dict[str, Any] = {"zsjoint": {"method": "slu"}, "cosda": {"method": "slu", "code_switch": True}}
 
@@ -123,38 +123,32 @@ def _data_nodes(code_switch: bool) -> list[Node]:
 def _method_nodes(name: str, spec: Any, key: str, drawn: bool) -> list[Node]:
     """Train one method of ``slu.methods`` and evaluate it on every locale (with Figure 3's details if ``drawn``)."""
     switched = bool(dict(spec or {}).get("code_switch"))
-    return [
-        node(
-            reusable(
-                bind(nodes.train_slu_variant, name=name)
-                if switched
-                else bind(nodes.train_slu_variant, name=name, dictionaries=None)
-            ),
-            inputs=[
-                "slu_rows",
-                "encoder",
-                f"params:slu.methods.{name}",
-                "params:slu.data",
-                "params:slu.code_switch",
-                "params:slu.training",
-                "params:embeddings.extraction",
-                *(["slu_dictionaries"] if switched else []),
-            ],
-            outputs=[f"slu_model_{key}", f"slu_history_{key}"],
-            name=f"train_{key}_node",
-        ),
-        node(
-            nodes.evaluate_slu_variant,
-            inputs=[
-                "slu_rows",
-                "encoder",
-                f"slu_model_{key}",
-                "params:slu.locales",
-                "params:embeddings.extraction",
-                "encoder_identity",
-                *(["params:slu.figure"] if drawn else []),
-            ],
-            outputs=[f"slu_rows_{key}", f"slu_details_{key}"],
-            name=f"evaluate_{key}_node",
-        ),
-    ]
+    model = f"slu_model_{key}"
+    return train_and_evaluate(
+        key,
+        train=bind(nodes.train_slu_variant, name=name)
+        if switched
+        else bind(nodes.train_slu_variant, name=name, dictionaries=None),
+        train_inputs=[
+            "slu_rows",
+            "encoder",
+            f"params:slu.methods.{name}",
+            "params:slu.data",
+            "params:slu.code_switch",
+            "params:slu.training",
+            "params:embeddings.extraction",
+            *(["slu_dictionaries"] if switched else []),
+        ],
+        trained=[model, f"slu_history_{key}"],
+        evaluate=nodes.evaluate_slu_variant,
+        evaluate_inputs=[
+            "slu_rows",
+            "encoder",
+            model,
+            "params:slu.locales",
+            "params:embeddings.extraction",
+            "encoder_identity",
+            *(["params:slu.figure"] if drawn else []),
+        ],
+        rows=[f"slu_rows_{key}", f"slu_details_{key}"],
+    )
