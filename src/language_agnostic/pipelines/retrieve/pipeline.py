@@ -6,55 +6,28 @@
 
 from __future__ import annotations
 
-from kedro.pipeline import Pipeline, node
+from kedro.pipeline import Node, Pipeline, node
 
 from language_agnostic.pipelines.embeddings.pipeline import load_encoder_pipeline
 from language_agnostic.pipelines.project_config import bind
 from language_agnostic.pipelines.retrieve import nodes
 
+# each side of the search: {parameter section and texts: its vectors}
+SIDES = {"queries": "retrieve_query_vectors", "corpus": "retrieve_corpus_vectors"}
+
 
 def create_pipeline() -> Pipeline:
     """The ``retrieve`` pipeline (its shape does not depend on the configuration)."""
-    embed_inputs = [
-        "retrieve_model",
-        "encoder",
-        "embedding_store",
-        "params:embeddings.extraction",
-        "params:retrieve.raw_pooling",
-    ]
     return Pipeline(
         [
             load_encoder_pipeline(),
-            node(
-                bind(nodes.read_texts, where="retrieve.queries"),
-                inputs="params:retrieve.queries",
-                outputs="retrieve_queries",
-                name="read_retrieve_queries_node",
-            ),
-            node(
-                bind(nodes.read_texts, where="retrieve.corpus"),
-                inputs="params:retrieve.corpus",
-                outputs="retrieve_corpus",
-                name="read_retrieve_corpus_node",
-            ),
             node(
                 nodes.load_model,
                 inputs=["params:retrieve.model", "params:retrieve.mode", "encoder_identity"],
                 outputs="retrieve_model",
                 name="load_retrieve_model_node",
             ),
-            node(
-                nodes.embed_texts,
-                inputs=["retrieve_queries", *embed_inputs],
-                outputs="retrieve_query_vectors",
-                name="embed_retrieve_queries_node",
-            ),
-            node(
-                nodes.embed_texts,
-                inputs=["retrieve_corpus", *embed_inputs],
-                outputs="retrieve_corpus_vectors",
-                name="embed_retrieve_corpus_node",
-            ),
+            *[step for side in SIDES for step in _side_nodes(side)],
             node(
                 nodes.find_neighbours,
                 inputs=[
@@ -72,3 +45,28 @@ def create_pipeline() -> Pipeline:
         ],
         tags="retrieve",
     )
+
+
+def _side_nodes(side: str) -> list[Node]:
+    """Read the texts of ``retrieve.<side>`` and embed them with the model (queries and corpus alike)."""
+    return [
+        node(
+            bind(nodes.read_texts, where=f"retrieve.{side}"),
+            inputs=f"params:retrieve.{side}",
+            outputs=f"retrieve_{side}",
+            name=f"read_retrieve_{side}_node",
+        ),
+        node(
+            nodes.embed_texts,
+            inputs=[
+                f"retrieve_{side}",
+                "retrieve_model",
+                "encoder",
+                "embedding_store",
+                "params:embeddings.extraction",
+                "params:retrieve.raw_pooling",
+            ],
+            outputs=SIDES[side],
+            name=f"embed_retrieve_{side}_node",
+        ),
+    ]
