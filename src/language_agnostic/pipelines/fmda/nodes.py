@@ -8,8 +8,9 @@ semantic retrieval (test pairs) and monolingual template retrieval (accuracy@1 a
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -63,23 +64,21 @@ __all__ = [
 ]
 
 
-def evaluate_fmda(
-    manifest: Mapping[str, Any],
-    fmda: Mapping[str, Any],
-    identity: Mapping[str, Any],
-    all_together: Mapping[str, Any] | None = None,
-) -> pd.DataFrame:
-    """:func:`evaluation.fmda.evaluate_fmda`'s rows, also logged to the variant's MLflow child run."""
-    rows = fmda_evaluation.evaluate_fmda(manifest, fmda, identity, all_together)
-    log_child_metrics(fmda.get("mlflow_run_id"), rows)
-    return rows
+def _logged(score: Callable[..., pd.DataFrame]) -> Callable[..., pd.DataFrame]:
+    """``score`` (an :mod:`evaluation.fmda` function of a manifest, a trained model, ...) as a node whose
+    rows are also logged to that model's MLflow child run."""
+
+    @functools.wraps(score)
+    def node_function(manifest: Mapping[str, Any], model: Mapping[str, Any], *rest: Any) -> pd.DataFrame:
+        rows = score(manifest, model, *rest)
+        log_child_metrics(model.get("mlflow_run_id"), rows)
+        return rows
+
+    return node_function
 
 
-def evaluate_head(manifest: Mapping[str, Any], head: Mapping[str, Any], identity: Mapping[str, Any]) -> pd.DataFrame:
-    """:func:`evaluation.fmda.evaluate_head`'s rows, also logged to the head's MLflow child run."""
-    rows = fmda_evaluation.evaluate_head(manifest, head, identity)
-    log_child_metrics(head.get("mlflow_run_id"), rows)
-    return rows
+evaluate_fmda = _logged(fmda_evaluation.evaluate_fmda)
+evaluate_head = _logged(fmda_evaluation.evaluate_head)
 
 
 logger = logging.getLogger(__name__)
@@ -90,6 +89,24 @@ SPLITS = ("train", "dev", "test")
 def _split_rows(masked: pd.DataFrame, locale: str, split: str) -> pd.DataFrame:
     rows = masked[(masked["locale"] == locale) & (masked["partition"] == split)]
     return rows.sort_values("id", key=lambda ids: ids.astype(int)).reset_index(drop=True)
+
+
+def _embed_lists(
+    encoder: LoadedEncoder,
+    store: EmbeddingStore,
+    extraction: Mapping[str, Any],
+    with_tokens: Mapping[str, list[str]],
+    sentences: Mapping[str, list[str]],
+) -> dict[str, EmbeddingSet]:
+    """Each named text list embedded: ``with_tokens`` with token states, ``sentences`` without.
+
+    Every list goes through the per-text store at once: a text in several lists is encoded once,
+    token-state lists first so a sentence list finds their texts already stored.
+    """
+    return {
+        **extract_embedding_sets(encoder, with_tokens, extraction_settings(extraction, token_states=True), store),
+        **extract_embedding_sets(encoder, sentences, extraction_settings(extraction), store),
+    }
 
 
 def embed_fmda_inputs(
@@ -136,12 +153,7 @@ def embed_fmda_inputs(
             with_tokens[f"template.{name}.{side}.source"] = sources
             with_tokens[f"template.{name}.{side}.target"] = rows["target_utt"].tolist()
             sizes[f"{name}.{side}"] = len(sources)
-    # every list through the per-text store at once: a text in several lists is encoded once,
-    # token-state lists first so a sentence list finds their texts already stored
-    sets: dict[str, EmbeddingSet] = {
-        **extract_embedding_sets(encoder, with_tokens, extraction_settings(extraction, token_states=True), store),
-        **extract_embedding_sets(encoder, sentences, extraction_settings(extraction), store),
-    }
+    sets = _embed_lists(encoder, store, extraction, with_tokens, sentences)
     logger.info(
         "fmda inputs for %s-%s: %s pairs (train/dev/test), template sets %s",
         locales["source"],
@@ -206,10 +218,7 @@ def embed_template_pairs(
         logger.info(
             "template pairs %s: %d train / %d held out for early stopping", locale, int((~dev).sum()), int(dev.sum())
         )
-    sets: dict[str, EmbeddingSet] = {
-        **extract_embedding_sets(encoder, with_tokens, extraction_settings(extraction, token_states=True), store),
-        **extract_embedding_sets(encoder, sentences, extraction_settings(extraction), store),
-    }
+    sets = _embed_lists(encoder, store, extraction, with_tokens, sentences)
     return {"sets": sets, "ids": ids, "source_locale": pair["source"], "target_locale": pair["target"]}
 
 
