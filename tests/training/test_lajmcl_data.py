@@ -44,7 +44,7 @@ def _tokens(encoder, ids: torch.Tensor) -> list[str]:
 
 def test_the_label_prefix_goes_in_front_and_the_labels_move_with_their_words(encoder):
     data = LajBatches(
-        encoder, WORDS[1:], TAGS[1:], [1, 2], LABELS, SLOTS, {"prefix": "query: "}, batch_size=2, shuffle=False
+        encoder, WORDS[1:], TAGS[1:], [1, 2], LABELS, {"prefix": "query: "}, slots=SLOTS, batch_size=2, shuffle=False
     )
     batch = next(iter(data.batches(0, torch.Generator().manual_seed(0))))
     assert set(batch) == {"input_ids", "attention_mask", "intents", "slot_labels"}
@@ -70,21 +70,23 @@ def test_the_label_prefix_goes_in_front_and_the_labels_move_with_their_words(enc
 def test_the_prefix_shrinks_the_utterances_length_limit(encoder):
     # the tiny encoder takes 24 positions; the prefix of 3 slots takes 7 (K + 4) of them
     assert label_tokenisation(encoder, {"prefix": ""}, 3).max_length == 17
-    data = LajBatches(encoder, WORDS, TAGS, [0, 1, 2], LABELS, SLOTS, {"prefix": "", "max_length": 14}, shuffle=False)
+    data = LajBatches(
+        encoder, WORDS, TAGS, [0, 1, 2], LABELS, {"prefix": "", "max_length": 14}, slots=SLOTS, shuffle=False
+    )
     # 14 - 7 = 7 for "[CLS] wake me up at nine am [SEP]" (8): cut to 7 with the end token kept, "am" lost
     assert data.tokens.truncated.tolist() == [True, False, False] and data.tokens.words_cut.tolist() == [1, 0, 0]
     assert max(len(x) for x in data.tokens.input_ids) == 14
     with pytest.raises(ValueError, match="leaves 2 positions"):
-        LajBatches(encoder, WORDS, TAGS, [0, 1, 2], LABELS, SLOTS, {"prefix": "", "max_length": 9})
+        LajBatches(encoder, WORDS, TAGS, [0, 1, 2], LABELS, {"prefix": "", "max_length": 9}, slots=SLOTS)
     with pytest.raises(ValueError, match=r"slot\(s\) \['genre'\] are not in slots"):
-        LajBatches(encoder, WORDS, TAGS, [0, 1, 2], LABELS, ("date", "time"), {"prefix": ""})
+        LajBatches(encoder, WORDS, TAGS, [0, 1, 2], LABELS, {"prefix": ""}, slots=("date", "time"))
 
 
 def test_mcl_needs_the_english_and_switched_pairs(encoder):
     with pytest.raises(ValueError, match="keep_source"):
-        LajBatches(encoder, WORDS, TAGS, [0, 1, 2], LABELS, SLOTS, {"prefix": ""}, mcl=True)
+        LajBatches(encoder, WORDS, TAGS, [0, 1, 2], LABELS, {"prefix": ""}, slots=SLOTS, mcl=True)
     with pytest.raises(ValueError, match="word_negatives must be >= 0"):
-        LajBatches(encoder, WORDS, TAGS, [0, 1, 2], LABELS, SLOTS, {"prefix": ""}, word_negatives=-1)
+        LajBatches(encoder, WORDS, TAGS, [0, 1, 2], LABELS, {"prefix": ""}, slots=SLOTS, word_negatives=-1)
 
 
 def test_value_spans_read_bio_as_seqeval():
@@ -105,8 +107,8 @@ def test_mcl_batches_pair_every_value_with_its_switched_version(encoder):
         TAGS,
         [0, 1, 2],
         LABELS,
-        SLOTS,
         {"prefix": ""},
+        slots=SLOTS,
         batch_size=3,
         shuffle=False,
         switcher=switcher,
@@ -148,8 +150,8 @@ def _mcl_data(encoder, pools, **kwargs):
         TAGS,
         [0, 1, 2],
         LABELS,
-        SLOTS,
         {"prefix": ""},
+        slots=SLOTS,
         batch_size=3,
         shuffle=False,
         switcher=switcher,
@@ -214,8 +216,8 @@ def test_word_pairs_are_slot_words_against_other_labels_and_the_batches_are_seed
         TAGS,
         [0, 1, 2],
         LABELS,
-        SLOTS,
         {"prefix": ""},
+        slots=SLOTS,
         batch_size=3,
         shuffle=False,
         switcher=CodeSwitcher(DICTIONARIES, ratio=1.0),
@@ -239,8 +241,8 @@ def test_grouping_by_length_covers_every_utterance_is_seeded_and_pads_less(encod
             labels,
             intents,
             LABELS,
-            SLOTS,
             {"prefix": ""},
+            slots=SLOTS,
             batch_size=4,
             group_by_length=group,
             **kwargs,

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -38,7 +39,6 @@ import torch
 from language_agnostic.encoders.loading import LoadedEncoder
 from language_agnostic.methods.lajmcl import sample_word_negatives
 from language_agnostic.methods.lajoint import prefix_shift, prepend_labels
-from language_agnostic.text.code_switch import CodeSwitcher
 from language_agnostic.text.slot_negatives import SlotNegatives, value_spans
 from language_agnostic.training.slu_data import (
     SluBatches,
@@ -106,13 +106,23 @@ def value_id_row(
     return [-1 if w is None else owner.get(w, -1) for w in word_ids]
 
 
+@dataclasses.dataclass(frozen=True)
+class _EpochRows:
+    """What MCL's extras read of one epoch: its rows (the utterances, then their switched versions:
+    row ``i + n`` is row ``i`` switched) and MCL's own random stream."""
+
+    words: list[list[str]]
+    labels: list[list[str]]
+    word_ids: list[list[int | None]]
+    rng: np.random.Generator
+
+
 class LajBatches(SluBatches):
     """SLU batches with the label prefix, and MCL's extras (see the module docstring).
 
     Args:
-        encoder, words, labels, intents, label_to_id, extraction, batch_size, shuffle, switcher,
-            switch_seed, ignore_index, what, keep_source, group_by_length: as for
-            :class:`~language_agnostic.training.slu_data.SluBatches`.
+        args, kwargs: :class:`~language_agnostic.training.slu_data.SluBatches`' arguments (``encoder, words,
+            labels, intents, label_to_id, extraction``, then ``batch_size``, ``shuffle``, ``switcher``, ...).
         slots: The slot names in label order (``LajointConfig.slots``).
         mcl: Add the value spans (``value_ids``, ``value_slots``, ``value_rows``); needs
             ``keep_source`` and a switcher.
@@ -126,44 +136,15 @@ class LajBatches(SluBatches):
 
     def __init__(
         self,
-        encoder: LoadedEncoder,
-        words: Sequence[Sequence[str]],
-        labels: Sequence[Sequence[str]],
-        intents: Sequence[int],
-        label_to_id: Mapping[str, int],
+        *args: Any,
         slots: Sequence[str],
-        extraction: Mapping[str, object] | None = None,
-        batch_size: int = 32,
-        shuffle: bool = True,
-        switcher: CodeSwitcher | None = None,
-        switch_seed: int = 0,
-        ignore_index: int = -100,
-        what: str = "utterances",
-        keep_source: bool = False,
         mcl: bool = False,
         slot_negatives: SlotNegatives | None = None,
         word_negatives: int = 0,
-        group_by_length: bool = False,
+        **kwargs: Any,
     ) -> None:
-        self.slots = tuple(str(s) for s in slots)
-        limited = dict(extraction or {})
-        limited["max_length"] = label_tokenisation(encoder, extraction, len(self.slots)).max_length
-        super().__init__(
-            encoder,
-            words,
-            labels,
-            intents,
-            label_to_id,
-            limited,
-            batch_size,
-            shuffle,
-            switcher,
-            switch_seed,
-            ignore_index,
-            what,
-            keep_source,
-            group_by_length,
-        )
+        self.slots = tuple(str(s) for s in slots)  # before SluBatches' tokenisation, which the prefix shortens
+        super().__init__(*args, **kwargs)
         if word_negatives < 0:
             raise ValueError(f"word_negatives must be >= 0, got {word_negatives}")
         wants_mcl = mcl or slot_negatives is not None or word_negatives > 0
@@ -177,9 +158,13 @@ class LajBatches(SluBatches):
         self.slot_index = {s: k for k, s in enumerate(self.slots)}
         unknown = sorted({lab[2:] for row in self.labels for lab in row if lab != "O"} - set(self.slot_index))
         if unknown:
-            raise ValueError(f"{what}: slot(s) {unknown} are not in slots")
+            raise ValueError(f"{self.what}: slot(s) {unknown} are not in slots")
         self.tokens = prefix_tokens(self.tokens, len(self.slots), self.tokenizer)
-        self.slot_labels = slot_label_ids(self.tokens, self.labels, self.label_to_id, ignore_index, what)
+        self.slot_labels = slot_label_ids(self.tokens, self.labels, self.label_to_id, self.ignore_index, self.what)
+
+    def _tokenisation(self, encoder: LoadedEncoder, extraction: Mapping[str, object] | None) -> WordTokenisation:
+        """The length the label prefix leaves an utterance (:func:`label_tokenisation`)."""
+        return label_tokenisation(encoder, extraction, len(self.slots))
 
     def _tokenise(
         self, words: Sequence[Sequence[str]], labels: Sequence[Sequence[str]], what: str
@@ -204,37 +189,23 @@ class LajBatches(SluBatches):
                 word_ids, words, labels = [*word_ids, *tokens.word_ids], [*words, *sw_words], [*labels, *sw_labels]
             else:
                 ids_rows, slot_labels, word_ids = tokens.input_ids, sw_slot_labels, tokens.word_ids
-        n = len(self.words)
         # length grouping (slu.data.group_by_length) sees the prefixed rows: the prefix adds the same K + 4 to
         # every row, so the groups are SluBatches'; the slot-level negatives (rows of their own) are not grouped
         order = self.epoch_order(ids_rows, generator)
         # MCL's draws come from their own stream, so that turning a level on does not change the batches
         rng = np.random.default_rng([self.switch_seed, int(torch.randint(2**31 - 1, (1,), generator=generator)), 17])
+        epoch_rows = _EpochRows(words, labels, word_ids, rng)
         for index in order.split(self.batch_size):
             index = index.tolist()
-            rows = index + [i + n for i in index] if self.keep_source else index
-            batch = {
-                "input_ids": pad(ids_rows, rows, self.pad_id),
-                "attention_mask": pad([[1] * len(ids_rows[i]) for i in rows], range(len(rows)), 0),
-                "intents": self.intents[index].repeat(2 if self.keep_source else 1),
-                "slot_labels": pad(slot_labels, rows, self.ignore_index),
-            }
+            rows, batch = self.batch(ids_rows, slot_labels, index)
             if self.mcl:
-                batch.update(self._mcl_extras(index, rows, words, labels, word_ids, batch["slot_labels"], rng))
+                batch.update(self._mcl_extras(epoch_rows, index, rows, batch["slot_labels"]))
             yield batch
 
     def _mcl_extras(
-        self,
-        index: list[int],
-        rows: list[int],
-        words: list[list[str]],
-        labels: list[list[str]],
-        word_ids: list[list[int | None]],
-        slot_labels: torch.Tensor,
-        rng: np.random.Generator,
+        self, epoch: _EpochRows, index: list[int], rows: list[int], slot_labels: torch.Tensor
     ) -> dict[str, torch.Tensor]:
-
-        n = len(self.words)
+        n, labels, word_ids = len(self.words), epoch.labels, epoch.word_ids
         value_rows_ids: list[list[int]] = [[] for _ in rows]
         value_slots: list[int] = []
         value_rows: list[int] = []
@@ -258,22 +229,15 @@ class LajBatches(SluBatches):
             "value_rows": torch.tensor(value_rows, dtype=torch.long),
         }
         if self.slot_negatives is not None:
-            out.update(self._slot_negatives(index, first_of, words, labels, rng))
+            out.update(self._slot_negatives(epoch, index, first_of))
         if self.word_negatives > 0:
             out["word_pairs"] = sample_word_negatives(
-                slot_labels, self.word_negatives, rng, self.label_to_id["O"], self.ignore_index
+                slot_labels, self.word_negatives, epoch.rng, self.label_to_id["O"], self.ignore_index
             )
         return out
 
-    def _slot_negatives(
-        self,
-        index: list[int],
-        first_of: list[int],
-        words: list[list[str]],
-        labels: list[list[str]],
-        rng: np.random.Generator,
-    ) -> dict[str, torch.Tensor]:
-        n = len(self.words)
+    def _slot_negatives(self, epoch: _EpochRows, index: list[int], first_of: list[int]) -> dict[str, torch.Tensor]:
+        n, words, labels = len(self.words), epoch.words, epoch.labels
         n_s = self.slot_negatives.n_negatives
         neg_words: list[list[str]] = [[] for _ in range(n_s * len(index))]
         neg_labels: list[list[str]] = [[] for _ in range(n_s * len(index))]
@@ -281,7 +245,7 @@ class LajBatches(SluBatches):
         for r, i in enumerate(index):
             # Algorithm 1 works on the switched utterance, so the negatives share the positive's context
             negatives = self.slot_negatives.negatives(
-                words[i + n], labels[i + n], rng, source_words=words[i], source_labels=labels[i]
+                words[i + n], labels[i + n], epoch.rng, source_words=words[i], source_labels=labels[i]
             )
             for m, (w, lab, which) in enumerate(negatives):
                 row = m * len(index) + r

@@ -338,7 +338,7 @@ class SluBatches:
         self.labels = [[str(x) for x in l] for l in labels]
         self.intents = torch.as_tensor(np.asarray(intents, dtype=np.int64))
         self.tokenizer, self.pad_id = encoder.tokenizer, int(encoder.tokenizer.pad_token_id)
-        self.tokenisation = word_tokenisation(encoder, extraction)
+        self.tokenisation = self._tokenisation(encoder, extraction)
         self.label_to_id, self.ignore_index, self.what = dict(label_to_id), ignore_index, what
         self.batch_size, self.shuffle = batch_size, shuffle
         self.switcher, self.switch_seed = switcher, switch_seed
@@ -347,6 +347,10 @@ class SluBatches:
         self.tokens = tokenise_words(self.tokenizer, self.words, self.tokenisation, what=what)
         self.slot_labels = slot_label_ids(self.tokens, self.labels, self.label_to_id, ignore_index, what)
         self.truncated_by_epoch: dict[int, int] = {}
+
+    def _tokenisation(self, encoder: LoadedEncoder, extraction: Mapping[str, object] | None) -> WordTokenisation:
+        """The utterances' tokenisation (a subclass that puts tokens in front shortens it)."""
+        return word_tokenisation(encoder, extraction)
 
     def __len__(self) -> int:
         """Utterances (the batch sources' convention: ``len()`` counts examples)."""
@@ -413,18 +417,23 @@ class SluBatches:
                 ids_rows, slot_labels = [*ids_rows, *tokens.input_ids], [*slot_labels, *switched_labels]
             else:
                 ids_rows, slot_labels = tokens.input_ids, switched_labels
-        n = len(self.words)
         for index in self.epoch_order(ids_rows, generator).split(self.batch_size):
-            index = index.tolist()
-            rows = index + [i + n for i in index] if self.keep_source else index
-            ids = pad(ids_rows, rows, self.pad_id)
-            mask = pad([[1] * len(ids_rows[i]) for i in rows], range(len(rows)), 0)
-            yield {
-                "input_ids": ids,
-                "attention_mask": mask,
-                "intents": self.intents[index].repeat(2 if self.keep_source else 1),
-                "slot_labels": pad(slot_labels, rows, self.ignore_index),
-            }
+            yield self.batch(ids_rows, slot_labels, index.tolist())[1]
+
+    def batch(
+        self, ids_rows: Sequence[Sequence[int]], slot_labels: Sequence[Sequence[int]], index: list[int]
+    ) -> tuple[list[int], dict[str, torch.Tensor]]:
+        """The rows of the utterances at ``index`` (with ``keep_source``, then their switched versions) and
+        their batch: ``input_ids``, ``attention_mask``, ``intents``, ``slot_labels`` padded to the longest row.
+        """
+        n = len(self.words)
+        rows = index + [i + n for i in index] if self.keep_source else index
+        return rows, {
+            "input_ids": pad(ids_rows, rows, self.pad_id),
+            "attention_mask": pad([[1] * len(ids_rows[i]) for i in rows], range(len(rows)), 0),
+            "intents": self.intents[index].repeat(2 if self.keep_source else 1),
+            "slot_labels": pad(slot_labels, rows, self.ignore_index),
+        }
 
 
 def partition_rows(table: pd.DataFrame, locale: str, partition: str) -> pd.DataFrame:
