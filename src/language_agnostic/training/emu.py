@@ -24,6 +24,7 @@ from language_agnostic.encoders.loading import LoadedEncoder
 from language_agnostic.evaluation.intent_nn import nearest_neighbour_correct
 from language_agnostic.methods.emu import Emu, EmuConfig, class_means, emu_losses
 from language_agnostic.training.emu_data import EmuBatches, sample_per_intent, tokenise
+from language_agnostic.training.finetune import prepared_trainer
 from language_agnostic.training.loop import TrainResult, TrainSettings, inference_autocast, train
 
 logger = logging.getLogger(__name__)
@@ -242,7 +243,17 @@ def prepare_emu(
     extraction: Mapping[str, Any] | None = None,
     name: str = "emu",
 ) -> EmuRun:
-    """The model, batches, settings and dev scorer of one EMU fine-tuning (arguments of :func:`train_emu`)."""
+    """The model, batches, settings and dev scorer of one EMU fine-tuning (:func:`train_emu` trains it).
+
+    Args:
+        utterances: MASSIVE utterances (``locale, id, partition, utt, intent``).
+        encoder: The encoder to start from (not modified: a copy is trained).
+        method: :class:`~language_agnostic.methods.emu.EmuConfig` fields but ``n_intents`` (``loss``, ``alpha``, ...).
+        data: :class:`EmuData` fields.
+        training: ``TrainSettings`` fields (``encoder_lr`` is the encoder's learning rate).
+        extraction: ``embeddings.extraction`` (the prefix and length policy of tokenisation).
+        name: The variant's name (messages and parameters).
+    """
     settings_data = _emu_data(data)
     settings = settings_from_params(TrainSettings, training, "emu.training")
     locales = settings_data.labelled_locales or (settings_data.training_locale,)
@@ -305,36 +316,13 @@ def prepare_emu(
     return EmuRun(model, train_data, dev_data, settings, dev_score, info)
 
 
-def train_emu(
-    utterances: pd.DataFrame,
-    encoder: LoadedEncoder,
-    method: Mapping[str, Any],
-    data: Mapping[str, Any],
-    training: Mapping[str, Any],
-    extraction: Mapping[str, Any] | None = None,
-    name: str = "emu",
-) -> tuple[Emu, TrainResult, dict[str, Any]]:
-    """Fine-tune a copy of ``encoder`` with EMU or a baseline loss.
-
-    Args:
-        utterances: MASSIVE utterances (``locale, id, partition, utt, intent``).
-        encoder: The encoder to start from (not modified: a copy is trained).
-        method: :class:`~language_agnostic.methods.emu.EmuConfig` fields but ``n_intents``
-            (``loss``, ``alpha``, ``center_weight``, ``adversarial_weight``, ...).
-        data: :class:`EmuData` fields.
-        training: ``TrainSettings`` fields (``encoder_lr`` is the encoder's learning rate).
-        extraction: ``embeddings.extraction`` (the prefix and length policy of tokenisation).
-        name: The variant's name (messages and parameters).
-
-    Returns:
-        ``(model, result, info)``: the trained model (best dev epoch), the training result and
-        what was trained on (sizes, intents, locales, the kept dev accuracy).
-    """
-    run = prepare_emu(utterances, encoder, method, data, training, extraction, name)
+def fine_tune_emu(run: EmuRun) -> tuple[TrainResult, dict[str, Any]]:
+    """``run`` trained with its EMU or baseline loss (kept at its best dev NN accuracy); the result and
+    ``run.info`` with the kept epoch, its dev accuracy and the training's autocast."""
     info = run.info
     logger.info(
         "emu %s: %d labelled %s sentences (%d intents), adversarial locales %s, encoder lr %s",
-        name,
+        info["name"],
         info["n_train"],
         info["training_locale"],
         len(info["intents"]),
@@ -354,7 +342,16 @@ def train_emu(
         # test is encoded the same way (pipelines/emu/nodes.py:evaluate_emu_variant)
         "mixed_precision": run.settings.mixed_precision,
     }
-    return run.model, result, info
+    return result, info
+
+
+train_emu = prepared_trainer(prepare_emu, fine_tune_emu)
+train_emu.__name__ = train_emu.__qualname__ = "train_emu"
+train_emu.__doc__ = """Fine-tune a copy of ``encoder`` with EMU or a baseline loss (arguments: :func:`prepare_emu`'s).
+
+Returns:
+    ``(model, result, info)``: the trained model (best dev epoch), the training result and
+    what was trained on (sizes, intents, locales, the kept dev accuracy)."""
 
 
 SPEC_KEYS = {"method", "loss", "loss_weights", "training", "data", "options"}

@@ -1,18 +1,43 @@
 """What every fine-tuning of the encoder for SLU shares (the joint baseline and LAJoint / LAJ-MCL):
-freezing the lower layers, timing, the kept checkpoint's report and the tensors an artifact saves."""
+freezing the lower layers, timing, the kept checkpoint's report and the tensors an artifact saves;
+and how a ``train_*`` function is made of its ``prepare_*`` (SLU and EMU alike)."""
 
 from __future__ import annotations
 
+import inspect
 import logging
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import torch
 
 from language_agnostic.training.loop import TrainResult
 
 logger = logging.getLogger(__name__)
+P = ParamSpec("P")
+Run = TypeVar("Run")
+
+
+def prepared_trainer(
+    prepare: Callable[P, Run], fine_tune: Callable[[Run], tuple[TrainResult, dict[str, Any]]]
+) -> Callable[P, tuple[torch.nn.Module, TrainResult, dict[str, Any]]]:
+    """A ``train_*`` function taking ``prepare``'s arguments: the run ``prepare`` builds (its ``model``,
+    batches, settings and dev scorer) fine-tuned by ``fine_tune``; it returns ``(model, result, info)``.
+
+    ``prepare`` stays callable on its own, so a benchmark can time the loop without the preparation.
+    """
+
+    def train_fn(*args: P.args, **kwargs: P.kwargs) -> tuple[torch.nn.Module, TrainResult, dict[str, Any]]:
+        run = prepare(*args, **kwargs)
+        result, info = fine_tune(run)
+        return run.model, result, info  # type: ignore[attr-defined]
+
+    # help() and inspect show prepare's arguments and what is returned
+    train_fn.__signature__ = inspect.signature(prepare).replace(  # type: ignore[attr-defined]
+        return_annotation="tuple[torch.nn.Module, TrainResult, dict[str, Any]]"
+    )
+    return train_fn
 
 
 def encoder_layers(encoder: torch.nn.Module) -> tuple[torch.nn.Module, list[torch.nn.Module]]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import inspect
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -27,7 +26,13 @@ from language_agnostic.evaluation.slu import exact_match, slu_scores
 from language_agnostic.methods.registry import build_spec
 from language_agnostic.methods.slu import WEIGHTS, JointSlu, SluConfig, slu_losses
 from language_agnostic.text.code_switch import CodeSwitcher
-from language_agnostic.training.finetune import freeze_below, kept_checkpoint_info, timed_training, trained_state
+from language_agnostic.training.finetune import (
+    freeze_below,
+    kept_checkpoint_info,
+    prepared_trainer,
+    timed_training,
+    trained_state,
+)
 from language_agnostic.training.loop import TrainResult, TrainSettings, train
 from language_agnostic.training.slu_data import (
     SluBatches,
@@ -149,17 +154,7 @@ def slu_trainer(prepare: Callable[P, SluRun]) -> Callable[P, tuple[torch.nn.Modu
     counts, the code-switching) with the kept checkpoint's ``dev_intent_accuracy``,
     ``dev_slot_f1`` and ``dev_exact_match`` and the training's seconds (:func:`kept_checkpoint_info`).
     """
-
-    def train_fn(*args: P.args, **kwargs: P.kwargs) -> tuple[torch.nn.Module, TrainResult, dict[str, Any]]:
-        run = prepare(*args, **kwargs)
-        result, info = fine_tune(run)
-        return run.model, result, info
-
-    # help() and inspect show prepare's arguments and what is returned
-    train_fn.__signature__ = inspect.signature(prepare).replace(  # type: ignore[attr-defined]
-        return_annotation="tuple[torch.nn.Module, TrainResult, dict[str, Any]]"
-    )
-    return train_fn
+    return prepared_trainer(prepare, fine_tune)
 
 
 def _method_config(
