@@ -102,14 +102,33 @@ def variant_training(training: Mapping[str, Any], spec: Mapping[str, Any]) -> di
     return {**dict(training), **dict(spec.get("training") or {})}
 
 
+@dataclass(frozen=True)
+class _VariantSetup:
+    """What every FMDA training node reads of a variant (:func:`_variant_setup`)."""
+
+    training: dict[str, Any]  # fmda.training with the variant's overrides
+    settings: TrainSettings
+    batch_size: int
+    buckets: bool
+    weights: dict[str, float]
+    contrastive: ContrastiveSettings
+
+    @property
+    def negatives(self) -> bool:
+        """Whether the batches carry the BLEU pools' negatives (``contrastive: pairwise``)."""
+        return self.contrastive.contrastive == "pairwise"
+
+
 def _variant_setup(
     training: Mapping[str, Any], spec: Mapping[str, Any], loss: Mapping[str, Any] | None
-) -> tuple[dict[str, Any], TrainSettings, int, bool, dict[str, float], ContrastiveSettings]:
+) -> _VariantSetup:
     """What every FMDA training node reads of a variant: merged training params, settings, batch size,
     buckets, loss weights and contrastive settings."""
     training = variant_training(training, spec)
     settings, batch_size, buckets = _training_settings(training, "fmda.training")
-    return training, settings, batch_size, buckets, _variant_weights(spec), contrastive_settings(loss, spec)
+    return _VariantSetup(
+        training, settings, batch_size, buckets, _variant_weights(spec), contrastive_settings(loss, spec)
+    )
 
 
 def _run_params(
@@ -261,6 +280,20 @@ def _history(result_history: list[dict[str, float]], prefix: str, trained: Mappi
     return metrics
 
 
+def _train_on_pairs(
+    model: Fmda, setup: _VariantSetup, weights: Mapping[str, float], manifest: Mapping[str, Any], pools: pd.DataFrame
+) -> TrainResult:
+    """``model`` trained on the pair's MASSIVE train split with the loss ``weights``, early stopping on dev."""
+    return train(
+        model,
+        lambda m, b: fmda_losses(m, b, weights, setup.contrastive),
+        _fmda_batches(manifest, "train", pools, setup.batch_size, True, setup.buckets, negatives=setup.negatives),
+        _fmda_batches(manifest, "dev", pools, setup.batch_size, False, negatives=setup.negatives),
+        setup.settings,
+        _dev_scorer(setup.training, manifest),
+    )
+
+
 def train_fmda(
     manifest: Mapping[str, Any],
     pools: pd.DataFrame,
@@ -286,20 +319,12 @@ def train_fmda(
     Returns:
         ``(model, metrics)``: the trained weights and config, and per-epoch losses for MLflow.
     """
-    training, settings, batch_size, buckets, weights, contrastive = _variant_setup(training, spec, loss)
-    negatives = contrastive.contrastive == "pairwise"
-    model = _new_model(manifest, model_params, 2, settings.seed)
-    result = train(
-        model,
-        lambda m, b: fmda_losses(m, b, weights, contrastive),
-        _fmda_batches(manifest, "train", pools, batch_size, True, buckets, negatives=negatives),
-        _fmda_batches(manifest, "dev", pools, batch_size, False, negatives=negatives),
-        settings,
-        _dev_scorer(training, manifest),
-    )
-    trained = _trained(model, [result], variant, spec, contrastive, manifest)
+    setup = _variant_setup(training, spec, loss)
+    model = _new_model(manifest, model_params, 2, setup.settings.seed)
+    result = _train_on_pairs(model, setup, setup.weights, manifest, pools)
+    trained = _trained(model, [result], variant, spec, setup.contrastive, manifest)
     pair = f"{manifest['source_locale']}-{manifest['target_locale']}"
-    params = _run_params(variant, spec, model_params, training, contrastive)
+    params = _run_params(variant, spec, model_params, setup.training, setup.contrastive)
     _log_trained(trained, f"fmda/{variant}/{pair}", params, result.history, f"fmda_{variant}")
     return trained, _history(result.history, f"fmda.{variant}.{pair}", trained)
 
@@ -359,38 +384,32 @@ def train_fmda_two_stage(
     stage 1's ``tp_con`` draws them from the train pools for the held-out pairs too (they are
     train utterances).
     """
-    training, settings, batch_size, buckets, extra, contrastive = _variant_setup(training, spec, loss)
-    negatives = contrastive.contrastive == "pairwise"
-    model = _new_model(manifest, model_params, 2, settings.seed)
-    stage1 = {**two_stage_weights(1), **{k: v for k, v in extra.items() if k in TEMPLATE_LOSSES}}
+    setup = _variant_setup(training, spec, loss)
+    model = _new_model(manifest, model_params, 2, setup.settings.seed)
+    stage1 = {**two_stage_weights(1), **{k: v for k, v in setup.weights.items() if k in TEMPLATE_LOSSES}}
     # with select_on: dev_retrieval, stage 1 keeps the epoch whose template embedding best retrieves
     # the held-out pairs' partners (its held-out loss kept falling to the epoch cap, docs/fmda.md)
     first_scorer = (
-        (lambda m: template_dev_retrieval(m, template_pairs)) if training.get("select_on") == "dev_retrieval" else None
+        (lambda m: template_dev_retrieval(m, template_pairs))
+        if setup.training.get("select_on") == "dev_retrieval"
+        else None
     )
     first = train(
         model,
-        lambda m, b: fmda_losses(m, b, stage1, contrastive),
-        _template_pair_batches(template_pairs, "train", pools, batch_size, True, buckets, negatives),
-        _template_pair_batches(template_pairs, "dev", pools, batch_size, False, False, negatives),
-        settings,
+        lambda m, b: fmda_losses(m, b, stage1, setup.contrastive),
+        _template_pair_batches(template_pairs, "train", pools, setup.batch_size, True, setup.buckets, setup.negatives),
+        _template_pair_batches(template_pairs, "dev", pools, setup.batch_size, False, False, setup.negatives),
+        setup.settings,
         first_scorer,
     )
     freeze_template_encoder(model)
-    stage2 = {**two_stage_weights(2), **{k: v for k, v in extra.items() if k not in TEMPLATE_LOSSES}}
-    second = train(
-        model,
-        lambda m, b: fmda_losses(m, b, stage2, contrastive),
-        _fmda_batches(manifest, "train", pools, batch_size, True, buckets, negatives=negatives),
-        _fmda_batches(manifest, "dev", pools, batch_size, False, negatives=negatives),
-        settings,
-        _dev_scorer(training, manifest),
-    )
-    trained = _trained(model, [first, second], variant, spec, contrastive, manifest)
+    stage2 = {**two_stage_weights(2), **{k: v for k, v in setup.weights.items() if k not in TEMPLATE_LOSSES}}
+    second = _train_on_pairs(model, setup, stage2, manifest, pools)
+    trained = _trained(model, [first, second], variant, spec, setup.contrastive, manifest)
     # one curve: stage 2's epochs after stage 1's (its epoch 0, the stage-1 weights, is stage 1's last point)
     history = first.history + [{**r, "epoch": r["epoch"] + first.epochs_run} for r in second.history if r["epoch"] > 0]
     pair = f"{manifest['source_locale']}-{manifest['target_locale']}"
-    params = _run_params(variant, spec, model_params, training, contrastive, two_stage=True)
+    params = _run_params(variant, spec, model_params, setup.training, setup.contrastive, two_stage=True)
     _log_trained(trained, f"fmda/{variant}/{pair}", params, history, f"fmda_{variant}")
     metrics = _history(second.history, f"fmda.{variant}.{pair}.stage2", trained)
     return trained, {**history_metrics(first.history, f"fmda.{variant}.{pair}.stage1"), **metrics}
@@ -409,28 +428,30 @@ def train_fmda_unified(
     Every epoch holds every pair's batches in a seeded random order; early stopping uses the
     summed dev loss of all pairs.
     """
-    training, settings, batch_size, buckets, weights, contrastive = _variant_setup(training, spec, loss)
-    negatives = contrastive.contrastive == "pairwise"
+    setup = _variant_setup(training, spec, loss)
     languages = list(dict.fromkeys(loc for m in manifests for loc in (m["source_locale"], m["target_locale"])))
     langs = [(languages.index(m["source_locale"]), languages.index(m["target_locale"])) for m in manifests]
-    model = _new_model(manifests[0], model_params, len(languages), settings.seed)
+    model = _new_model(manifests[0], model_params, len(languages), setup.settings.seed)
     result = train(
         model,
-        lambda m, b: fmda_losses(m, b, weights, contrastive),
+        lambda m, b: fmda_losses(m, b, setup.weights, setup.contrastive),
         InterleavedBatches(
             [
-                _fmda_batches(m, "train", pools, batch_size, True, buckets, l, negatives)
+                _fmda_batches(m, "train", pools, setup.batch_size, True, setup.buckets, l, setup.negatives)
                 for m, l in zip(manifests, langs)
             ]
         ),
         InterleavedBatches(
-            [_fmda_batches(m, "dev", pools, batch_size, False, False, l, negatives) for m, l in zip(manifests, langs)]
+            [
+                _fmda_batches(m, "dev", pools, setup.batch_size, False, False, l, setup.negatives)
+                for m, l in zip(manifests, langs)
+            ]
         ),
-        settings,
-        _dev_scorer(training, *manifests),
+        setup.settings,
+        _dev_scorer(setup.training, *manifests),
     )
-    trained = _trained(model, [result], "unified", spec, contrastive, *manifests, languages=languages)
-    params = _run_params("unified", spec, model_params, training, contrastive)
+    trained = _trained(model, [result], "unified", spec, setup.contrastive, *manifests, languages=languages)
+    params = _run_params("unified", spec, model_params, setup.training, setup.contrastive)
     _log_trained(trained, "fmda/unified/" + "+".join(languages), params, result.history, "fmda_unified")
     return trained, _history(result.history, "fmda.unified", trained)
 
