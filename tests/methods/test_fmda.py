@@ -16,6 +16,7 @@ from language_agnostic.methods.fmda import (
     contrastive_loss,
     fmda_losses,
     freeze_template_encoder,
+    masked_text_reconstruction_loss,
     two_stage_weights,
 )
 
@@ -252,6 +253,16 @@ def test_utterance_target_variants():
     tokens = _identity_model(utterance_target="tokens")
     per_token = ((recon - torch.tensor([[1.0, 0.0]])) ** 2).mean() + ((recon - torch.tensor([[0.0, 1.0]])) ** 2).mean()
     assert fmda_losses(tokens, batch)["utt_rec"].item() == pytest.approx(2 * per_token.item() / 2)
+
+
+def test_masked_text_reconstruction_own_and_cross_language():
+    s = {"tp": torch.tensor([[1.0, 0.0]]), "lang": torch.tensor([[0.0, 1.0]])}
+    t = {"tp": torch.tensor([[2.0, 0.0]]), "lang": torch.tensor([[0.0, 3.0]])}
+    batch = {"s_tp_target": torch.tensor([[1.0, 1.0]]), "t_tp_target": torch.tensor([[2.0, 3.0]])}
+    # own language: s_tp + s_lang = (1, 1) and t_tp + t_lang = (2, 3) are their targets exactly
+    assert masked_text_reconstruction_loss(s, t, batch, "tp", cross=False).item() == 0.0
+    # cross: s_tp + t_lang = (1, 3) against t's (2, 3), t_tp + s_lang = (2, 1) against s's (1, 1): 1/2 + 1/2
+    assert masked_text_reconstruction_loss(s, t, batch, "tp", cross=True).item() == 1.0
 
 
 def test_frozen_template_encoder_gets_no_gradient():

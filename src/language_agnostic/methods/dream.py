@@ -27,6 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from language_agnostic.methods.contrastive import info_nce
+from language_agnostic.methods.losses import with_default_weights
 
 ACTIVATIONS = {"none": nn.Identity, "relu": nn.ReLU, "tanh": nn.Tanh, "gelu": nn.GELU}
 DEFAULT_WEIGHTS = {"reconstruction": 1.0, "meaning": 1.0, "language": 1.0, "language_push": 0.0}
@@ -104,10 +105,7 @@ def dream_losses(
         ``{"reconstruction", "meaning", "language_similarity", "language_id", "language_push",
         "total"}``.
     """
-    w = {**DEFAULT_WEIGHTS, **(weights or {})}
-    unknown = sorted(set(w) - set(DEFAULT_WEIGHTS))
-    if unknown:
-        raise ValueError(f"unknown DREAM loss weight(s) {unknown}; known: {sorted(DEFAULT_WEIGHTS)}")
+    w = with_default_weights(weights, DEFAULT_WEIGHTS, "DREAM")
     if meaning not in ("pairwise", "infonce"):
         raise ValueError(f"meaning must be 'pairwise' or 'infonce', got {meaning!r}")
     (s_m, s_l), (t_m, t_l), (s2_m, s2_l), (t2_m, t2_l) = (model(x) for x in (s, t, s2, t2))

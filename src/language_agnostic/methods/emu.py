@@ -41,7 +41,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from language_agnostic.encoders.loading import LoadedEncoder, encoder_from_config
-from language_agnostic.methods.trained import check_loss_weights
+from language_agnostic.encoders.pooling import pool
+from language_agnostic.methods.losses import Batch, Losses, LossWeights, Options, check_loss_weights
 
 LOSSES = ("emu", "softmax", "contrastive", "npair")
 CENTERS = ("centroid", "learned")
@@ -184,18 +185,11 @@ def critic_loss(critic: LanguageCritic, u_t: torch.Tensor, v_l: torch.Tensor) ->
     return critic(v_l).mean() - critic(u_t).mean()
 
 
-def pool(states: torch.Tensor, mask: torch.Tensor, pooling: str) -> torch.Tensor:
-    """The sentence embedding ``u`` from token states: masked mean, or the first token."""
-    if pooling == "cls":
-        return states[:, 0]
-    m = mask.unsqueeze(-1).to(states.dtype)
-    return (states * m).sum(1) / m.sum(1).clamp(min=1)
-
-
 def encode_pooled(
     encoder: nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor, pooling: str
 ) -> torch.Tensor:
-    """``u``: the encoder's last hidden states pooled (:func:`pool`), the one way EMU reads a sentence."""
+    """``u``: the encoder's last hidden states pooled (masked mean or the first token,
+    :func:`~language_agnostic.encoders.pooling.pool`), the one way EMU reads a sentence."""
     states = encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
     return pool(states, attention_mask, pooling)
 
@@ -281,12 +275,7 @@ def _critic_terms(
     return critic_loss(critic, u_t, v_l), critic_loss(critic, u_t.detach(), v_l.detach())
 
 
-def emu_losses(
-    model: Emu,
-    batch: Mapping[str, torch.Tensor],
-    weights: Mapping[str, float] | None = None,
-    options: Mapping[str, Any] | None = None,
-) -> dict[str, torch.Tensor]:
+def emu_losses(model: Emu, batch: Batch, weights: LossWeights | None = None, options: Options | None = None) -> Losses:
     """Losses of one batch, by ``model.config.loss``.
 
     A batch has ``input_ids``, ``attention_mask`` and ``labels`` of labelled training sentences;

@@ -45,8 +45,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from language_agnostic.encoders.extraction import EmbeddingSet
+from language_agnostic.encoders.pooling import pool
 from language_agnostic.methods.contrastive import ContrastiveSettings, info_nce, pairwise_contrastive
 from language_agnostic.methods.fmda_meaning import ACTIVATIONS, stack, template_attention  # shared with the export
+from language_agnostic.methods.losses import with_default_weights
 
 LOSS_WEIGHTS = {
     "lang": 1.0,
@@ -241,24 +243,35 @@ def contrastive_loss(
     return pairwise_contrastive(x1, x2, neg1, neg2, settings.negative, settings.margin)
 
 
-def utterance_target(states: torch.Tensor, mask: torch.Tensor, kind: str) -> torch.Tensor:
-    """The ``emb_utt`` a utterance reconstruction is compared with (``cls`` or ``mean``)."""
-    if kind == "cls":
-        return states[:, 0]
-    m = mask.unsqueeze(-1).to(states.dtype)
-    return (states * m).sum(1) / m.sum(1).clamp(min=1)
-
-
 def utterance_reconstruction_loss(
     model: Fmda, out: Mapping[str, torch.Tensor], states: torch.Tensor, mask: torch.Tensor
 ) -> torch.Tensor:
-    """``MSE(MLP_rec(emb_lang + emb_tp + emb_rs), emb_utt)`` with ``emb_utt`` per the config."""
+    """``MSE(MLP_rec(emb_lang + emb_tp + emb_rs), emb_utt)`` with ``emb_utt`` per the config: every token
+    state, or the states pooled (``cls`` or ``mean``, :func:`~language_agnostic.encoders.pooling.pool`)."""
     recon = model.reconstruct(out["lang"] + out["tp"] + out["rs"])
     if model.config.utterance_target == "tokens":
         m = mask.unsqueeze(-1).to(states.dtype)
         squared = ((recon.unsqueeze(1) - states) ** 2 * m).sum(dim=(1, 2)) / (m.sum(dim=(1, 2)) * states.shape[-1])
         return squared.mean()
-    return F.mse_loss(recon, utterance_target(states, mask, model.config.utterance_target))
+    return F.mse_loss(recon, pool(states, mask, model.config.utterance_target))
+
+
+def masked_text_reconstruction_loss(
+    s: Mapping[str, torch.Tensor],
+    t: Mapping[str, torch.Tensor],
+    batch: Mapping[str, torch.Tensor],
+    part: str,
+    cross: bool,
+) -> torch.Tensor:
+    """``MSE(emb_part(x) + emb_lang(y), target_part(y))`` summed over the pair's two sides ``x``, where the
+    language and the masked text's target are ``x``'s own (``tp_rec``, ``rs_rec``), or with ``cross`` the
+    other side's (``tp_rec_cl``, ``rs_rec_cl``)."""
+    sides = (("s", s), ("t", t))
+    first, second = (
+        F.mse_loss(x[part] + y["lang"], batch[f"{name}_{part}_target"])
+        for (_, x), (name, y) in zip(sides, sides[::-1] if cross else sides)
+    )
+    return first + second
 
 
 def fmda_losses(
@@ -282,10 +295,7 @@ def fmda_losses(
     Returns:
         ``{loss name: value}`` for every name in ``LOSS_WEIGHTS`` whose weight is not 0, plus ``"total"``.
     """
-    w = {**LOSS_WEIGHTS, **(weights or {})}
-    unknown = sorted(set(w) - set(LOSS_WEIGHTS))
-    if unknown:
-        raise ValueError(f"unknown FMDA loss weight(s) {unknown}; known: {sorted(LOSS_WEIGHTS)}")
+    w = with_default_weights(weights, LOSS_WEIGHTS, "FMDA")
     contrastive = contrastive or ContrastiveSettings()
     # a term weighted 0 adds nothing to the total or its gradient and is not computed: stage 1 of
     # two-stage FMDA trains the template terms alone, stage 2 and the ablations leave others out
@@ -306,22 +316,10 @@ def fmda_losses(
             utterance_reconstruction_loss(model, s, batch["s_states"], batch["s_mask"])
             + utterance_reconstruction_loss(model, t, batch["t_states"], batch["t_mask"])
         ),
-        "tp_rec": lambda: (
-            F.mse_loss(s["tp"] + s["lang"], batch["s_tp_target"])
-            + F.mse_loss(t["tp"] + t["lang"], batch["t_tp_target"])
-        ),
-        "tp_rec_cl": lambda: (
-            F.mse_loss(s["tp"] + t["lang"], batch["t_tp_target"])
-            + F.mse_loss(t["tp"] + s["lang"], batch["s_tp_target"])
-        ),
-        "rs_rec": lambda: (
-            F.mse_loss(s["rs"] + s["lang"], batch["s_rs_target"])
-            + F.mse_loss(t["rs"] + t["lang"], batch["t_rs_target"])
-        ),
-        "rs_rec_cl": lambda: (
-            F.mse_loss(s["rs"] + t["lang"], batch["t_rs_target"])
-            + F.mse_loss(t["rs"] + s["lang"], batch["s_rs_target"])
-        ),
+        "tp_rec": lambda: masked_text_reconstruction_loss(s, t, batch, "tp", cross=False),
+        "tp_rec_cl": lambda: masked_text_reconstruction_loss(s, t, batch, "tp", cross=True),
+        "rs_rec": lambda: masked_text_reconstruction_loss(s, t, batch, "rs", cross=False),
+        "rs_rec_cl": lambda: masked_text_reconstruction_loss(s, t, batch, "rs", cross=True),
         "tp_con": lambda: contrastive_loss(s["tp"], t["tp"], s2["tp"], t2["tp"], contrastive),
         "m_con": lambda: contrastive_loss(s["m"], t["m"], s2["m"], t2["m"], contrastive),
     }

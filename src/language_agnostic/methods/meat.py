@@ -25,6 +25,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from language_agnostic.methods.losses import with_default_weights
+
 DEFAULT_WEIGHTS = {"reconstruction": 1.0, "cross_reconstruction": 1.0, "language_push": 1.0, "uniform": 1.0}
 
 
@@ -64,10 +66,7 @@ def meat_losses(
         The parts, ``total`` (the heads' objective) and ``adversary`` (the discriminator's
         cross-entropy on detached meaning embeddings).
     """
-    w = {**DEFAULT_WEIGHTS, **(weights or {})}
-    unknown = sorted(set(w) - set(DEFAULT_WEIGHTS))
-    if unknown:
-        raise ValueError(f"unknown MEAT loss weight(s) {unknown}; known: {sorted(DEFAULT_WEIGHTS)}")
+    w = with_default_weights(weights, DEFAULT_WEIGHTS, "MEAT")
     (s_m, s_l), (t_m, t_l) = model(s), model(t)
     cos = F.cosine_similarity
     losses = {

@@ -21,6 +21,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from language_agnostic.methods.losses import with_default_weights
+
 DEFAULT_WEIGHTS = {"meaning": 1.0, "language": 1.0, "cross": 1.0}
 
 
@@ -56,10 +58,7 @@ def seed_losses(
         s2, t2: Random sentences in the languages of ``s`` and ``t``.
         weights: ``meaning``, ``language``, ``cross`` (all 1 in the paper).
     """
-    w = {**DEFAULT_WEIGHTS, **(weights or {})}
-    unknown = sorted(set(w) - set(DEFAULT_WEIGHTS))
-    if unknown:
-        raise ValueError(f"unknown SEED loss weight(s) {unknown}; known: {sorted(DEFAULT_WEIGHTS)}")
+    w = with_default_weights(weights, DEFAULT_WEIGHTS, "SEED")
     (s_m, s_l), (t_m, t_l), (s2_m, s2_l), (t2_m, t2_l) = (model(x) for x in (s, t, s2, t2))
     meaning = 2 * (1 - _cos(s_m, t_m)) + _cos(s_m, s2_m).clamp(min=0) + _cos(t_m, t2_m).clamp(min=0)
     language = (1 - _cos(s_l, s2_l)) + (1 - _cos(t_l, t2_l))
