@@ -41,7 +41,8 @@ from torch import nn
 
 from language_agnostic.encoders.loading import LoadedEncoder, encoder_from_config
 from language_agnostic.methods.lajoint import LAJoint, LajointConfig, joint_losses
-from language_agnostic.methods.trained import check_loss_weights, load_over_base
+from language_agnostic.methods.losses import Batch, Losses, LossWeights, Options, check_loss_weights
+from language_agnostic.methods.trained import load_over_base
 
 WEIGHTS = ("intent", "slot", "utterance", "slot_value", "word")  # w_I, w_S, λ1, λ2, λ3
 MARGINS = ("utterance", "slot_value", "word")  # r_u, r_s, r_w
@@ -346,11 +347,8 @@ def _weights(weights: Mapping[str, float] | None) -> dict[str, float]:
 
 
 def lajmcl_losses(
-    model: LajMcl,
-    batch: Mapping[str, torch.Tensor],
-    weights: Mapping[str, float] | None = None,
-    options: Mapping[str, Any] | None = None,
-) -> dict[str, torch.Tensor]:
+    model: LajMcl, batch: Batch, weights: LossWeights | None = None, options: Options | None = None
+) -> Losses:
     """``L = L_J + λ1 L_u + λ2 L_s + λ3 L_w`` (eq. 14) on one batch of ``LajBatches``.
 
     ``L_J`` (eq. 6) is on every row, source and switched. A level whose weight is 0 is not

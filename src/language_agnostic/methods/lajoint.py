@@ -34,12 +34,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from language_agnostic.methods.trained import check_loss_weights
+from language_agnostic.methods.losses import Batch, Losses, LossWeights, Options
+from language_agnostic.methods.slu import check_dropout_and_ignore_index, intent_slot_losses, weighted_joint_losses
 from language_agnostic.text.slot_negatives import slot_text
 
 ABSTRACT_TEXTS = ("outside", "begin", "inside")  # the texts s_O, s_B, s_I are initialised from
 INIT_LAYERS = 3  # §3.1: "the mean-pooling over the hidden states of the bottom 3 layers"
-WEIGHTS = ("intent", "slot")
 
 
 def label_names(slots: Sequence[str]) -> list[str]:
@@ -112,12 +112,7 @@ class LajointConfig:
         for name in ("compressor", "projector"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
-        if 0 <= self.ignore_index < self.n_labels:
-            raise ValueError(
-                f"ignore_index {self.ignore_index} is a label id (0..{self.n_labels - 1}); use a negative one"
-            )
+        check_dropout_and_ignore_index(self.dropout, self.ignore_index, self.n_labels)
 
     @property
     def n_slots(self) -> int:
@@ -243,43 +238,23 @@ class LAJoint(nn.Module):
 def joint_losses(
     outputs: LajointOutputs, intents: torch.Tensor, slot_labels: torch.Tensor, ignore_index: int
 ) -> dict[str, torch.Tensor]:
-    """``L_I`` and ``L_S`` of eq. 6 (unweighted; the caller sums them).
-
-    ``L_I`` is the mean cross-entropy of the intents; ``L_S`` the mean cross-entropy over the
-    labelled positions (the paper sums over a sentence's words; the mean keeps the
-    :mod:`~language_agnostic.methods.slu` baselines' scale, so their learning rates carry over).
+    """``L_I`` and ``L_S`` of eq. 6 (unweighted; the caller sums them), as the
+    :mod:`~language_agnostic.methods.slu` baselines compute them (:func:`intent_slot_losses`): ``L_S``
+    is the mean over the labelled positions (the paper sums over a sentence's words; the mean keeps
+    the baselines' scale, so their learning rates carry over).
     """
-    intent = F.cross_entropy(outputs.intent_logits.float(), intents)
-    if bool((slot_labels != ignore_index).any()):
-        slot = F.cross_entropy(
-            outputs.slot_logits.float().flatten(0, 1), slot_labels.flatten(), ignore_index=ignore_index
-        )
-    else:  # no labelled position: a mean over nothing would be 0/0
-        slot = outputs.slot_logits.float().sum() * 0.0
-    return {"intent": intent, "slot": slot}
+    return intent_slot_losses(outputs.intent_logits, outputs.slot_logits, intents, slot_labels, ignore_index)
 
 
 def lajoint_losses(
-    model: LAJoint,
-    batch: Mapping[str, torch.Tensor],
-    weights: Mapping[str, float] | None = None,
-    options: Mapping[str, Any] | None = None,
-) -> dict[str, torch.Tensor]:
-    """``L_J = w_I L_I + w_S L_S`` (eq. 6; weights 1 by default) on a batch with the label prefix.
-
-    Raises:
-        ValueError: an unknown loss weight (naming it and the known ones).
+    model: LAJoint, batch: Batch, weights: LossWeights | None = None, options: Options | None = None
+) -> Losses:
+    """``L_J = w_I L_I + w_S L_S`` (eq. 6; weights 1 by default) on a batch with the label prefix, as the joint
+    baseline computes it (:func:`~language_agnostic.methods.slu.weighted_joint_losses`: ``forward`` gives the
+    intent and slot logits of :meth:`LAJoint.outputs`).
     """
     del options
-    check_loss_weights(weights, WEIGHTS, "LAJoint")
-    w = {"intent": 1.0, "slot": 1.0, **{k: float(v) for k, v in dict(weights or {}).items()}}
-    parts = joint_losses(
-        model.outputs(batch["input_ids"], batch["attention_mask"]),
-        batch["intents"],
-        batch["slot_labels"],
-        model.config.ignore_index,
-    )
-    return {**parts, "total": w["intent"] * parts["intent"] + w["slot"] * parts["slot"]}
+    return weighted_joint_losses(model, batch, weights, "LAJoint")
 
 
 @torch.no_grad()

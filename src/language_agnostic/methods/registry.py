@@ -36,6 +36,7 @@ from language_agnostic.methods.emu import EMU_OPTIONS, build_emu, emu_losses, en
 from language_agnostic.methods.fmda import Fmda, FmdaConfig, fmda_losses
 from language_agnostic.methods.lajmcl import LAJMCL_OPTIONS, build_lajmcl, encode_lajmcl, lajmcl_losses, rebuild_lajmcl
 from language_agnostic.methods.linear import LinearHead, linear_infonce_losses
+from language_agnostic.methods.losses import Batch, Losses, LossWeights, Options
 from language_agnostic.methods.meat import Meat, meat_losses
 from language_agnostic.methods.seed import Seed, seed_losses
 from language_agnostic.methods.slu import SLU_OPTIONS, build_slu, encode_slu, rebuild_slu, slu_losses
@@ -47,9 +48,6 @@ SIMILARITY_HEAD = "similarity_head"
 POOLED_HEAD = "pooled_head"
 SLU_MODEL = "slu_model"
 
-Batch = Mapping[str, torch.Tensor]
-Options = Mapping[str, Any]
-
 
 @dataclass(frozen=True)
 class Method:
@@ -60,7 +58,7 @@ class Method:
     # "ids" (input ids and mask: fine-tunes the encoder)
     inputs: str
     build: Callable[[int, int, Options], nn.Module]
-    losses: Callable[[nn.Module, Batch, Mapping[str, float], Options], dict[str, torch.Tensor]]
+    losses: Callable[[nn.Module, Batch, LossWeights, Options], Losses]
     encode: Callable[[nn.Module, Any], dict[str, torch.Tensor]]
     options: tuple[str, ...] = ()
     description: str = ""

@@ -26,7 +26,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from language_agnostic.encoders.loading import LoadedEncoder, encoder_from_config
-from language_agnostic.methods.trained import check_loss_weights, load_over_base
+from language_agnostic.methods.losses import Batch, Losses, LossWeights, Options, check_loss_weights
+from language_agnostic.methods.trained import load_over_base
 
 WEIGHTS = ("intent", "slot")  # loss_weights keys; both default to 1 (L = L_I + L_S)
 SLU_OPTIONS = ("encoder_config", "n_intents", "n_labels", "dropout", "ignore_index")
@@ -57,12 +58,19 @@ class SluConfig:
             raise ValueError(f"n_intents must be >= 2, got {self.n_intents}")
         if self.n_labels < 1:
             raise ValueError(f"n_labels must be >= 1, got {self.n_labels}")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
-        if 0 <= self.ignore_index < self.n_labels:
-            raise ValueError(
-                f"ignore_index {self.ignore_index} is a label id (0..{self.n_labels - 1}); use a negative one"
-            )
+        check_dropout_and_ignore_index(self.dropout, self.ignore_index, self.n_labels)
+
+
+def check_dropout_and_ignore_index(dropout: float, ignore_index: int, n_labels: int) -> None:
+    """The checks a joint intent / slot model's config shares (:class:`SluConfig`, LAJoint's).
+
+    Raises:
+        ValueError: ``dropout`` outside ``[0, 1)``, or ``ignore_index`` one of the ``n_labels`` label ids.
+    """
+    if not 0.0 <= dropout < 1.0:
+        raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+    if 0 <= ignore_index < n_labels:
+        raise ValueError(f"ignore_index {ignore_index} is a label id (0..{n_labels - 1}); use a negative one")
 
 
 class JointSlu(nn.Module):
@@ -91,33 +99,48 @@ class JointSlu(nn.Module):
         return self.encoder.parameters()
 
 
-def slu_losses(
-    model: JointSlu,
-    batch: Mapping[str, torch.Tensor],
-    weights: Mapping[str, float] | None = None,
-    options: Mapping[str, Any] | None = None,
-) -> dict[str, torch.Tensor]:
-    """``L = w_I L_I + w_S L_S`` on one batch (weights 1 by default).
+def intent_slot_losses(
+    intent_logits: torch.Tensor,
+    slot_logits: torch.Tensor,
+    intents: torch.Tensor,
+    slot_labels: torch.Tensor,
+    ignore_index: int,
+) -> Losses:
+    """``{"intent": L_I, "slot": L_S}``, unweighted (the caller sums them).
 
     ``L_I`` is the mean cross-entropy of the intents; ``L_S`` the mean cross-entropy over the
-    sub-tokens whose slot label is not ``ignore_index`` (0 when a batch has none).
+    positions whose slot label is not ``ignore_index`` (0 when a batch has none).
+    """
+    intent = F.cross_entropy(intent_logits.float(), intents)
+    if bool((slot_labels != ignore_index).any()):
+        slot = F.cross_entropy(slot_logits.float().flatten(0, 1), slot_labels.flatten(), ignore_index=ignore_index)
+    else:  # no labelled position: cross-entropy's mean would be 0/0
+        slot = slot_logits.float().sum() * 0.0
+    return {"intent": intent, "slot": slot}
+
+
+def weighted_joint_losses(model: nn.Module, batch: Batch, weights: LossWeights | None, method: str) -> Losses:
+    """``L = w_I L_I + w_S L_S`` (:func:`intent_slot_losses`; weights 1 by default) of a joint model, whose
+    ``model(input_ids, attention_mask)`` is ``(intent_logits, slot_logits)``, on one batch.
 
     Raises:
-        ValueError: an unknown loss weight (naming it and the known ones).
+        ValueError: an unknown loss weight (naming ``method``, it and the known ones).
     """
-    del options
-    check_loss_weights(weights, WEIGHTS, "SLU")
+    check_loss_weights(weights, WEIGHTS, method)
     w = {"intent": 1.0, "slot": 1.0, **{k: float(v) for k, v in dict(weights or {}).items()}}
     intent_logits, slot_logits = model(batch["input_ids"], batch["attention_mask"])
-    intent = F.cross_entropy(intent_logits.float(), batch["intents"])
-    labels = batch["slot_labels"]
-    if bool((labels != model.config.ignore_index).any()):
-        slot = F.cross_entropy(
-            slot_logits.float().flatten(0, 1), labels.flatten(), ignore_index=model.config.ignore_index
-        )
-    else:  # no labelled sub-token: cross-entropy's mean would be 0/0
-        slot = slot_logits.float().sum() * 0.0
-    return {"intent": intent, "slot": slot, "total": w["intent"] * intent + w["slot"] * slot}
+    parts = intent_slot_losses(
+        intent_logits, slot_logits, batch["intents"], batch["slot_labels"], model.config.ignore_index
+    )
+    return {**parts, "total": w["intent"] * parts["intent"] + w["slot"] * parts["slot"]}
+
+
+def slu_losses(
+    model: JointSlu, batch: Batch, weights: LossWeights | None = None, options: Options | None = None
+) -> Losses:
+    """The joint baseline's ``L = w_I L_I + w_S L_S`` on one batch (:func:`weighted_joint_losses`)."""
+    del options
+    return weighted_joint_losses(model, batch, weights, "SLU")
 
 
 def build_slu(dim: int, n_languages: int, options: Mapping[str, Any]) -> JointSlu:

@@ -9,24 +9,13 @@ from __future__ import annotations
 import json
 import logging
 import tempfile
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import torch
 
 logger = logging.getLogger(__name__)
-
-
-def check_loss_weights(weights: Mapping[str, Any] | None, known: Collection[str], method: str) -> None:
-    """Raise on a loss weight that ``method``'s losses do not know.
-
-    Raises:
-        ValueError: naming the unknown weights and the known ones.
-    """
-    unknown = sorted(set(weights or {}) - set(known))
-    if unknown:
-        raise ValueError(f"unknown {method} loss weight(s) {unknown}; known: {list(known)}")
 
 
 def read_artifact(path: str | Path) -> dict[str, Any]:
