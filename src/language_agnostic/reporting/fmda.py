@@ -68,8 +68,8 @@ def short_locale(locale: str) -> str:
     return locale.split("-")[0].upper()
 
 
-def _semantic(method: str, emb: str, src: str, tgt: str) -> CellKey:
-    return (method, emb, "cross_lingual_retrieval", "", src, tgt, "accuracy@1")
+def _semantic(method: str, emb: str, src: str, tgt: str, metric: str = "accuracy@1") -> CellKey:
+    return (method, emb, "cross_lingual_retrieval", "", src, tgt, metric)
 
 
 def _template(method: str, emb: str, pair: tuple[str, str], locale: str, metric: str = "accuracy@1") -> CellKey:
@@ -90,7 +90,7 @@ def _against_centering(cells: Mapping[CellKey, float], directions: list[tuple[st
         row = []
         for a, b in directions:
             mine, base = _semantic(method, emb, a, b), _semantic("centering", "mean", a, b)
-            p = (method, emb, "cross_lingual_retrieval", "", a, b, "mcnemar_p_vs_centering")
+            p = _semantic(method, emb, a, b, "mcnemar_p_vs_centering")
             row.append(
                 f"{cells[mine] - cells[base]:+.3f} ({_p_value(cells[p])})"
                 if p in cells and mine in cells and base in cells
@@ -212,6 +212,23 @@ def _seeded(runs: Mapping[str, Mapping[str, str]], method: str, baseline: str) -
     return [(mine[seed], base[seed]) for seed in sorted(mine) if seed in base]
 
 
+def _seeded_claim_row(
+    cells: Mapping[CellKey, float],
+    spec: ClaimSpec,
+    direction: tuple[str, str],
+    keys: list[tuple[CellKey, CellKey, CellKey]],
+) -> list[list[str]]:
+    """``spec``'s row on ``direction`` from one ``(x, y, p)`` of cell keys per seed: a paired test per seed
+    whose accuracies ``x`` and ``y`` were measured (``None`` where its p-value row is missing); no row
+    without any.
+    """
+    tests = [
+        Paired(cells[x], cells[y], cells[p], 0) if p in cells else None for x, y, p in keys if x in cells and y in cells
+    ]
+    a, b = direction
+    return [claim_row(spec, f"{short_locale(a)}→{short_locale(b)}", tests)] if tests else []
+
+
 def table4_claims_rows(cells: Mapping[CellKey, float], pair: tuple[str, str]) -> list[list[str]]:
     """:data:`TABLE4_CLAIMS` on the first pair, per direction and per seed, from the ablations'
     ``mcnemar_p_vs_all_together`` rows (each ablation against the full model of its seed).
@@ -222,15 +239,15 @@ def table4_claims_rows(cells: Mapping[CellKey, float], pair: tuple[str, str]) ->
         (method, emb), (baseline, base_emb) = spec.method.split("/"), spec.baseline.split("/")
         ablation = method if method != "fmda" else baseline
         for a, b in (pair, pair[::-1]):
-            tests = []
-            for mine, base in _seeded(runs, method, baseline):
-                ablated = mine if ablation == method else base
-                key = (ablated, "m", "cross_lingual_retrieval", "", a, b, AGAINST_ALL_TOGETHER)
-                x, y = _semantic(mine, emb, a, b), _semantic(base, base_emb, a, b)
-                if x in cells and y in cells:
-                    tests.append(Paired(cells[x], cells[y], cells[key], 0) if key in cells else None)
-            if tests:
-                body.append(claim_row(spec, f"{short_locale(a)}→{short_locale(b)}", tests))
+            keys = [
+                (
+                    _semantic(mine, emb, a, b),
+                    _semantic(base, base_emb, a, b),
+                    _semantic(mine if ablation == method else base, "m", a, b, AGAINST_ALL_TOGETHER),
+                )
+                for mine, base in _seeded(runs, method, baseline)
+            ]
+            body += _seeded_claim_row(cells, spec, (a, b), keys)
     return body
 
 
@@ -241,14 +258,15 @@ def residual_claims_rows(cells: Mapping[CellKey, float], directions: list[tuple[
     runs = seed_runs(sorted({key[0] for key in cells}))
     body = []
     for a, b in directions:
-        tests = []
-        for _, name in sorted(runs.get("fmda", {}).items()):
-            m, rs = _semantic(name, "m", a, b), _semantic(name, "rs", a, b)
-            key = (name, "rs", "cross_lingual_retrieval", "", a, b, RESIDUAL_AGAINST_MEANING)
-            if m in cells and rs in cells:
-                tests.append(Paired(cells[m], cells[rs], cells[key], 0) if key in cells else None)
-        if tests:
-            body.append(claim_row(RESIDUAL_CLAIM, f"{short_locale(a)}→{short_locale(b)}", tests))
+        keys = [
+            (
+                _semantic(name, "m", a, b),
+                _semantic(name, "rs", a, b),
+                _semantic(name, "rs", a, b, RESIDUAL_AGAINST_MEANING),
+            )
+            for _, name in sorted(runs.get("fmda", {}).items())
+        ]
+        body += _seeded_claim_row(cells, RESIDUAL_CLAIM, (a, b), keys)
     return body
 
 
@@ -270,7 +288,7 @@ def claims_rows(cells: Mapping[CellKey, float], directions: list[tuple[str, str]
                 continue
             tests = []
             for name in names:
-                p = cells.get((name, emb, "cross_lingual_retrieval", "", a, b, "mcnemar_p_vs_centering"))
+                p = cells.get(_semantic(name, emb, a, b, "mcnemar_p_vs_centering"))
                 tests.append(Paired(cells[_semantic(name, emb, a, b)], cells[base], p, 0) if p is not None else None)
             # an older run without the p-value rows: the accuracies, untested
             untested = (cells[_semantic(names[0], emb, a, b)], cells[base])
@@ -298,7 +316,7 @@ def table5_claims_rows(cells: Mapping[CellKey, float], pairs: list[tuple[str, st
                 for mine_run, base_run in _seeded(runs, method, base_method):
                     if task == "cross":
                         mine, base = _semantic(mine_run, emb, a, b), _semantic(base_run, base_emb, a, b)
-                        key = (mine_run, emb, "cross_lingual_retrieval", "", a, b, AGAINST_ALL_TOGETHER)
+                        key = _semantic(mine_run, emb, a, b, AGAINST_ALL_TOGETHER)
                     else:
                         mine, base = _template(mine_run, emb, p, a), _template(base_run, base_emb, p, a)
                         key = _template(mine_run, emb, p, a, AGAINST_ALL_TOGETHER)
