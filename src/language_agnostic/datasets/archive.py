@@ -13,18 +13,17 @@ from kedro.io import AbstractDataset, DatasetError
 from language_agnostic.corpora.errors import MissingRawDataError, decode_text, missing_raw_data_message
 
 
-class ArchiveMembers(Mapping[str, Callable[[], str]]):
-    """Member name → a function that reads that member as text; nothing is read up front.
+class LazyTexts(Mapping[str, Callable[[], str]]):
+    """Name → a function that reads that text (an archive's member, a directory's file); nothing is read up front.
 
     Attributes:
-        source: The archive's path, for messages.
+        source: Where the texts are (the archive or the directory), for messages.
     """
 
-    def __init__(self, source: str, names: list[str], encoding: str = "utf-8", kind: str = "tar") -> None:
+    def __init__(self, source: str, names: list[str], encoding: str = "utf-8") -> None:
         self.source = source
         self._names = names
         self._encoding = encoding
-        self._kind = kind
 
     def __getitem__(self, name: str) -> Callable[[], str]:
         if name not in self._names:
@@ -36,6 +35,18 @@ class ArchiveMembers(Mapping[str, Callable[[], str]]):
 
     def __len__(self) -> int:
         return len(self._names)
+
+    def _read(self, name: str) -> str:
+        """The text ``name``, decoded (``corpora.errors.decode_text`` names the place of an invalid byte)."""
+        raise NotImplementedError
+
+
+class ArchiveMembers(LazyTexts):
+    """Member name → a function that reads that member of a tar or zip archive as text."""
+
+    def __init__(self, source: str, names: list[str], encoding: str = "utf-8", kind: str = "tar") -> None:
+        super().__init__(source, names, encoding)
+        self._kind = kind
 
     def _read(self, name: str) -> str:
         if self._kind == "zip":

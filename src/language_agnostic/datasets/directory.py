@@ -7,39 +7,22 @@ name and nothing is read up front (as ``ArchiveMembers`` does for archives).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from kedro.io import AbstractDataset, DatasetError
 
 from language_agnostic.corpora.errors import MissingRawDataError, decode_text, missing_raw_data_message
+from language_agnostic.datasets.archive import LazyTexts
 from language_agnostic.encoders.loading import load_encoder
 from language_agnostic.methods.trained import read_artifact
 
 
-class DirectoryFiles(Mapping[str, Callable[[], str]]):
-    """File name → a function that reads that file as text (UTF-8, invalid bytes named by line).
+class DirectoryFiles(LazyTexts):
+    """File name → a function that reads that file of the directory ``source`` as text."""
 
-    Attributes:
-        source: The directory, for messages.
-    """
-
-    def __init__(self, source: str, names: list[str], encoding: str = "utf-8") -> None:
-        self.source = source
-        self._names = names
-        self._encoding = encoding
-
-    def __getitem__(self, name: str) -> Callable[[], str]:
-        if name not in self._names:
-            raise KeyError(name)
-        return lambda: decode_text((Path(self.source) / name).read_bytes(), f"{self.source}/{name}", self._encoding)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._names)
-
-    def __len__(self) -> int:
-        return len(self._names)
+    def _read(self, name: str) -> str:
+        return decode_text((Path(self.source) / name).read_bytes(), f"{self.source}/{name}", self._encoding)
 
 
 class TextDirectoryDataset(AbstractDataset[None, DirectoryFiles]):
