@@ -16,7 +16,7 @@ from kedro.pipeline import Node, Pipeline, node
 
 from language_agnostic.pipelines.embeddings.pipeline import load_encoder_pipeline
 from language_agnostic.pipelines.emu import nodes
-from language_agnostic.pipelines.node_factories import train_and_evaluate
+from language_agnostic.pipelines.node_factories import figure_node, train_and_evaluate
 from language_agnostic.pipelines.project_config import bind, configuration_error_pipeline, load_parameters
 
 DEFAULT_METHODS: dict[str, Any] = {"emu": {"method": "emu", "loss": "emu"}}
@@ -108,9 +108,9 @@ def _method_nodes(name: str, save_encoder: bool) -> list[Node]:
     model = f"emu_model_{key}"
     parts = train_and_evaluate(
         key,
+        reads=SHARED_INPUTS[:2],
         train=bind(nodes.train_emu_variant, name=name),
         train_inputs=[
-            *SHARED_INPUTS[:2],
             f"params:emu.methods.{name}",
             "params:emu.data",
             "params:emu.training",
@@ -119,8 +119,6 @@ def _method_nodes(name: str, save_encoder: bool) -> list[Node]:
         trained=[model, f"emu_history_{key}"],
         evaluate=nodes.evaluate_emu_variant,
         evaluate_inputs=[
-            *SHARED_INPUTS[:2],
-            model,
             "params:emu.data",
             "params:embeddings.extraction",
             "emu_raw_correct",
@@ -159,12 +157,6 @@ def _report_nodes(methods: list[str], figure_methods: list[str], figure: Mapping
         )
     ]
     if figure_methods and figure.get("locales"):  # Figure 2; emu.figure.methods: [] = no figure
-        parts.append(
-            node(
-                bind(nodes.plot_emu_figure, names=figure_methods),
-                inputs=["params:emu.figure", *[f"emu_figure_sets_{n.replace('-', '_')}" for n in figure_methods]],
-                outputs="emu_figure",
-                name="plot_emu_figure_node",
-            )
-        )
+        sets = [f"emu_figure_sets_{n.replace('-', '_')}" for n in figure_methods]
+        parts.append(figure_node("emu", nodes.plot_emu_figure, figure_methods, sets))
     return parts

@@ -7,22 +7,15 @@ from __future__ import annotations
 
 from kedro.pipeline import Pipeline, node
 
-from language_agnostic.pipelines.embeddings.pipeline import load_encoder_pipeline
 from language_agnostic.pipelines.export import nodes
-from language_agnostic.pipelines.project_config import TRAINED_MODEL_PARAMS
+from language_agnostic.pipelines.node_factories import trained_model_plan
 
 
 def create_pipeline() -> Pipeline:
     """The ``export`` pipeline (its shape does not depend on the configuration: models are found when it runs)."""
     return Pipeline(
         [
-            load_encoder_pipeline(),
-            node(
-                nodes.plan_exports,
-                inputs=["params:export", *TRAINED_MODEL_PARAMS],
-                outputs="export_plan",
-                name="plan_exports_node",
-            ),
+            trained_model_plan(nodes.plan_exports, "params:export", "export_plan", "plan_exports_node"),
             node(
                 nodes.export_models,
                 inputs=[

@@ -150,28 +150,29 @@ def _pair_input_nodes(two_stage: bool) -> list[Node]:
     return nodes_
 
 
+def _training_inputs(*settings: str) -> list[str]:
+    """What every FMDA model (variant, head, unified model) trains on besides its embedded pairs: the
+    negative pools, its ``settings``, ``fmda.training`` and ``fmda.loss``."""
+    return ["massive_negative_pools", *settings, "params:fmda.training", "params:fmda.loss"]
+
+
 def _variant_nodes(name: str, spec: Any, variants: Mapping[str, Any], source: str) -> list[Node]:
     """Train one FMDA variant (two-stage or all together; its parameters under ``source``) and evaluate it."""
     # a two-stage variant trains on the template pairs first: the one input the other variants lack
     two_stage = bool((spec or {}).get("two_stage"))
-    model = f"fmda_model_{name}"
     twin = all_together_twin(name, variants)
     return train_and_evaluate(
         f"fmda_{name}",
+        reads=["fmda_inputs"],
         train=bind(nodes.train_fmda_two_stage if two_stage else nodes.train_fmda, variant=name),
         train_inputs=[
-            "fmda_inputs",
             *(["fmda_template_pairs"] if two_stage else []),
-            "massive_negative_pools",
-            "params:fmda.model",
-            f"params:{source}.variants.{name}",
-            "params:fmda.training",
-            "params:fmda.loss",
+            *_training_inputs("params:fmda.model", f"params:{source}.variants.{name}"),
         ],
-        trained=[model, f"fmda_history_{name}"],
+        trained=[f"fmda_model_{name}", f"fmda_history_{name}"],
         evaluate=nodes.evaluate_fmda,
         # a two-stage variant is also tested against its all-together twin (Table 5's claims)
-        evaluate_inputs=["fmda_inputs", model, "encoder_identity", *([f"fmda_model_{twin}"] if twin else [])],
+        evaluate_inputs=["encoder_identity", *([f"fmda_model_{twin}"] if twin else [])],
         rows=f"fmda_rows_{name}",
     )
 
@@ -180,17 +181,12 @@ def _head_nodes(name: str) -> list[Node]:
     """Train one head of ``fmda.methods`` over pooled vectors and evaluate it."""
     return train_and_evaluate(
         name,
+        reads=["fmda_inputs"],
         train=bind(nodes.train_pooled_head, name=name),
-        train_inputs=[
-            "fmda_inputs",
-            "massive_negative_pools",
-            f"params:fmda.methods.{name}",
-            "params:fmda.training",
-            "params:fmda.loss",
-        ],
+        train_inputs=_training_inputs(f"params:fmda.methods.{name}"),
         trained=[f"head_model_{name}", f"head_history_{name}"],
         evaluate=nodes.evaluate_head,
-        evaluate_inputs=["fmda_inputs", f"head_model_{name}", "encoder_identity"],
+        evaluate_inputs=["encoder_identity"],
         rows=f"head_rows_{name}",
     )
 
@@ -318,11 +314,7 @@ def _unified_nodes(unified: list[str]) -> list[Node]:
         node(
             reusable(nodes.train_fmda_unified),
             inputs=[
-                "massive_negative_pools",
-                "params:fmda.model",
-                "params:fmda_paper.unified",
-                "params:fmda.training",
-                "params:fmda.loss",
+                *_training_inputs("params:fmda.model", "params:fmda_paper.unified"),
                 *[f"{name}.fmda_inputs" for name in unified],
             ],
             outputs=["fmda_model_unified", "fmda_history_unified"],

@@ -15,7 +15,7 @@ from typing import Any
 from kedro.pipeline import Node, Pipeline, node
 
 from language_agnostic.pipelines.embeddings.pipeline import load_encoder_pipeline
-from language_agnostic.pipelines.node_factories import train_and_evaluate
+from language_agnostic.pipelines.node_factories import figure_node, train_and_evaluate
 from language_agnostic.pipelines.project_config import bind, configuration_error_pipeline, load_parameters
 from language_agnostic.pipelines.slu import nodes
 
@@ -61,14 +61,8 @@ def _create_pipeline(methods: Mapping[str, Any], figure: Mapping[str, Any]) -> P
         )
     )
     if figure_methods:
-        parts.append(
-            node(
-                bind(nodes.plot_slu_figure, names=figure_methods),
-                inputs=["params:slu.figure", *[f"slu_details_{keys[n]}" for n in figure_methods]],
-                outputs="slu_figure",
-                name="plot_slu_figure_node",
-            )
-        )
+        details = [f"slu_details_{keys[n]}" for n in figure_methods]
+        parts.append(figure_node("slu", nodes.plot_slu_figure, figure_methods, details))
     return Pipeline([load_encoder_pipeline(), *parts], tags="slu")
 
 
@@ -123,15 +117,13 @@ def _data_nodes(code_switch: bool) -> list[Node]:
 def _method_nodes(name: str, spec: Any, key: str, drawn: bool) -> list[Node]:
     """Train one method of ``slu.methods`` and evaluate it on every locale (with Figure 3's details if ``drawn``)."""
     switched = bool(dict(spec or {}).get("code_switch"))
-    model = f"slu_model_{key}"
     return train_and_evaluate(
         key,
+        reads=["slu_rows", "encoder"],
         train=bind(nodes.train_slu_variant, name=name)
         if switched
         else bind(nodes.train_slu_variant, name=name, dictionaries=None),
         train_inputs=[
-            "slu_rows",
-            "encoder",
             f"params:slu.methods.{name}",
             "params:slu.data",
             "params:slu.code_switch",
@@ -139,12 +131,9 @@ def _method_nodes(name: str, spec: Any, key: str, drawn: bool) -> list[Node]:
             "params:embeddings.extraction",
             *(["slu_dictionaries"] if switched else []),
         ],
-        trained=[model, f"slu_history_{key}"],
+        trained=[f"slu_model_{key}", f"slu_history_{key}"],
         evaluate=nodes.evaluate_slu_variant,
         evaluate_inputs=[
-            "slu_rows",
-            "encoder",
-            model,
             "params:slu.locales",
             "params:embeddings.extraction",
             "encoder_identity",

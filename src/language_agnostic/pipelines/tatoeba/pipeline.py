@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from kedro.pipeline import Node, Pipeline, node
 
-from language_agnostic.pipelines.embeddings.pipeline import load_encoder_pipeline
-from language_agnostic.pipelines.project_config import TRAINED_MODEL_PARAMS
+from language_agnostic.pipelines.node_factories import trained_model_plan
 from language_agnostic.pipelines.tatoeba import nodes
 
 
@@ -19,12 +18,8 @@ def create_pipeline() -> Pipeline:
     """The ``tatoeba`` pipeline (its shape does not depend on the configuration: models are found when it runs)."""
     return Pipeline(
         [
-            load_encoder_pipeline(),
-            node(
-                nodes.plan_tatoeba_models,
-                inputs=["params:tatoeba.models", *TRAINED_MODEL_PARAMS],
-                outputs="tatoeba_model_plan",
-                name="plan_tatoeba_models_node",
+            trained_model_plan(
+                nodes.plan_tatoeba_models, "params:tatoeba.models", "tatoeba_model_plan", "plan_tatoeba_models_node"
             ),
             node(
                 nodes.ingest_tatoeba_pairs,
@@ -47,31 +42,25 @@ def create_pipeline() -> Pipeline:
 
 def _embedding_nodes() -> list[Node]:
     """Embed the pairs' texts with the encoder and with every fine-tuned encoder, then score the retrieval."""
-    return [
-        node(
-            nodes.embed_tatoeba_texts,
-            inputs=[
-                "tatoeba_pairs",
-                "encoder",
-                "embedding_store",
-                "params:embeddings.extraction",
-                "tatoeba_models",
-            ],
-            outputs="tatoeba_embeddings",
-            name="embed_tatoeba_texts_node",
-        ),
-        node(
+    # {node: (function, where its encoders come from, the vectors)}: the same texts and cache for both
+    embeddings = {
+        "embed_tatoeba_texts_node": (nodes.embed_tatoeba_texts, "encoder", "tatoeba_embeddings"),
+        "embed_tatoeba_finetuned_node": (
             nodes.embed_tatoeba_finetuned,
-            inputs=[
-                "tatoeba_pairs",
-                "models_directory",
-                "embedding_store",
-                "params:embeddings.extraction",
-                "tatoeba_models",
-            ],
-            outputs="tatoeba_finetuned_embeddings",
-            name="embed_tatoeba_finetuned_node",
+            "models_directory",
+            "tatoeba_finetuned_embeddings",
         ),
+    }
+    return [
+        *[
+            node(
+                embed,
+                inputs=["tatoeba_pairs", encoders, "embedding_store", "params:embeddings.extraction", "tatoeba_models"],
+                outputs=vectors,
+                name=name,
+            )
+            for name, (embed, encoders, vectors) in embeddings.items()
+        ],
         node(
             nodes.evaluate_tatoeba_node,
             inputs=[
