@@ -36,6 +36,7 @@ from language_agnostic.encoders.loading import load_encoder
 from language_agnostic.methods.emu import PooledEncoder, emu_losses
 from language_agnostic.training.emu import method_settings, prepare_emu
 from language_agnostic.training.emu_data import tokenise
+from language_agnostic.training.finetune import FineTuning
 from language_agnostic.training.loop import train
 
 
@@ -109,7 +110,7 @@ def main() -> None:
         data = {**params["data"], **data_overrides, "per_intent": args.per_intent}
         rates = []
         for _ in range(args.repeats):
-            run = prepare_emu(utterances, encoder, config, data, training, extraction, name)
+            run = prepare_emu(utterances, encoder, FineTuning(name, config, data, training, extraction))
             start = time.perf_counter()
             train(run.model, lambda m, b: emu_losses(m, b), run.train_data, run.dev_data, run.settings, None)
             rates.append(len(run.train_data.labels) / (time.perf_counter() - start))

@@ -38,6 +38,7 @@ import time
 import torch
 from slu_speed import slu_inputs  # benchmarks/ is on the path when a script here runs
 
+from language_agnostic.training.finetune import FineTuning
 from language_agnostic.training.lajmcl import lajmcl_loss_fn, prepare_lajmcl
 from language_agnostic.training.loop import train
 from language_agnostic.training.slu_methods import method_settings
@@ -91,7 +92,7 @@ def main() -> None:
             rates, setups, shapes = [], [], []
             for _ in range(args.repeats):
                 start = time.perf_counter()
-                run = prepare_lajmcl(rows, encoder, method, data, training, extraction, dictionaries, name)
+                run = prepare_lajmcl(rows, encoder, FineTuning(name, method, data, training, extraction), dictionaries)
                 setups.append(time.perf_counter() - start)
                 batches = list(run.train_data.batches(1, torch.Generator().manual_seed(0)))
                 shapes.append(

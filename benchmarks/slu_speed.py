@@ -42,6 +42,7 @@ from language_agnostic.datasets.muse import MuseDirectory
 from language_agnostic.encoders.loading import load_encoder
 from language_agnostic.methods.slu import slu_losses
 from language_agnostic.text.code_switch import code_switch_languages
+from language_agnostic.training.finetune import FineTuning
 from language_agnostic.training.loop import resolve_precision, train
 from language_agnostic.training.slu import prepare_slu
 from language_agnostic.training.slu_methods import method_settings
@@ -144,12 +145,8 @@ def main() -> None:
                 run = prepare_slu(
                     rows,
                     encoder,
-                    method,
-                    {**data, "group_by_length": grouped},
-                    training,
-                    extraction,
+                    FineTuning(name, method, {**data, "group_by_length": grouped}, training, extraction),
                     dictionaries,
-                    name,
                 )
                 start = time.perf_counter()
                 train(

@@ -34,6 +34,7 @@ from language_agnostic.evaluation.intent_nn import nearest_neighbour_correct
 from language_agnostic.methods.emu import PooledEncoder
 from language_agnostic.training.emu import encode_tokenised, method_settings, train_emu
 from language_agnostic.training.emu_data import tokenise
+from language_agnostic.training.finetune import FineTuning
 
 
 def main() -> None:
@@ -88,11 +89,7 @@ def main() -> None:
         _, result, info = train_emu(
             utterances,
             encoder,
-            {**config, **options},
-            {**params["data"], **data_overrides},
-            training,
-            extraction,
-            args.method,
+            FineTuning(args.method, {**config, **options}, {**params["data"], **data_overrides}, training, extraction),
         )
         scores = [round(float(r["dev_score"]), 4) for r in result.history]
         label = f"{lr:g}" + "".join(f", {k}={v}" for k, v in options.items())

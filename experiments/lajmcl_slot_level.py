@@ -43,6 +43,7 @@ from slu_budget_dev import add_env_methods, parse_options
 from slu_speed import slu_inputs
 
 import language_agnostic.methods.lajmcl as mcl
+from language_agnostic.training.finetune import FineTuning
 from language_agnostic.training.lajmcl import LajRun, lajmcl_loss_fn, prepare_lajmcl
 from language_agnostic.training.loop import train
 from language_agnostic.training.slu_methods import method_settings
@@ -66,7 +67,10 @@ def prepare(name: str, env: str | None, options: Mapping[str, Any], raw_data_roo
         data["code_switch"] = {**params["code_switch"], "languages": languages}
     training = {**params["training"], **training_over, "progress": False}
     return prepare_lajmcl(
-        rows, encoder, method, data, training, extraction, dictionaries if spec.get("code_switch") else None, name
+        rows,
+        encoder,
+        FineTuning(name, method, data, training, extraction),
+        dictionaries if spec.get("code_switch") else None,
     )
 
 

@@ -39,6 +39,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from slu_speed import slu_inputs
 
+from language_agnostic.training.finetune import FineTuning
 from language_agnostic.training.lajmcl import train_lajmcl
 from language_agnostic.training.slu import train_slu
 from language_agnostic.training.slu_methods import method_settings
@@ -138,7 +139,10 @@ def main() -> None:
         trainer = train_lajmcl if spec["method"] == "lajoint" else train_slu
         start = time.perf_counter()
         _, _, info = trainer(
-            rows, encoder, method, data, training, extraction, dictionaries if spec.get("code_switch") else None, name
+            rows,
+            encoder,
+            FineTuning(name, method, data, training, extraction),
+            dictionaries if spec.get("code_switch") else None,
         )
         print(
             f"| {name} | {time.perf_counter() - start:.0f} | {info['best_epoch']} of {info['epochs_run']} "

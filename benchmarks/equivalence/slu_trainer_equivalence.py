@@ -7,7 +7,8 @@ Run it under two trees and compare (the tiny encoder, data and settings are writ
     python benchmarks/equivalence/slu_trainer_equivalence.py compare /tmp/old.pt /tmp/new.pt
 
 ``compare`` checks every state_dict tensor with ``torch.equal`` and every info / history value
-exactly (seconds left out), and exits 1 naming the first difference.
+exactly (seconds left out), and exits 1 naming the first difference. A tree from before the entry
+points took a ``training.finetune.FineTuning`` runs its own copy of this script (the same cases).
 """
 
 from __future__ import annotations
@@ -109,6 +110,7 @@ def clean(value: Any) -> Any:
 def runs() -> dict[str, dict[str, Any]]:
     from language_agnostic.encoders.loading import load_encoder
     from language_agnostic.training.emu import train_emu
+    from language_agnostic.training.finetune import FineTuning
     from language_agnostic.training.lajmcl import train_lajmcl
     from language_agnostic.training.slu import train_slu
 
@@ -120,32 +122,35 @@ def runs() -> dict[str, dict[str, Any]]:
     lam = {"dropout": 0.0, "mcl": {"init_layers": 2, "p_s": 1}}
     no_mcl = {"utterance": 0, "slot_value": 0, "word": 0}
     cases = {
-        "zsjoint": lambda: train_slu(table, encoder, {}, {"batch_size": 2}, {**TRAINING, "train_layers": 1}),
+        "zsjoint": lambda: train_slu(
+            table, encoder, FineTuning("zsjoint", {}, {"batch_size": 2}, {**TRAINING, "train_layers": 1})
+        ),
         "cosda": lambda: train_slu(
-            table, encoder, {}, {"batch_size": 2, "code_switch": SWITCH}, TRAINING, None, DICTIONARIES, "cosda"
+            table, encoder, FineTuning("cosda", {}, {"batch_size": 2, "code_switch": SWITCH}, TRAINING), DICTIONARIES
         ),
         "lajoint": lambda: train_lajmcl(
-            table, encoder, {**lam, "loss_weights": no_mcl}, {"batch_size": 2}, TRAINING, name="lajoint"
+            table, encoder, FineTuning("lajoint", {**lam, "loss_weights": no_mcl}, {"batch_size": 2}, TRAINING)
         ),
         "lajmcl": lambda: train_lajmcl(
-            table, encoder, lam, {"batch_size": 2, "code_switch": SWITCH}, TRAINING, None, DICTIONARIES
+            table, encoder, FineTuning("lajmcl", lam, {"batch_size": 2, "code_switch": SWITCH}, TRAINING), DICTIONARIES
         ),
         "emu": lambda: train_emu(
             emu_table(),
             encoder,
-            {"loss": "emu", "critic_steps": 2, "critic_hidden": 8},
-            {"per_intent": 2, "batch_size": 4, "seed": 0},
-            TRAINING,
-            {"prefix": ""},
+            FineTuning(
+                "emu",
+                {"loss": "emu", "critic_steps": 2, "critic_hidden": 8},
+                {"per_intent": 2, "batch_size": 4, "seed": 0},
+                TRAINING,
+                {"prefix": ""},
+            ),
         ),  # fmt: skip
         "emu_npair": lambda: train_emu(
             emu_table(),
             encoder,
-            {"loss": "npair"},
-            {"per_intent": 2, "batch_size": 4, "seed": 0},
-            TRAINING,
-            {"prefix": ""},
-            name="npair",
+            FineTuning(
+                "npair", {"loss": "npair"}, {"per_intent": 2, "batch_size": 4, "seed": 0}, TRAINING, {"prefix": ""}
+            ),
         ),  # fmt: skip
     }
     for name, run in cases.items():

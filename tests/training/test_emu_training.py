@@ -12,6 +12,7 @@ import torch
 from language_agnostic.encoders.loading import load_encoder
 from language_agnostic.training.emu import adversarial_locales_of, train_emu
 from language_agnostic.training.emu_data import EmuBatches, sample_per_intent, tokenise
+from language_agnostic.training.finetune import FineTuning
 
 EN = [
     "wake me up at nine",
@@ -117,7 +118,7 @@ def test_train_emu_fine_tunes_a_copy(tiny_hub_model: Path, loss: str):
     before = {k: v.clone() for k, v in encoder.model.state_dict().items()}
     method = {"loss": loss, "critic_steps": 2, "critic_hidden": 8}
     data = {"per_intent": 2, "batch_size": 4, "seed": 0}
-    model, result, info = train_emu(_utterances(), encoder, method, data, TRAINING, EXTRACTION, name=loss)
+    model, result, info = train_emu(_utterances(), encoder, FineTuning(loss, method, data, TRAINING, EXTRACTION))
     assert info["n_train"] == 6 and info["intents"] == ["alarm", "music", "weather"]
     assert info["adversarial_locales"] == (["de-DE"] if loss == "emu" else [])
     assert 0.0 <= info["dev_accuracy"] <= 1.0 and result.epochs_run <= 2
@@ -135,11 +136,11 @@ def test_train_emu_fine_tunes_a_copy(tiny_hub_model: Path, loss: str):
 def test_train_emu_names_bad_parameters(tiny_hub_model: Path):
     encoder = load_encoder(str(tiny_hub_model))
     with pytest.raises(ValueError, match="emu.data.encoder_trainable must be one of"):
-        train_emu(_utterances(), encoder, {}, {"encoder_trainable": "top"}, TRAINING, EXTRACTION)
+        train_emu(_utterances(), encoder, FineTuning("emu", {}, {"encoder_trainable": "top"}, TRAINING, EXTRACTION))
     with pytest.raises(ValueError, match="emu.methods.x"):
-        train_emu(_utterances(), encoder, {"alfa": 1}, {}, TRAINING, EXTRACTION, name="x")
+        train_emu(_utterances(), encoder, FineTuning("x", {"alfa": 1}, {}, TRAINING, EXTRACTION))
     with pytest.raises(ValueError, match="training_locale 'fr-FR': no train or dev utterances"):
-        train_emu(_utterances(), encoder, {}, {"training_locale": "fr-FR"}, TRAINING, EXTRACTION)
+        train_emu(_utterances(), encoder, FineTuning("emu", {}, {"training_locale": "fr-FR"}, TRAINING, EXTRACTION))
 
 
 def test_adversarial_locales_of_configured_pairs():
@@ -155,20 +156,22 @@ def test_several_labelled_locales_train_on_the_same_ids_in_each(tiny_hub_model: 
     encoder = load_encoder(str(tiny_hub_model))
     method = {"loss": "emu", "adversarial_weight": 0.0}
     data = {"per_intent": 2, "batch_size": 4, "seed": 0, "labelled_locales": ["en-US", "de-DE"]}
-    _, _, info = train_emu(_utterances(), encoder, method, data, TRAINING, EXTRACTION, name="emu-no_ld-en_de")
+    _, _, info = train_emu(_utterances(), encoder, FineTuning("emu-no_ld-en_de", method, data, TRAINING, EXTRACTION))
     assert (
         info["n_train"] == 12 and info["labelled_locales"] == ["en-US", "de-DE"] and info["adversarial_locales"] == []
     )
     _, _, info = train_emu(
-        _utterances(), encoder, method, {**data, "labelled_locales": ["de-DE"]}, TRAINING, EXTRACTION
+        _utterances(), encoder, FineTuning("emu", method, {**data, "labelled_locales": ["de-DE"]}, TRAINING, EXTRACTION)
     )
     assert info["n_train"] == 6 and info["labelled_locales"] == ["de-DE"]
     # EMU's critic has one D_t per labelled language; with several it is not built, and says so
     with pytest.raises(ValueError, match=r"emu.methods.emu: EMU's critic with several labelled locales"):
-        train_emu(_utterances(), encoder, {"loss": "emu"}, data, TRAINING, EXTRACTION)
+        train_emu(_utterances(), encoder, FineTuning("emu", {"loss": "emu"}, data, TRAINING, EXTRACTION))
     with pytest.raises(ValueError, match=r"emu.data.labelled_locales: 6 labelled sentences have no fr-FR translation"):
         train_emu(
-            _utterances(), encoder, method, {**data, "labelled_locales": ["en-US", "fr-FR"]}, TRAINING, EXTRACTION
+            _utterances(),
+            encoder,
+            FineTuning("emu", method, {**data, "labelled_locales": ["en-US", "fr-FR"]}, TRAINING, EXTRACTION),
         )
 
 

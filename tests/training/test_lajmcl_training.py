@@ -11,6 +11,7 @@ import torch
 
 from language_agnostic.encoders.loading import load_encoder
 from language_agnostic.methods.lajmcl import lajmcl_losses
+from language_agnostic.training.finetune import FineTuning
 from language_agnostic.training.lajmcl import MclData, lajmcl_loss_fn, predict_lajmcl, prepare_lajmcl, train_lajmcl
 from language_agnostic.training.loop import train
 
@@ -76,7 +77,9 @@ def encoder(tiny_hub_model: Path):
 
 def test_a_few_steps_of_lajmcl_lower_the_joint_loss(encoder):
     before_weights = {k: v.clone() for k, v in encoder.model.state_dict().items()}
-    run = prepare_lajmcl(_table(), encoder, METHOD, {"batch_size": 6, **SWITCH}, TRAINING, EXTRACTION, DICTIONARIES)
+    run = prepare_lajmcl(
+        _table(), encoder, FineTuning("lajmcl", METHOD, {"batch_size": 6, **SWITCH}, TRAINING, EXTRACTION), DICTIONARIES
+    )
     assert run.info["slots"] == ["date", "genre", "time"] and run.info["mcl_levels"] == [
         "utterance",
         "slot_value",
@@ -109,7 +112,7 @@ def test_a_few_steps_of_lajmcl_lower_the_joint_loss(encoder):
 def test_lajoint_without_mcl_needs_no_code_switching_and_predicts_one_label_per_word(encoder):
     method = {**METHOD, "loss_weights": NO_MCL, "compressor": False}
     model, result, info = train_lajmcl(
-        _table(), encoder, method, {"batch_size": 3}, {**TRAINING, "max_epochs": 1}, EXTRACTION, name="lajoint"
+        _table(), encoder, FineTuning("lajoint", method, {"batch_size": 3}, {**TRAINING, "max_epochs": 1}, EXTRACTION)
     )
     assert info["mcl_levels"] == [] and info["code_switch"] is None and info["compressor"] is False
     assert 0.0 <= result.history[0]["dev_score"] <= 1.0
@@ -124,7 +127,9 @@ def test_lajoint_without_mcl_needs_no_code_switching_and_predicts_one_label_per_
 
 
 def test_ja_style_rows_are_predicted_as_their_text_reads(encoder):
-    run = prepare_lajmcl(_table(), encoder, {**METHOD, "loss_weights": NO_MCL}, {}, TRAINING, EXTRACTION)
+    run = prepare_lajmcl(
+        _table(), encoder, FineTuning("lajmcl", {**METHOD, "loss_weights": NO_MCL}, {}, TRAINING, EXTRACTION)
+    )
     rows = pd.DataFrame(
         {"words": [["wake", "me", "up"], ["we", "ather"]], "spaced": [[True, True, True], [True, False]]}
     )
@@ -152,7 +157,7 @@ def test_ja_style_rows_are_predicted_as_their_text_reads(encoder):
 )
 def test_bad_parameters_are_named(encoder, method, data, match):
     with pytest.raises(ValueError, match=match):
-        prepare_lajmcl(_table(), encoder, method, data, TRAINING, EXTRACTION, DICTIONARIES)
+        prepare_lajmcl(_table(), encoder, FineTuning("lajmcl", method, data, TRAINING, EXTRACTION), DICTIONARIES)
 
 
 def test_mcl_data_defaults_are_appendix_b():
@@ -166,10 +171,13 @@ def test_the_slot_affinity_options_reach_the_model_and_survive_the_artifact(enco
     run = prepare_lajmcl(
         _table(),
         encoder,
-        {**METHOD, "slot_temperature": 0.25, "slot_affinity": "cosine"},
-        {"batch_size": 6, **SWITCH},
-        TRAINING,
-        EXTRACTION,
+        FineTuning(
+            "lajmcl",
+            {**METHOD, "slot_temperature": 0.25, "slot_affinity": "cosine"},
+            {"batch_size": 6, **SWITCH},
+            TRAINING,
+            EXTRACTION,
+        ),
         DICTIONARIES,
     )
     assert run.model.mcl.slot_temperature == 0.25 and run.info["slot_temperature"] == 0.25
@@ -182,10 +190,7 @@ def test_the_slot_affinity_options_reach_the_model_and_survive_the_artifact(enco
         prepare_lajmcl(
             _table(),
             encoder,
-            {**METHOD, "slot_temperature": -1},
-            {"batch_size": 6, **SWITCH},
-            TRAINING,
-            EXTRACTION,
+            FineTuning("lajmcl", {**METHOD, "slot_temperature": -1}, {"batch_size": 6, **SWITCH}, TRAINING, EXTRACTION),
             DICTIONARIES,
         )
 
@@ -193,15 +198,13 @@ def test_the_slot_affinity_options_reach_the_model_and_survive_the_artifact(enco
 def test_train_lajmcl_reports_what_train_slu_reports(encoder):
     from language_agnostic.training.slu import train_slu
 
-    _, _, slu_info = train_slu(_table(), encoder, {}, {}, {**TRAINING, "max_epochs": 1}, EXTRACTION)
+    _, _, slu_info = train_slu(
+        _table(), encoder, FineTuning("zsjoint", {}, {}, {**TRAINING, "max_epochs": 1}, EXTRACTION)
+    )
     _, result, info = train_lajmcl(
         _table(),
         encoder,
-        {**METHOD, "loss_weights": NO_MCL},
-        {},
-        {**TRAINING, "max_epochs": 1},
-        EXTRACTION,
-        name="lajoint",
+        FineTuning("lajoint", {**METHOD, "loss_weights": NO_MCL}, {}, {**TRAINING, "max_epochs": 1}, EXTRACTION),
     )
     shared = {
         "dev_exact_match",
@@ -226,10 +229,9 @@ def test_train_layers_keeps_the_label_embeddings_trained_and_their_gradient_flow
     run = prepare_lajmcl(
         _table(),
         encoder,
-        {**METHOD, "loss_weights": NO_MCL},
-        {"batch_size": 3},
-        {**TRAINING, "train_layers": 1},
-        EXTRACTION,
+        FineTuning(
+            "lajmcl", {**METHOD, "loss_weights": NO_MCL}, {"batch_size": 3}, {**TRAINING, "train_layers": 1}, EXTRACTION
+        ),
     )
     layers = run.model.encoder.encoder.layer
     assert not any(p.requires_grad for p in [*run.model.encoder.embeddings.parameters(), *layers[0].parameters()])
@@ -251,11 +253,7 @@ def test_lajmcl_intent_vectors_read_cls_with_the_label_prefix(encoder):
     model, _, info = train_lajmcl(
         _table(),
         encoder,
-        {**METHOD, "loss_weights": NO_MCL},
-        {},
-        {**TRAINING, "max_epochs": 1},
-        EXTRACTION,
-        name="lajoint",
+        FineTuning("lajoint", {**METHOD, "loss_weights": NO_MCL}, {}, {**TRAINING, "max_epochs": 1}, EXTRACTION),
     )
     rows = _table()
     vectors = lajmcl_intent_vectors(model, rows, encoder, 3, EXTRACTION, batch_size=4)
@@ -273,9 +271,16 @@ def test_lajmcl_intent_vectors_read_cls_with_the_label_prefix(encoder):
 def test_p_v_0_needs_pool_values(encoder):
     method = {**METHOD, "loss_weights": {"utterance": 0, "word": 0}, "mcl": {"init_layers": 2, "p_s": 1, "p_v": 0}}
     with pytest.raises(ValueError, match=r"slu.methods.lajmcl.mcl: p_v 0 with pool_values null .* set mcl.pool_values"):
-        prepare_lajmcl(_table(), encoder, method, {"batch_size": 6, **SWITCH}, TRAINING, EXTRACTION, DICTIONARIES)
+        prepare_lajmcl(
+            _table(),
+            encoder,
+            FineTuning("lajmcl", method, {"batch_size": 6, **SWITCH}, TRAINING, EXTRACTION),
+            DICTIONARIES,
+        )
     method["mcl"]["pool_values"] = 20
-    run = prepare_lajmcl(_table(), encoder, method, {"batch_size": 6, **SWITCH}, TRAINING, EXTRACTION, DICTIONARIES)
+    run = prepare_lajmcl(
+        _table(), encoder, FineTuning("lajmcl", method, {"batch_size": 6, **SWITCH}, TRAINING, EXTRACTION), DICTIONARIES
+    )
     assert run.info["mcl"]["p_v"] == 0 and run.info["mcl"]["pool_values"] == 20
     with pytest.raises(ValueError, match="mcl.pool_values must be an integer >= 1"):
         MclData(pool_values=0)

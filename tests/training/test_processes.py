@@ -26,6 +26,7 @@ from language_agnostic.encoders.store import EmbeddingStore
 from language_agnostic.methods.dream import Dream, dream_losses
 from language_agnostic.training.data import QuadrupletBatches
 from language_agnostic.training.emu import train_emu
+from language_agnostic.training.finetune import FineTuning
 from language_agnostic.training.loop import TrainSettings, train
 from tests.training.test_emu_training import DE, EN, _utterances
 
@@ -92,13 +93,12 @@ def test_encoder_fine_tuning_on_two_processes(no_dropout_model: Path):
     _, one, info_one = train_emu(
         _utterances(),
         encoder,
-        {"loss": "softmax"},
-        data,
-        {**training, "gradient_accumulation_steps": 2},
-        {"prefix": ""},
+        FineTuning("emu", {"loss": "softmax"}, data, {**training, "gradient_accumulation_steps": 2}, {"prefix": ""}),
     )
     _, two, info_two = train_emu(
-        _utterances(), encoder, {"loss": "softmax"}, data, {**training, "processes": 2}, {"prefix": ""}
+        _utterances(),
+        encoder,
+        FineTuning("emu", {"loss": "softmax"}, data, {**training, "processes": 2}, {"prefix": ""}),
     )
     # the dev score (nearest-neighbour accuracy, computed by the first process) and the kept epoch agree
     assert [r["dev_score"] for r in two.history] == [r["dev_score"] for r in one.history]

@@ -12,7 +12,7 @@ import torch
 from language_agnostic.encoders.loading import load_encoder
 from language_agnostic.methods.registry import load_trained
 from language_agnostic.methods.slu import JointSlu, SluConfig, rebuild_slu, slu_losses
-from language_agnostic.training.finetune import trained_state
+from language_agnostic.training.finetune import FineTuning, trained_state
 from language_agnostic.training.loop import TrainSettings, train
 from language_agnostic.training.slu import code_switch_settings, prepare_slu, slu_artifact, train_slu
 from language_agnostic.training.slu_data import SluBatches
@@ -105,7 +105,9 @@ def test_a_training_step_on_the_tiny_encoder_lowers_the_joint_loss(encoder):
 
 def test_train_slu_fine_tunes_a_copy_selected_on_dev_exact_match(encoder):
     before = {k: v.clone() for k, v in encoder.model.state_dict().items()}
-    model, result, info = train_slu(_table(), encoder, {}, {"batch_size": 2}, TRAINING, EXTRACTION, name="zsjoint")
+    model, result, info = train_slu(
+        _table(), encoder, FineTuning("zsjoint", {}, {"batch_size": 2}, TRAINING, EXTRACTION)
+    )
     assert info["intents"] == ["alarm_set", "play_music", "weather_query"]
     assert info["labels"] == ["O", "B-date", "I-date", "B-genre", "I-genre", "B-time", "I-time"]
     assert (info["n_train"], info["n_dev"], info["n_dev_loss"]) == (6, 4, 3)  # dev loss: trained intents only
@@ -134,7 +136,7 @@ def test_the_dev_score_is_exact_match_on_the_dev_locale_only(encoder, monkeypatc
     monkeypatch.setattr(
         slu, "exact_match", lambda gi, pi, gl, pl: seen.append((list(gi), [list(x) for x in gl])) or 0.5
     )
-    run = prepare_slu(_table(), encoder, {}, {}, TRAINING, EXTRACTION)
+    run = prepare_slu(_table(), encoder, FineTuning("zsjoint", {}, {}, TRAINING, EXTRACTION))
     assert run.dev_score(run.model) == 0.5
     assert seen == [
         (["alarm_set", "play_music", "weather_query", "news_query"], [r[4].split() for r in EN if r[1] == "dev"])
@@ -157,7 +159,7 @@ def test_the_kept_checkpoint_is_the_best_dev_exact_match(encoder, monkeypatch: p
         return real_train(model, loss_fn, train_data, dev_data, settings, score)
 
     monkeypatch.setattr(slu, "train", recording_train)
-    model, result, _ = train_slu(_table(), encoder, {}, {"batch_size": 2}, TRAINING, EXTRACTION)
+    model, result, _ = train_slu(_table(), encoder, FineTuning("zsjoint", {}, {"batch_size": 2}, TRAINING, EXTRACTION))
     assert [r["dev_score"] for r in result.history] == [0.25, 0.5, 0.25] and result.best_epoch == 2
     assert all(torch.equal(v, states[1][k]) for k, v in model.state_dict().items())
     assert not all(torch.equal(v, states[2][k]) for k, v in model.state_dict().items())
@@ -165,7 +167,9 @@ def test_the_kept_checkpoint_is_the_best_dev_exact_match(encoder, monkeypatch: p
 
 def test_predict_slu_gives_one_label_per_word_for_every_row(encoder):
     model, _, info = train_slu(
-        _table(), encoder, {"dropout": 0.0}, {"batch_size": 3}, {**TRAINING, "max_epochs": 1}, EXTRACTION
+        _table(),
+        encoder,
+        FineTuning("zsjoint", {"dropout": 0.0}, {"batch_size": 3}, {**TRAINING, "max_epochs": 1}, EXTRACTION),
     )
     test = _table().query("partition == 'test'").reset_index(drop=True)
     intents, labels = predict_slu(model, test, encoder, info["intents"], info["labels"], EXTRACTION, batch_size=2)
@@ -188,7 +192,9 @@ def test_predict_slu_gives_one_label_per_word_for_every_row(encoder):
 
 
 def test_the_artifact_rebuilds_the_same_model(encoder):
-    model, _, info = train_slu(_table(), encoder, {}, {}, {**TRAINING, "max_epochs": 1}, EXTRACTION)
+    model, _, info = train_slu(
+        _table(), encoder, FineTuning("zsjoint", {}, {}, {**TRAINING, "max_epochs": 1}, EXTRACTION)
+    )
     saved = slu_artifact(model, encoder, method="zsjoint", intents=info["intents"], labels=info["labels"])
     assert set(saved["state_dict"]) == set(trained_state(model)) == set(model.state_dict())
     test = _table().query("partition == 'test'")
@@ -213,7 +219,7 @@ def test_the_artifact_rebuilds_the_same_model(encoder):
 
 def test_cosda_switches_training_data_only(encoder):
     data = {"batch_size": 2, "code_switch": {"ratio": 0.5, "languages": ["de"], "seed": 3}}
-    run = prepare_slu(_table(), encoder, {}, data, TRAINING, EXTRACTION, DICTIONARIES, name="cosda")
+    run = prepare_slu(_table(), encoder, FineTuning("cosda", {}, data, TRAINING, EXTRACTION), DICTIONARIES)
     assert run.train_data.switcher is not None and run.dev_data.switcher is None
     assert run.info["code_switch"]["languages"] == ["de"] and 0 < run.info["code_switch"]["coverage"]["de"] < 1
     dev = [list(run.dev_data.batches(0, torch.Generator().manual_seed(s))) for s in (1, 2)]
@@ -224,17 +230,26 @@ def test_cosda_switches_training_data_only(encoder):
     ]
     assert not torch.equal(train_ids[0], train_ids[1]) or len(train_ids[0]) != len(train_ids[1])
     model, result, info = train_slu(
-        _table(), encoder, {}, data, {**TRAINING, "max_epochs": 2}, EXTRACTION, DICTIONARIES, name="cosda"
+        _table(), encoder, FineTuning("cosda", {}, data, {**TRAINING, "max_epochs": 2}, EXTRACTION), DICTIONARIES
     )
     assert result.epochs_run == 2 and info["n_truncated"]["train_switched"] == 0
 
 
 def test_max_train_is_a_seeded_sample(encoder):
     def words(seed: int) -> list:
-        return prepare_slu(_table(), encoder, {}, {"max_train": 4, "seed": seed}, TRAINING, EXTRACTION).train_data.words
+        return prepare_slu(
+            _table(), encoder, FineTuning("zsjoint", {}, {"max_train": 4, "seed": seed}, TRAINING, EXTRACTION)
+        ).train_data.words
 
     assert len(words(0)) == 4 and words(0) == words(0)
-    assert len(prepare_slu(_table(), encoder, {}, {"max_train": 100}, TRAINING, EXTRACTION).train_data.words) == 6
+    assert (
+        len(
+            prepare_slu(
+                _table(), encoder, FineTuning("zsjoint", {}, {"max_train": 100}, TRAINING, EXTRACTION)
+            ).train_data.words
+        )
+        == 6
+    )
 
 
 @pytest.mark.parametrize(
@@ -288,14 +303,14 @@ def test_max_train_is_a_seeded_sample(encoder):
 )
 def test_bad_parameters_are_named(encoder, method, data, dictionaries, message):
     with pytest.raises(ValueError, match=message):
-        prepare_slu(_table(), encoder, method, data, TRAINING, EXTRACTION, dictionaries, name="x")
+        prepare_slu(_table(), encoder, FineTuning("x", method, data, TRAINING, EXTRACTION), dictionaries)
 
 
 def test_bad_training_settings_and_tables_are_named(encoder):
     with pytest.raises(ValueError, match=r"slu.training: unknown key\(s\) \['learning_rate'\]"):
-        prepare_slu(_table(), encoder, {}, {}, {"learning_rate": 1}, EXTRACTION)
+        prepare_slu(_table(), encoder, FineTuning("zsjoint", {}, {}, {"learning_rate": 1}, EXTRACTION))
     with pytest.raises(ValueError, match=r"slu table: missing column\(s\) \['labels'\]"):
-        prepare_slu(_table().drop(columns="labels"), encoder, {}, {}, TRAINING, EXTRACTION)
+        prepare_slu(_table().drop(columns="labels"), encoder, FineTuning("zsjoint", {}, {}, TRAINING, EXTRACTION))
 
 
 def test_method_settings_read_a_methods_entry():
@@ -321,7 +336,9 @@ def test_method_settings_read_a_methods_entry():
 
 
 def test_train_layers_freezes_the_embeddings_and_bottom_layers_and_nothing_below_keeps_a_graph(encoder):
-    run = prepare_slu(_table(), encoder, {}, {"batch_size": 3}, {**TRAINING, "train_layers": 1}, EXTRACTION)
+    run = prepare_slu(
+        _table(), encoder, FineTuning("zsjoint", {}, {"batch_size": 3}, {**TRAINING, "train_layers": 1}, EXTRACTION)
+    )
     layers = run.model.encoder.encoder.layer
     frozen = [n for n, p in run.model.named_parameters() if not p.requires_grad]
     assert frozen and all(n.startswith(("encoder.embeddings.", "encoder.encoder.layer.0.")) for n in frozen)
@@ -340,7 +357,9 @@ def test_train_layers_freezes_the_embeddings_and_bottom_layers_and_nothing_below
     assert all(p.grad is None for n, p in run.model.named_parameters() if n in frozen)
     assert layers[1].attention.self.query.weight.grad is not None
     # the artifact leaves the frozen tensors to the base encoder, and rebuilds the same model
-    model, _, info = train_slu(_table(), encoder, {}, {}, {**TRAINING, "max_epochs": 1, "train_layers": 0}, EXTRACTION)
+    model, _, info = train_slu(
+        _table(), encoder, FineTuning("zsjoint", {}, {}, {**TRAINING, "max_epochs": 1, "train_layers": 0}, EXTRACTION)
+    )
     saved = slu_artifact(model, encoder, method="zsjoint", intents=info["intents"], labels=info["labels"])
     assert not any(k.startswith("encoder.") and "weight" in k for k in saved["state_dict"])
     test = _table().query("partition == 'test'")
@@ -359,11 +378,13 @@ def test_train_layers_freezes_the_embeddings_and_bottom_layers_and_nothing_below
 )
 def test_a_bad_train_layers_is_named(encoder, value, match):
     with pytest.raises(ValueError, match=f"slu.training.{match}"):
-        prepare_slu(_table(), encoder, {}, {}, {**TRAINING, "train_layers": value}, EXTRACTION)
+        prepare_slu(_table(), encoder, FineTuning("zsjoint", {}, {}, {**TRAINING, "train_layers": value}, EXTRACTION))
 
 
 def test_the_kept_checkpoint_info_has_the_dev_scores_and_the_seconds_per_epoch(encoder):
-    _, result, info = train_slu(_table(), encoder, {}, {}, {**TRAINING, "max_epochs": 2}, EXTRACTION)
+    _, result, info = train_slu(
+        _table(), encoder, FineTuning("zsjoint", {}, {}, {**TRAINING, "max_epochs": 2}, EXTRACTION)
+    )
     assert {"dev_exact_match", "dev_intent_accuracy", "dev_slot_f1", "best_epoch", "epochs_run"} <= set(info)
     assert info["train_seconds"] > 0 and info["train_seconds_per_epoch"] == pytest.approx(info["train_seconds"] / 2)
     assert info["train_layers"] is None and info["encoder_parameters"]["frozen"] == 0
@@ -372,7 +393,9 @@ def test_the_kept_checkpoint_info_has_the_dev_scores_and_the_seconds_per_epoch(e
 def test_intent_vectors_are_what_the_intent_head_reads(encoder):
     from language_agnostic.training.slu_predict import intent_vectors
 
-    model, _, info = train_slu(_table(), encoder, {}, {}, {**TRAINING, "max_epochs": 1}, EXTRACTION)
+    model, _, info = train_slu(
+        _table(), encoder, FineTuning("zsjoint", {}, {}, {**TRAINING, "max_epochs": 1}, EXTRACTION)
+    )
     rows = _table()
     vectors = intent_vectors(model, rows, encoder, EXTRACTION, batch_size=3)
     assert vectors.shape == (len(rows), 16) and vectors.dtype == "float32"

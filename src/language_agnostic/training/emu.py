@@ -24,7 +24,7 @@ from language_agnostic.encoders.loading import LoadedEncoder
 from language_agnostic.evaluation.intent_nn import nearest_neighbour_correct
 from language_agnostic.methods.emu import Emu, EmuConfig, class_means, emu_losses
 from language_agnostic.training.emu_data import EmuBatches, sample_per_intent, tokenise
-from language_agnostic.training.finetune import prepared_trainer
+from language_agnostic.training.finetune import FineTuning, prepared_trainer
 from language_agnostic.training.loop import TrainResult, TrainSettings, inference_autocast, train
 
 logger = logging.getLogger(__name__)
@@ -234,28 +234,19 @@ def _new_model(
     return model
 
 
-def prepare_emu(
-    utterances: pd.DataFrame,
-    encoder: LoadedEncoder,
-    method: Mapping[str, Any],
-    data: Mapping[str, Any],
-    training: Mapping[str, Any],
-    extraction: Mapping[str, Any] | None = None,
-    name: str = "emu",
-) -> EmuRun:
+def prepare_emu(utterances: pd.DataFrame, encoder: LoadedEncoder, variant: FineTuning) -> EmuRun:
     """The model, batches, settings and dev scorer of one EMU fine-tuning (:func:`train_emu` trains it).
 
     Args:
         utterances: MASSIVE utterances (``locale, id, partition, utt, intent``).
         encoder: The encoder to start from (not modified: a copy is trained).
-        method: :class:`~language_agnostic.methods.emu.EmuConfig` fields but ``n_intents`` (``loss``, ``alpha``, ...).
-        data: :class:`EmuData` fields.
-        training: ``TrainSettings`` fields (``encoder_lr`` is the encoder's learning rate).
-        extraction: ``embeddings.extraction`` (the prefix and length policy of tokenisation).
-        name: The variant's name (messages and parameters).
+        variant: Its ``method``: :class:`~language_agnostic.methods.emu.EmuConfig` fields but ``n_intents``
+            (``loss``, ``alpha``, ...); ``data``: :class:`EmuData` fields; ``training``: ``TrainSettings``
+            fields (``encoder_lr`` is the encoder's learning rate).
     """
-    settings_data = _emu_data(data)
-    settings = settings_from_params(TrainSettings, training, "emu.training")
+    method, extraction, name = variant.method, variant.extraction, variant.name
+    settings_data = _emu_data(variant.data)
+    settings = settings_from_params(TrainSettings, variant.training, "emu.training")
     locales = settings_data.labelled_locales or (settings_data.training_locale,)
     train_rows, dev_sets = _labelled_rows(utterances, settings_data, locales)
     intents = sorted(set(train_rows["intent"]))

@@ -8,6 +8,7 @@ import inspect
 import logging
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
 
 import torch
@@ -17,6 +18,26 @@ from language_agnostic.training.loop import TrainResult
 logger = logging.getLogger(__name__)
 P = ParamSpec("P")
 Run = TypeVar("Run")
+
+
+@dataclass(frozen=True)
+class FineTuning:
+    """One configured variant of a fine-tuning: the parameter sections every ``prepare_*`` (SLU, LAJoint /
+    LAJ-MCL, EMU) reads besides the data table and the encoder, as the pipeline's node merged them.
+
+    Attributes:
+        name: The variant's name (``<pipeline>.methods.<name>``: messages, parameter paths, ``info["name"]``).
+        method: The method's settings (its config's fields; each ``prepare_*`` says which).
+        data: The data section (``SluData`` or ``EmuData`` fields).
+        training: ``TrainSettings`` fields (SLU: and ``train_layers``).
+        extraction: ``embeddings.extraction`` (prefix, ``max_length``, ``on_too_long``).
+    """
+
+    name: str
+    method: Mapping[str, Any]
+    data: Mapping[str, Any]
+    training: Mapping[str, Any]
+    extraction: Mapping[str, Any] | None = None
 
 
 def prepared_trainer(

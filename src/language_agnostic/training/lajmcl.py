@@ -42,10 +42,11 @@ from language_agnostic.methods.lajoint import (
 from language_agnostic.methods.registry import build_spec
 from language_agnostic.text.code_switch import CodeSwitcher
 from language_agnostic.text.slot_negatives import SlotNegatives, mean_pooled_embedder
-from language_agnostic.training.finetune import freeze_below, trained_state
+from language_agnostic.training.finetune import FineTuning, freeze_below, trained_state
 from language_agnostic.training.lajmcl_data import LajBatches, label_tokenisation, prefix_tokens
 from language_agnostic.training.slu import (
     CodeSwitchSettings,
+    Dictionaries,
     SluRun,
     SluSplit,
     code_switcher,
@@ -166,34 +167,25 @@ def slot_level_negatives(
 
 
 def prepare_lajmcl(
-    table: pd.DataFrame,
-    encoder: LoadedEncoder,
-    method: Mapping[str, Any],
-    data: Mapping[str, Any],
-    training: Mapping[str, Any],
-    extraction: Mapping[str, Any] | None = None,
-    dictionaries: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
-    name: str = "lajmcl",
+    table: pd.DataFrame, encoder: LoadedEncoder, variant: FineTuning, dictionaries: Dictionaries | None = None
 ) -> LajRun:
     """The model, batches, settings and dev scorer of one LAJoint / LAJ-MCL fine-tuning.
 
     Args:
         table: SLU rows (``locale, id, partition, intent, words, labels``).
         encoder: The encoder to start from (not modified: a copy is trained).
-        method: ``slu.methods.<name>`` options (:func:`method_config`). For LAJoint without MCL
-            set ``loss_weights: {utterance: 0, slot_value: 0, word: 0}``.
-        data: :class:`~language_agnostic.training.slu.SluData` fields; MCL needs
-            ``code_switch`` with ``keep_source: true``.
-        training: ``TrainSettings`` fields.
-        extraction: ``embeddings.extraction`` (prefix, ``max_length``, ``on_too_long``).
+        variant: Its ``method``: ``slu.methods.<name>`` options (:func:`method_config`; for LAJoint without
+            MCL ``loss_weights: {utterance: 0, slot_value: 0, word: 0}``); ``data``:
+            :class:`~language_agnostic.training.slu.SluData` fields (MCL needs ``code_switch`` with
+            ``keep_source: true``); ``training``: ``TrainSettings`` fields.
         dictionaries: Language → MUSE dictionary, for ``data.code_switch``.
-        name: The variant's name (messages and parameter paths).
 
     Raises:
         ValueError: missing columns or data, bad settings, or an MCL level on without
             code-switched pairs (naming the parameter).
     """
-    split = slu_split(table, data, training)
+    method, extraction, name = variant.method, variant.extraction, variant.name
+    split = slu_split(table, variant.data, variant.training)
     slots = slot_set(split.labels)
     config, mcl_config, mcl_data, weights = method_config(method, name, len(split.intents), slots, encoder)
     switcher, switch = code_switcher(split.data, dictionaries)

@@ -27,6 +27,7 @@ from language_agnostic.methods.registry import build_spec
 from language_agnostic.methods.slu import WEIGHTS, JointSlu, SluConfig, slu_losses
 from language_agnostic.text.code_switch import CodeSwitcher
 from language_agnostic.training.finetune import (
+    FineTuning,
     freeze_below,
     kept_checkpoint_info,
     prepared_trainer,
@@ -47,6 +48,7 @@ from language_agnostic.training.slu_predict import predict_ids, predict_slu
 
 logger = logging.getLogger(__name__)
 P = ParamSpec("P")
+Dictionaries = Mapping[str, Mapping[str, Sequence[str]]]  # language → MUSE dictionary (word → translations)
 
 DEV_LOSS_ROWS = 256  # the dev loss is only a curve in the history; selection is on the whole dev split's exact match
 REQUIRED_COLUMNS = ("locale", "id", "partition", "intent", "words", "labels")
@@ -173,7 +175,7 @@ def _method_config(
 
 
 def code_switcher(
-    settings: SluData, dictionaries: Mapping[str, Mapping[str, Sequence[str]]] | None
+    settings: SluData, dictionaries: Dictionaries | None
 ) -> tuple[CodeSwitcher | None, CodeSwitchSettings | None]:
     """The CoSDA-ML switcher of ``slu.data.code_switch`` and its settings; ``(None, None)`` without switching.
 
@@ -346,31 +348,22 @@ def slu_batches(
 
 
 def prepare_slu(
-    table: pd.DataFrame,
-    encoder: LoadedEncoder,
-    method: Mapping[str, Any],
-    data: Mapping[str, Any],
-    training: Mapping[str, Any],
-    extraction: Mapping[str, Any] | None = None,
-    dictionaries: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
-    name: str = "zsjoint",
+    table: pd.DataFrame, encoder: LoadedEncoder, variant: FineTuning, dictionaries: Dictionaries | None = None
 ) -> SluRun:
     """The model, batches, settings and dev scorer of one joint SLU fine-tuning (:func:`train_slu` trains it).
 
     Args:
         table: SLU rows (``locale, id, partition, intent, words, labels``: ``corpora.massive_slu.slu_table``).
         encoder: The encoder to start from (not modified: a copy is trained).
-        method: ``slu.methods.<name>`` settings: :class:`~language_agnostic.methods.slu.SluConfig`
+        variant: Its ``method``: ``slu.methods.<name>`` settings: :class:`~language_agnostic.methods.slu.SluConfig`
             fields but the derived ``n_intents``, ``n_labels``, ``encoder_config`` (i.e.
-            ``dropout``, ``ignore_index``), and ``loss_weights`` (``intent``, ``slot``).
-        data: :class:`SluData` fields.
-        training: ``TrainSettings`` fields (``lr`` for the heads, ``encoder_lr``, ``weight_decay``,
-            ``schedule``, ``warmup_ratio``, ...) and ``train_layers`` (:func:`freeze_below`).
-        extraction: ``embeddings.extraction`` (prefix, ``max_length``, ``on_too_long``).
+            ``dropout``, ``ignore_index``), and ``loss_weights`` (``intent``, ``slot``); ``data``:
+            :class:`SluData` fields; ``training``: ``TrainSettings`` fields (``lr`` for the heads, ``encoder_lr``,
+            ``weight_decay``, ``schedule``, ``warmup_ratio``, ...) and ``train_layers`` (:func:`freeze_below`).
         dictionaries: Language → MUSE dictionary (``text.code_switch.load_muse``), for ``data.code_switch``.
-        name: The variant's name (messages and parameter paths).
     """
-    split = slu_split(table, data, training)
+    method, extraction, name = variant.method, variant.extraction, variant.name
+    split = slu_split(table, variant.data, variant.training)
     settings_data, settings, train_rows, dev_rows = split.data, split.settings, split.train_rows, split.dev_rows
     intents, labels, dev_locale = split.intents, split.labels, split.dev_locale
     config, weights = _method_config(method, name, len(intents), len(labels), encoder)

@@ -34,8 +34,9 @@ class SluTrainer:
     """How one kind of SLU model is trained, saved and used.
 
     Attributes:
-        train: ``(table, encoder, method, data, training, extraction, dictionaries, name) ->
-            (model, result, info)`` (:func:`~language_agnostic.training.slu.train_slu`).
+        train: ``(table, encoder, variant, dictionaries) -> (model, result, info)``, ``variant`` a
+            :class:`~language_agnostic.training.finetune.FineTuning`
+            (:func:`~language_agnostic.training.slu.train_slu`).
         artifact: ``(model, encoder, **extra) -> artifact`` (the registry's build spec, the tensors
             fine-tuning changed and ``extra``).
         predict: ``(model, rows, encoder, artifact, extraction, precision) -> (intents, labels)``:

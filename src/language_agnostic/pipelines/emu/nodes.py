@@ -29,6 +29,7 @@ from language_agnostic.reporting.figures import plot_intent_tsne
 from language_agnostic.tracking import log_child_metrics, log_child_run, metric_key
 from language_agnostic.training.emu import EmuData, encode_tokenised, method_settings, train_emu, trained_state
 from language_agnostic.training.emu_data import tokenise
+from language_agnostic.training.finetune import FineTuning
 from language_agnostic.training.loop import history_metrics
 
 logger = logging.getLogger(__name__)
@@ -45,15 +46,10 @@ def train_emu_variant(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Fine-tune the encoder with one ``emu.methods`` entry; the artifact holds what changed."""
     config, training_overrides, data_overrides = method_settings(name, spec)
-    model, result, info = train_emu(
-        utterances,
-        encoder,
-        config,
-        {**dict(data), **data_overrides},
-        {**dict(training), **training_overrides},
-        extraction,
-        name,
+    variant = FineTuning(
+        name, config, {**dict(data), **data_overrides}, {**dict(training), **training_overrides}, extraction
     )
+    model, result, info = train_emu(utterances, encoder, variant)
     options = {**{k: v for k, v in model.config.__dict__.items()}, "encoder_config": model.encoder.config.to_dict()}
     options["training_languages"] = list(options["training_languages"])
     run_id = log_child_run(

@@ -22,6 +22,7 @@ from language_agnostic.reporting.figures import parallel_intent_sample, plot_par
 from language_agnostic.reporting.slu import slu_rows, slu_tables, summary
 from language_agnostic.text.code_switch import code_switch_languages
 from language_agnostic.tracking import log_child_metrics, log_child_run, metric_key
+from language_agnostic.training.finetune import FineTuning
 from language_agnostic.training.lajmcl import MclData
 from language_agnostic.training.loop import history_metrics
 from language_agnostic.training.slu import SluData
@@ -156,7 +157,7 @@ def train_slu_variant(
         }
     training = {**dict(training), **training_overrides}
     kind = trainer(method_kind(spec, name))
-    model, result, info = kind.train(rows, encoder, method, data, training, extraction, dictionaries, name)
+    model, result, info = kind.train(rows, encoder, FineTuning(name, method, data, training, extraction), dictionaries)
     run_id = log_child_run(f"slu/{name}", {"name": name, **method, **training, **data}, result.history)
     artifact = kind.artifact(
         model,
