@@ -13,6 +13,7 @@ probes, reports and plots are written once.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -123,18 +124,12 @@ def evaluation_sets_pipeline(qe_pairs: Sequence[str] | None = None) -> Pipeline:
     )
 
 
-def evaluate_and_log(
-    manifest: Mapping[str, Any],
-    test: pd.DataFrame,
-    identity: Mapping[str, Any],
-    report: Mapping[str, Any],
-    centering: Mapping[str, Any],
-    *heads: Mapping[str, Any],
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """:func:`evaluate_similarity`'s rows and scores; each head's rows also logged to its MLflow child run
-    (evaluation returns numbers only)."""
-    table, scores = evaluate_similarity(manifest, test, identity, report, centering, *heads)
-    for head in heads:
+def evaluate_and_log(*inputs: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`evaluate_similarity` as a node, on its inputs (``manifest, test, identity, report, centering,
+    *heads``): its rows and scores, each head's rows also logged to its MLflow child run (evaluation returns
+    numbers only)."""
+    table, scores = evaluate_similarity(*inputs)
+    for head in inspect.signature(evaluate_similarity).bind(*inputs).arguments.get("heads", ()):
         log_child_metrics(head.get("mlflow_run_id"), table[table["method"] == head_name(head)])
     return table, scores
 
