@@ -159,11 +159,16 @@ def real_massive() -> Path:
 @pytest.fixture(scope="session")
 def tiny_hub_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny BertModel and a WordPiece tokenizer trained in memory, saved like a hub model."""
+    return write_tiny_hub_model(tmp_path_factory.mktemp("tiny-bert"))
+
+
+def write_tiny_hub_model(directory: Path) -> Path:
+    """:func:`tiny_hub_model`'s files written into ``directory`` (also used by
+    ``benchmarks/equivalence/slu_trainer_equivalence.py``)."""
     import torch
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
     from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
 
-    directory = tmp_path_factory.mktemp("tiny-bert")
     corpus = [
         "wake me up at nine am",
         "set an alarm for six",

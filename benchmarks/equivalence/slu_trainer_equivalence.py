@@ -21,6 +21,11 @@ from typing import Any
 import pandas as pd
 import torch
 
+# the tests' tiny encoder (tests/conftest.py imports nothing of the project, so either tree can run this)
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tests.conftest import write_tiny_hub_model  # noqa: E402
+
+# the utterances stay here: a test module imports the project as it is now, not the tree under comparison
 EN = [
     ("1", "train", "alarm_set", "wake me up at nine am", "O O O O B-time I-time"),
     ("2", "train", "alarm_set", "set an alarm for six", "O O O O B-time"),
@@ -45,35 +50,7 @@ TRAINING = {
 SWITCH = {"ratio": 0.9, "languages": ["de"], "seed": 0, "keep_source": True}
 UNTIMED = ("seconds", "train_seconds", "train_seconds_per_epoch", "time")
 # written once and reused by both trees: training the WordPiece vocabulary is not reproducible run to run
-ENCODER = Path(tempfile.gettempdir()) / "slu_trainer_equivalence_encoder"
-
-
-def tiny_encoder(directory: Path) -> Path:
-    """The tests' tiny BERT (2 layers, hidden 16) and WordPiece tokenizer, saved like a hub model."""
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
-    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
-
-    corpus = ["wake me up at nine am", "set an alarm for six", "play some jazz music", "weck mich um neun"] * 3
-    tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
-    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tokenizer.train_from_iterator(
-        corpus, trainers.WordPieceTrainer(vocab_size=120, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
-    )
-    tokenizer.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)]
-    )
-    PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]",
-        mask_token="[MASK]", model_max_length=24,
-    ).save_pretrained(directory)  # fmt: skip
-    torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=tokenizer.get_vocab_size(), hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=32, max_position_embeddings=24, pad_token_id=0,
-    )  # fmt: skip
-    BertModel(config, add_pooling_layer=False).save_pretrained(directory)
-    return directory
+ENCODER = Path(tempfile.gettempdir()) / "slu_trainer_equivalence_tiny_hub_model"
 
 
 def slu_table() -> pd.DataFrame:
@@ -116,7 +93,7 @@ def runs() -> dict[str, dict[str, Any]]:
 
     torch.set_num_threads(1)
     if not (ENCODER / "config.json").is_file():
-        tiny_encoder(ENCODER)
+        write_tiny_hub_model(ENCODER)
     encoder = load_encoder(str(ENCODER))
     table, out = slu_table(), {}
     lam = {"dropout": 0.0, "mcl": {"init_layers": 2, "p_s": 1}}
