@@ -41,6 +41,7 @@ import yaml
 from language_agnostic.datasets.muse import MuseDirectory
 from language_agnostic.encoders.loading import load_encoder
 from language_agnostic.methods.slu import slu_losses
+from language_agnostic.pipelines.config_loader import expand_budgets
 from language_agnostic.text.code_switch import code_switch_languages
 from language_agnostic.training.finetune import FineTuning
 from language_agnostic.training.loop import resolve_precision, train
@@ -68,7 +69,8 @@ def step_seconds(model: torch.nn.Module, kind: str, batch_size: int, repeats: in
 def slu_inputs(raw_data_root: str) -> tuple[dict, dict, pd.DataFrame, object, list[str], dict]:
     """``(slu params, extraction params, SLU rows, the bundled encoder, code-switching languages, their
     MUSE dictionaries)`` as the pipeline has them (also for ``benchmarks/lajmcl_speed.py``)."""
-    params = yaml.safe_load(open("conf/base/parameters_slu.yml"))["slu"]
+    # through the config loader's budget expansion, as a run reads them (`budget: laj` written out)
+    params = expand_budgets(yaml.safe_load(open("conf/base/parameters_slu.yml")))["slu"]
     extraction = yaml.safe_load(open("conf/base/parameters_embeddings.yml"))["embeddings"]["extraction"]
     rows = pd.read_parquet("data/03_primary/massive_slu.parquet")
     rows = rows.assign(words=rows["words"].map(list), labels=rows["labels"].map(list))

@@ -39,6 +39,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from slu_speed import slu_inputs
 
+from language_agnostic.pipelines.config_loader import expand_budgets
 from language_agnostic.training.finetune import FineTuning
 from language_agnostic.training.lajmcl import train_lajmcl
 from language_agnostic.training.slu import train_slu
@@ -83,7 +84,11 @@ def add_env_methods(params: dict[str, Any], env: str | None) -> None:
     """Add (or replace) ``params["methods"]`` with ``slu.methods`` of ``conf/<env>/parameters_slu.yml``."""
     if env:
         with open(f"conf/{env}/parameters_slu.yml", encoding="utf-8") as file:
-            params["methods"].update(yaml.safe_load(file)["slu"]["methods"])
+            methods = dict(yaml.safe_load(file)["slu"]["methods"])
+        methods.pop("_replace", None)
+        # each `budget:` written out from conf/base's slu.budgets, as the config loader does for a run
+        block = {"slu": {"budgets": params.get("budgets") or {}, "methods": methods}}
+        params["methods"].update(expand_budgets(block)["slu"]["methods"])
 
 
 def main() -> None:
