@@ -33,9 +33,7 @@ def main(epochs: int = 3) -> None:
     for epoch in range(epochs):
         start = time.perf_counter()
         for batch in batches.batches(epoch, torch.Generator().manual_seed(epoch)):
-            losses = dream_losses(
-                model, batch["s"], batch["t"], batch["s2"], batch["t2"], batch["s_lang"], batch["t_lang"]
-            )
+            losses = dream_losses(model, batch)
             optimiser.zero_grad()
             losses["total"].backward()
             optimiser.step()

@@ -25,7 +25,8 @@ def _halving_model() -> Dream:
 def test_losses_by_hand():
     s, t = torch.tensor([[1.0, 0.0]]), torch.tensor([[1.0, 0.0]])
     s2, t2 = torch.tensor([[0.0, 1.0]]), torch.tensor([[-1.0, 0.0]])
-    losses = dream_losses(_halving_model(), s, t, s2, t2, torch.tensor([0]), torch.tensor([1]))
+    batch = {"s": s, "t": t, "s2": s2, "t2": t2, "s_lang": torch.tensor([0]), "t_lang": torch.tensor([1])}
+    losses = dream_losses(_halving_model(), batch)
     assert losses["reconstruction"].item() == 0.0  # e/2 + e/2 = e
     # parallel: 1 - cos = 0; random: max(0, cos(s, s2) = 0) + max(0, cos(t, t2) = -1) = 0
     assert losses["meaning"].item() == 0.0
@@ -35,9 +36,7 @@ def test_losses_by_hand():
     assert losses["language_id"].item() == pytest.approx(math.log(2))
     assert losses["language_push"].item() == pytest.approx(1.0)  # cos(s_L, t_L) = 1, left out by default
     assert losses["total"].item() == pytest.approx(3.0 + math.log(2))
-    weighted = dream_losses(
-        _halving_model(), s, t, s2, t2, torch.tensor([0]), torch.tensor([1]), {"language_push": 0.5, "language": 0.0}
-    )
+    weighted = dream_losses(_halving_model(), batch, {"language_push": 0.5, "language": 0.0})
     assert weighted["total"].item() == pytest.approx(0.5)
 
 
@@ -57,7 +56,8 @@ def test_meaning_loss_hinges_at_zero():
 def test_bad_weights_and_activation():
     with pytest.raises(ValueError, match=r"unknown DREAM loss weight\(s\) \['contrast'\]"):
         x = torch.zeros(1, 2)
-        dream_losses(_halving_model(), x, x, x, x, torch.tensor([0]), torch.tensor([0]), {"contrast": 1.0})
+        batch = {"s": x, "t": x, "s2": x, "t2": x, "s_lang": torch.tensor([0]), "t_lang": torch.tensor([0])}
+        dream_losses(_halving_model(), batch, {"contrast": 1.0})
     with pytest.raises(ValueError, match="activation must be one of"):
         Dream(4, 2, activation="swish")
 
@@ -70,9 +70,10 @@ def test_dream_infonce_replaces_only_the_meaning_loss():
     torch.manual_seed(0)
     model = Dream(4, 2)
     s, t, s2, t2 = (torch.randn(3, 4) for _ in range(4))
-    ids = (torch.zeros(3, dtype=torch.long), torch.ones(3, dtype=torch.long))
-    pairwise = dream_losses(model, s, t, s2, t2, *ids)
-    infonce = dream_losses(model, s, t, s2, t2, *ids, meaning="infonce", temperature=1.0)
+    batch = {"s": s, "t": t, "s2": s2, "t2": t2, "s_lang": torch.zeros(3, dtype=torch.long)}
+    batch["t_lang"] = torch.ones(3, dtype=torch.long)
+    pairwise = dream_losses(model, batch)
+    infonce = dream_losses(model, batch, meaning="infonce", temperature=1.0)
     for part in ("reconstruction", "language_similarity", "language_id"):
         assert infonce[part] == pairwise[part]
     s_m, t_m = model(s)[0].detach(), model(t)[0].detach()
@@ -87,4 +88,4 @@ def test_dream_infonce_replaces_only_the_meaning_loss():
     )
     assert infonce["meaning"].item() == pytest.approx(float(by_hand), abs=1e-5)
     with pytest.raises(ValueError, match="meaning must be 'pairwise' or 'infonce'"):
-        dream_losses(model, s, t, s2, t2, *ids, meaning="triplet")
+        dream_losses(model, batch, meaning="triplet")

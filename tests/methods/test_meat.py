@@ -26,7 +26,7 @@ def _half_model() -> Meat:
 
 def test_losses_by_hand():
     s, t = torch.tensor([[1.0, 0.0]]), torch.tensor([[1.0, 1.0]])
-    losses = meat_losses(_half_model(), s, t, torch.tensor([0]), torch.tensor([1]))
+    losses = meat_losses(_half_model(), {"s": s, "t": t, "s_lang": torch.tensor([0]), "t_lang": torch.tensor([1])})
     assert losses["reconstruction"].item() == pytest.approx(0.0, abs=1e-7)  # e/2 + e/2 = e
     # 1 - cos(s, t/2 + s/2) twice: cos([1,0], [1, .5]) = 1/sqrt(1.25); cos([1,1], [1, .5]) = 1.5/sqrt(2*1.25)
     expected_cross = (1 - 1 / math.sqrt(1.25)) + (1 - 1.5 / math.sqrt(2.5))
@@ -66,7 +66,7 @@ def test_alternating_training_updates_both_sides():
     dev_data = _Pairs(QuadrupletBatches(src[160:], tgt[160:], ids[0][160:], ids[1][160:], batch_size=32, shuffle=False))
     result = train(
         model,
-        lambda m, b: meat_losses(m, b["s"], b["t"], b["s_lang"], b["t_lang"]),
+        lambda m, b: meat_losses(m, b),
         train_data,
         dev_data,
         TrainSettings(lr=1e-2, max_epochs=3, patience=3, progress=False),
@@ -89,7 +89,7 @@ def test_adversarial_model_needs_an_adversary_loss():
     )
 
     def without_adversary(m, b):
-        losses = meat_losses(m, b["s"], b["t"], b["s_lang"], b["t_lang"])
+        losses = meat_losses(m, b)
         return {k: v for k, v in losses.items() if k != "adversary"}
 
     with pytest.raises(ValueError, match="the model has adversary parameters but the loss has no 'adversary' term"):
@@ -114,7 +114,7 @@ def test_discriminator_steps_first_and_the_heads_see_it_updated():
     def recording(m, b):
         if m.training:
             seen.append((m.discriminator.weight.detach().clone(), m.meaning.weight.detach().clone()))
-        return meat_losses(m, b["s"], b["t"], b["s_lang"], b["t_lang"])
+        return meat_losses(m, b)
 
     train(model, recording, data, data, TrainSettings(lr=0.1, max_epochs=1, patience=1, progress=False))
     (d_before, m_before), (d_for_heads, m_for_heads) = seen  # one batch: two forwards

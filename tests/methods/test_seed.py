@@ -30,7 +30,8 @@ def test_losses_by_hand():
     # meaning = language = e / 2
     s, t = torch.tensor([[1.0, 0.0]]), torch.tensor([[1.0, 0.0]])
     s2, t2 = torch.tensor([[0.0, 1.0]]), torch.tensor([[-1.0, 0.0]])
-    losses = seed_losses(_half_model(), s, t, s2, t2)
+    batch = {"s": s, "t": t, "s2": s2, "t2": t2}
+    losses = seed_losses(_half_model(), batch)
     # L_M = 2(1 - 1) + max(0, 0) + max(0, -1) = 0
     assert losses["meaning"].item() == pytest.approx(0.0)
     # L_L = (1 - cos(s, s2)) + (1 - cos(t, t2)) = 1 + 2
@@ -40,11 +41,11 @@ def test_losses_by_hand():
     expected = 1 + 1 + 2 - 2**-0.5 - 0.0 + 2 - 1 - 1
     assert losses["cross"].item() == pytest.approx(expected, abs=1e-6)
     assert losses["total"].item() == pytest.approx(3.0 + expected, abs=1e-6)
-    only_meaning = seed_losses(_half_model(), s, t, s2, t2, {"language": 0.0, "cross": 0.0})
+    only_meaning = seed_losses(_half_model(), batch, {"language": 0.0, "cross": 0.0})
     assert only_meaning["total"].item() == pytest.approx(0.0)
 
 
 def test_unknown_weight():
     x = torch.zeros(1, 2)
     with pytest.raises(ValueError, match=r"unknown SEED loss weight\(s\) \['reconstruction'\]"):
-        seed_losses(_half_model(), x, x, x, x, {"reconstruction": 1.0})
+        seed_losses(_half_model(), {"s": x, "t": x, "s2": x, "t2": x}, {"reconstruction": 1.0})

@@ -128,7 +128,7 @@ def test_training_dream_is_deterministic_and_lowers_dev_loss():
         dev = QuadrupletBatches(source[240:], target[240:], ids[0][240:], ids[1][240:], batch_size=32, shuffle=False)
         result = train(
             model,
-            lambda m, b: dream_losses(m, b["s"], b["t"], b["s2"], b["t2"], b["s_lang"], b["t_lang"]),
+            lambda m, b: dream_losses(m, b),
             data,
             dev,
             TrainSettings(lr=1e-2, max_epochs=15, patience=3, seed=7, progress=False),

@@ -57,7 +57,7 @@ def _dream(seed: int = 0) -> tuple[Dream, QuadrupletBatches, QuadrupletBatches]:
 
 
 def _dream_loss(model: torch.nn.Module, b: dict) -> dict:
-    return dream_losses(model, b["s"], b["t"], b["s2"], b["t2"], b["s_lang"], b["t_lang"])
+    return dream_losses(model, b)
 
 
 def test_a_head_on_two_processes_is_one_process_accumulating_two_batches():

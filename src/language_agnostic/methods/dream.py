@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from language_agnostic.methods.contrastive import info_nce
-from language_agnostic.methods.losses import with_default_weights
+from language_agnostic.methods.losses import Batch, with_default_weights
 
 ACTIVATIONS = {"none": nn.Identity, "relu": nn.ReLU, "tanh": nn.Tanh, "gelu": nn.GELU}
 DEFAULT_WEIGHTS = {"reconstruction": 1.0, "meaning": 1.0, "language": 1.0, "language_push": 0.0}
@@ -80,12 +80,7 @@ def language_push_loss(s_l: torch.Tensor, t_l: torch.Tensor) -> torch.Tensor:
 
 def dream_losses(
     model: Dream,
-    s: torch.Tensor,
-    t: torch.Tensor,
-    s2: torch.Tensor,
-    t2: torch.Tensor,
-    s_lang: torch.Tensor,
-    t_lang: torch.Tensor,
+    batch: Batch,
     weights: Mapping[str, float] | None = None,
     meaning: str = "pairwise",
     temperature: float = 0.05,
@@ -94,9 +89,9 @@ def dream_losses(
 
     Args:
         model: The DREAM heads.
-        s, t: Embeddings of a parallel pair, ``(batch, dim)`` each.
-        s2, t2: Random sentences in the languages of ``s`` and ``t``.
-        s_lang, t_lang: Language ids (``(batch,)`` long) of ``s`` and ``t``.
+        batch: ``s``, ``t`` (a parallel pair, ``(batch, dim)`` each), ``s2``, ``t2`` (random
+            sentences in the languages of ``s`` and ``t``), ``s_lang``, ``t_lang`` (language ids,
+            ``(batch,)`` long, of ``s`` and ``t``).
         weights: ``reconstruction``, ``meaning``, ``language``, ``language_push``.
         meaning: ``pairwise`` (eq. 5-7) or ``infonce`` (in-batch InfoNCE at ``temperature``;
             ``s2``/``t2`` then serve only the language loss).
@@ -108,6 +103,7 @@ def dream_losses(
     w = with_default_weights(weights, DEFAULT_WEIGHTS, "DREAM")
     if meaning not in ("pairwise", "infonce"):
         raise ValueError(f"meaning must be 'pairwise' or 'infonce', got {meaning!r}")
+    s, t, s2, t2 = (batch[k] for k in ("s", "t", "s2", "t2"))
     (s_m, s_l), (t_m, t_l), (s2_m, s2_l), (t2_m, t2_l) = (model(x) for x in (s, t, s2, t2))
     reconstruction = (
         sum(
@@ -121,7 +117,10 @@ def dream_losses(
         "meaning": meaning_loss(s_m, t_m, s2_m, t2_m) if meaning == "pairwise" else info_nce(s_m, t_m, temperature),
         "language_similarity": language_similarity_loss(s_l, t_l, s2_l, t2_l),
         # eq. 10-11 on both sides of the pair
-        "language_id": (F.cross_entropy(model.identify(s_l), s_lang) + F.cross_entropy(model.identify(t_l), t_lang))
+        "language_id": (
+            F.cross_entropy(model.identify(s_l), batch["s_lang"])
+            + F.cross_entropy(model.identify(t_l), batch["t_lang"])
+        )
         / 2,
         "language_push": language_push_loss(s_l, t_l),
     }

@@ -2,8 +2,8 @@
 the loss-weight checks every method shares.
 
 A method's losses function is ``losses(model, batch, weights, options) -> {name: tensor, ..., "total"}``;
-the fine-tuning methods (EMU, SLU, LAJoint, LAJ-MCL) are written to it directly, the heads over
-sentence vectors (DREAM, MEAT, SEED) take named tensors and the registry adapts them.
+the fine-tuning methods (EMU, SLU, LAJoint, LAJ-MCL) are written to it directly; the heads over
+sentence vectors (DREAM, MEAT, SEED) take ``(model, batch, weights)`` and the registry adds their options.
 """
 
 from __future__ import annotations

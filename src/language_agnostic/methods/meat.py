@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from language_agnostic.methods.losses import with_default_weights
+from language_agnostic.methods.losses import Batch, with_default_weights
 
 DEFAULT_WEIGHTS = {"reconstruction": 1.0, "cross_reconstruction": 1.0, "language_push": 1.0, "uniform": 1.0}
 
@@ -52,21 +52,15 @@ def uniform_cross_entropy(logits: torch.Tensor) -> torch.Tensor:
     return -F.log_softmax(logits, dim=-1).mean(dim=-1).mean()
 
 
-def meat_losses(
-    model: Meat,
-    s: torch.Tensor,
-    t: torch.Tensor,
-    s_lang: torch.Tensor,
-    t_lang: torch.Tensor,
-    weights: Mapping[str, float] | None = None,
-) -> dict[str, torch.Tensor]:
-    """MEAT's losses for a batch of parallel pairs.
+def meat_losses(model: Meat, batch: Batch, weights: Mapping[str, float] | None = None) -> dict[str, torch.Tensor]:
+    """MEAT's losses for a batch of parallel pairs ``s``, ``t`` with language ids ``s_lang``, ``t_lang``.
 
     Returns:
         The parts, ``total`` (the heads' objective) and ``adversary`` (the discriminator's
         cross-entropy on detached meaning embeddings).
     """
     w = with_default_weights(weights, DEFAULT_WEIGHTS, "MEAT")
+    s, t = batch["s"], batch["t"]
     (s_m, s_l), (t_m, t_l) = model(s), model(t)
     cos = F.cosine_similarity
     losses = {
@@ -76,7 +70,7 @@ def meat_losses(
         "uniform": uniform_cross_entropy(model.discriminator(s_m)) + uniform_cross_entropy(model.discriminator(t_m)),
     }
     losses["total"] = sum(w[k] * v for k, v in losses.items())
-    losses["adversary"] = F.cross_entropy(model.discriminator(s_m.detach()), s_lang) + F.cross_entropy(
-        model.discriminator(t_m.detach()), t_lang
+    losses["adversary"] = F.cross_entropy(model.discriminator(s_m.detach()), batch["s_lang"]) + F.cross_entropy(
+        model.discriminator(t_m.detach()), batch["t_lang"]
     )
     return losses

@@ -102,13 +102,16 @@ def _temperature(options: Options) -> float:
     return float(options.get("temperature", 0.05))
 
 
+def _meaning_language_head(name: str, **fields: Any) -> Method:
+    """A head over pooled sentence vectors whose model returns ``(meaning, language)`` (DREAM, MEAT, SEED)."""
+    return Method(name, "vectors", encode=_meaning_language, **fields)
+
+
 METHODS: dict[str, Method] = {
-    "dream": Method(
+    "dream": _meaning_language_head(
         "dream",
-        "vectors",
         build=_dream,
-        losses=lambda m, b, w, o: dream_losses(m, b["s"], b["t"], b["s2"], b["t2"], b["s_lang"], b["t_lang"], w),
-        encode=_meaning_language,
+        losses=lambda m, b, w, o: dream_losses(m, b, w),
         options=("activation",),
         description="Tiyajamorn et al. 2021: meaning/language MLPs, reconstruction, pairwise meaning loss",
         roles=(SIMILARITY_HEAD, POOLED_HEAD),
@@ -123,42 +126,25 @@ METHODS: dict[str, Method] = {
         description="one identity-initialised linear map trained with InfoNCE (control for fmda-infonce)",
         roles=(POOLED_HEAD,),
     ),
-    "dream-infonce": Method(
+    "dream-infonce": _meaning_language_head(
         "dream-infonce",
-        "vectors",
         build=_dream,
-        losses=lambda m, b, w, o: dream_losses(
-            m,
-            b["s"],
-            b["t"],
-            b["s2"],
-            b["t2"],
-            b["s_lang"],
-            b["t_lang"],
-            w,
-            meaning="infonce",
-            temperature=_temperature(o),
-        ),
-        encode=_meaning_language,
+        losses=lambda m, b, w, o: dream_losses(m, b, w, meaning="infonce", temperature=_temperature(o)),
         options=("activation", "temperature"),
         description="DREAM with its meaning loss replaced by in-batch InfoNCE (control for fmda-infonce)",
         roles=(POOLED_HEAD,),
     ),
-    "meat": Method(
+    "meat": _meaning_language_head(
         "meat",
-        "vectors",
         build=lambda dim, n, o: Meat(dim, n),
-        losses=lambda m, b, w, o: meat_losses(m, b["s"], b["t"], b["s_lang"], b["t_lang"], w),
-        encode=_meaning_language,
+        losses=lambda m, b, w, o: meat_losses(m, b, w),
         description="MEAT: meaning/language heads against an adversarial language discriminator",
         roles=(SIMILARITY_HEAD,),
     ),
-    "seed": Method(
+    "seed": _meaning_language_head(
         "seed",
-        "vectors",
         build=lambda dim, n, o: Seed(dim),
-        losses=lambda m, b, w, o: seed_losses(m, b["s"], b["t"], b["s2"], b["t2"], w),
-        encode=_meaning_language,
+        losses=lambda m, b, w, o: seed_losses(m, b, w),
         description="SEED: one meaning map, language = e - meaning",
         roles=(SIMILARITY_HEAD,),
     ),

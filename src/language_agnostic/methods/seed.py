@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from language_agnostic.methods.losses import with_default_weights
+from language_agnostic.methods.losses import Batch, with_default_weights
 
 DEFAULT_WEIGHTS = {"meaning": 1.0, "language": 1.0, "cross": 1.0}
 
@@ -42,23 +42,17 @@ def _cos(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return F.cosine_similarity(a, b, dim=-1)
 
 
-def seed_losses(
-    model: Seed,
-    s: torch.Tensor,
-    t: torch.Tensor,
-    s2: torch.Tensor,
-    t2: torch.Tensor,
-    weights: Mapping[str, float] | None = None,
-) -> dict[str, torch.Tensor]:
+def seed_losses(model: Seed, batch: Batch, weights: Mapping[str, float] | None = None) -> dict[str, torch.Tensor]:
     """SEED's three losses (eq. 4-6) and their weighted sum (eq. 3), batch means.
 
     Args:
         model: The meaning network.
-        s, t: A parallel pair ``(batch, dim)``.
-        s2, t2: Random sentences in the languages of ``s`` and ``t``.
+        batch: ``s``, ``t`` (a parallel pair, ``(batch, dim)``) and ``s2``, ``t2`` (random
+            sentences in the languages of ``s`` and ``t``).
         weights: ``meaning``, ``language``, ``cross`` (all 1 in the paper).
     """
     w = with_default_weights(weights, DEFAULT_WEIGHTS, "SEED")
+    s, t, s2, t2 = (batch[k] for k in ("s", "t", "s2", "t2"))
     (s_m, s_l), (t_m, t_l), (s2_m, s2_l), (t2_m, t2_l) = (model(x) for x in (s, t, s2, t2))
     meaning = 2 * (1 - _cos(s_m, t_m)) + _cos(s_m, s2_m).clamp(min=0) + _cos(t_m, t2_m).clamp(min=0)
     language = (1 - _cos(s_l, s2_l)) + (1 - _cos(t_l, t2_l))
