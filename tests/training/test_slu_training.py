@@ -418,3 +418,24 @@ def test_every_slu_model_of_the_registry_has_its_trainer_and_no_other():
         method_kind({"method": "dream"}, "x")
     with pytest.raises(ValueError, match=r"no SLU trainer for method 'dream'; known: \['lajoint', 'slu'\]"):
         trainer("dream")
+
+
+def test_training_data_log_line(caplog: pytest.LogCaptureFixture) -> None:
+    from language_agnostic.training.slu import log_training_data
+
+    info = {
+        "name": "lajmcl",
+        "n_train": 12,
+        "training_locale": "en-US",
+        "intents": ["a", "b"],
+        "labels": ["O", "B-x", "I-x"],
+        "dev_locale": "en-US",
+        "n_dev": 4,
+        "code_switch": None,
+    }
+    with caplog.at_level("INFO", logger="language_agnostic.training.slu"):
+        log_training_data("lajmcl", info, slots=1, **{"MCL levels": ["word"]})
+    assert caplog.messages == [
+        "lajmcl lajmcl: 12 en-US train utterances (2 intents, 3 labels), dev en-US (4), code-switch None, "
+        "slots 1, MCL levels ['word']"
+    ]

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
@@ -50,15 +49,15 @@ from language_agnostic.training.slu import (
     SluRun,
     SluSplit,
     code_switcher,
+    log_training_data,
     slu_batches,
     slu_split,
     slu_trainer,
+    split_loss_weights,
     switch_info,
 )
 from language_agnostic.training.slu_data import labels_of, words_of
 from language_agnostic.training.slu_predict import first_token_states, predict_names, prediction_tokens
-
-logger = logging.getLogger(__name__)
 
 MCL_LEVELS = ("utterance", "slot_value", "word")
 
@@ -115,11 +114,7 @@ def method_config(
         ValueError: an unknown key or weight, or a bad value, naming ``slu.methods.<name>...``.
     """
     where = f"slu.methods.{name}"
-    options = dict(method)
-    weights = dict(options.pop("loss_weights", None) or {})
-    bad = sorted(set(weights) - set(WEIGHTS))
-    if bad:
-        raise ValueError(f"{where}.loss_weights: unknown {bad}; known: {list(WEIGHTS)}")
+    options, weights = split_loss_weights(method, WEIGHTS, where)
     # every MclConfig field is a method option: a field added there needs no edit here or in the artifact
     mcl_config = MclConfig(**{f.name: options.pop(f.name) for f in fields(MclConfig) if f.name in options})
     mcl_data = settings_from_params(MclData, dict(options.pop("mcl", None) or {}), f"{where}.mcl")
@@ -231,7 +226,8 @@ def prepare_lajmcl(
         "train_layers": split.train_layers,
         "encoder_parameters": parameters,
     }
-    _log_lajmcl(info)
+    details = {"slots": len(info["slots"]), "MCL levels": info["mcl_levels"], "train_layers": info["train_layers"]}
+    log_training_data("lajmcl", info, **details)
     predict = functools.partial(_predict_dev, encoder=encoder, info=info, extraction=extraction)
     loss_fn = lajmcl_loss_fn(weights)
     return LajRun(
@@ -261,20 +257,6 @@ def _predict_dev(
     """:func:`predict_lajmcl` with the intents, labels and slots ``info`` records (the dev split after training)."""
     names = (info["intents"], info["labels"], len(info["slots"]))
     return predict_lajmcl(model, rows, encoder, *names, extraction, precision=precision)
-
-
-def _log_lajmcl(info: Mapping[str, Any]) -> None:
-    logger.info(
-        "lajmcl %s: %d %s train utterances (%d intents, %d slots), MCL levels %s, code-switch %s, train_layers %s",
-        info["name"],
-        info["n_train"],
-        info["training_locale"],
-        len(info["intents"]),
-        len(info["slots"]),
-        info["mcl_levels"],
-        info["code_switch"],
-        info["train_layers"],
-    )
 
 
 def slot_set(labels: Sequence[str]) -> list[str]:

@@ -159,15 +159,27 @@ def slu_trainer(prepare: Callable[P, SluRun]) -> Callable[P, tuple[torch.nn.Modu
     return prepared_trainer(prepare, fine_tune)
 
 
+def split_loss_weights(
+    method: Mapping[str, Any], known: Sequence[str], where: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A ``slu.methods`` entry's settings without ``loss_weights``, and its loss weights.
+
+    Raises:
+        ValueError: a weight not in ``known``, naming ``<where>.loss_weights`` and the known ones.
+    """
+    options = dict(method)
+    weights = dict(options.pop("loss_weights", None) or {})
+    bad = sorted(set(weights) - set(known))
+    if bad:
+        raise ValueError(f"{where}.loss_weights: unknown {bad}; known: {list(known)}")
+    return options, weights
+
+
 def _method_config(
     method: Mapping[str, Any], name: str, n_intents: int, n_labels: int, encoder: LoadedEncoder
 ) -> tuple[SluConfig, dict[str, float]]:
     where = f"slu.methods.{name}"
-    fields = dict(method)
-    weights = dict(fields.pop("loss_weights", None) or {})
-    bad = sorted(set(weights) - set(WEIGHTS))
-    if bad:
-        raise ValueError(f"{where}.loss_weights: unknown {bad}; known: {list(WEIGHTS)}")
+    fields, weights = split_loss_weights(method, WEIGHTS, where)
     config = settings_from_params(
         SluConfig, fields, where, n_intents=n_intents, n_labels=n_labels, encoder_config=encoder.model.config.to_dict()
     )
@@ -396,7 +408,7 @@ def prepare_slu(
     }
     if switcher is not None:
         info["code_switch"]["coverage"] = switcher.coverage(train_data.words)
-    _log_slu(info, settings.encoder_lr)
+    log_training_data("slu", info, **{"encoder lr": settings.encoder_lr})
 
     def predict(model: torch.nn.Module, rows: pd.DataFrame, precision: str) -> tuple[list[str], list[list[str]]]:
         return predict_slu(model, rows, encoder, intents, labels, extraction, precision=precision)
@@ -405,9 +417,11 @@ def prepare_slu(
     return SluRun(model, train_data, dev_data, settings, dev_score, weights, info, loss_fn, predict, dev_rows)
 
 
-def _log_slu(info: Mapping[str, Any], encoder_lr: float | None) -> None:
+def log_training_data(kind: str, info: Mapping[str, Any], **details: Any) -> None:
+    """One log line on what an SLU / LAJoint fine-tuning trains on (its ``info``), then ``details``."""
     logger.info(
-        "slu %s: %d %s train utterances (%d intents, %d labels), dev %s (%d), code-switch %s, encoder lr %s",
+        "%s %s: %d %s train utterances (%d intents, %d labels), dev %s (%d), code-switch %s%s",
+        kind,
         info["name"],
         info["n_train"],
         info["training_locale"],
@@ -416,7 +430,7 @@ def _log_slu(info: Mapping[str, Any], encoder_lr: float | None) -> None:
         info["dev_locale"],
         info["n_dev"],
         info["code_switch"],
-        encoder_lr,
+        "".join(f", {key} {value}" for key, value in details.items()),
     )
 
 
