@@ -7,8 +7,10 @@ name and nothing is read up front (as ``ArchiveMembers`` does for archives).
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from kedro.io import AbstractDataset, DatasetError
 
@@ -16,6 +18,8 @@ from language_agnostic.corpora.errors import MissingRawDataError, decode_text, m
 from language_agnostic.datasets.archive import LazyTexts
 from language_agnostic.encoders.loading import load_encoder
 from language_agnostic.methods.trained import read_artifact
+
+T = TypeVar("T")
 
 
 class DirectoryFiles(LazyTexts):
@@ -113,18 +117,39 @@ class ModelShelf:
         return load_encoder(str(self.path(relative)))
 
 
-class TrainedModelsDataset(AbstractDataset[None, ModelShelf]):
-    """``data/06_models`` as a :class:`ModelShelf`; an absent directory is an empty shelf (a fresh clone has none)."""
+class DirectoryHandleDataset(AbstractDataset[None, T]):
+    """A directory handed to nodes as one object that reads (and writes) it itself, never saved whole.
+
+    A subclass names the object (``opens``, called with the path) and why the catalog does not
+    save it (``not_saved``).
+    """
+
+    opens: Callable[[str], T]
+    not_saved: str
 
     def __init__(self, path: str, metadata: dict[str, Any] | None = None) -> None:
         self._path = path
         self.metadata = metadata
 
-    def load(self) -> ModelShelf:
-        return ModelShelf(self._path)
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # Kedro records a dataset's settings (``_init_config``) by wrapping each class's own __init__;
+        # an inherited, already wrapped one would be recorded as {"args", "kwargs"}: wrap the original
+        if "__init__" not in cls.__dict__:
+            cls.__init__ = inspect.unwrap(cls.__init__)  # type: ignore[method-assign]
+        super().__init_subclass__(**kwargs)
 
-    def save(self, data: ModelShelf) -> None:
-        raise DatasetError("trained models are written by the pipelines that train them, not saved as a shelf")
+    def load(self) -> T:
+        return type(self).opens(self._path)
+
+    def save(self, data: T) -> None:
+        raise DatasetError(self.not_saved)
 
     def _describe(self) -> dict[str, Any]:
         return {"path": self._path}
+
+
+class TrainedModelsDataset(DirectoryHandleDataset[ModelShelf]):
+    """``data/06_models`` as a :class:`ModelShelf`; an absent directory is an empty shelf (a fresh clone has none)."""
+
+    opens = ModelShelf
+    not_saved = "trained models are written by the pipelines that train them, not saved as a shelf"

@@ -8,28 +8,19 @@ from typing import Any
 
 from kedro.io import AbstractDataset, DatasetError
 
+from language_agnostic.datasets.directory import DirectoryHandleDataset
 from language_agnostic.encoders.extraction import EmbeddingSet, EmbeddingStore
 
 
-class EmbeddingStoreDataset(AbstractDataset[None, EmbeddingStore]):
+class EmbeddingStoreDataset(DirectoryHandleDataset[EmbeddingStore]):
     """The embedding cache directory (``data/04_feature/embeddings``) as an ``EmbeddingStore``.
 
     Extraction nodes take the store as an input and decide themselves what to encode: an
     entry whose key matches is reused, so a rerun with unchanged inputs encodes nothing.
     """
 
-    def __init__(self, path: str, metadata: dict[str, Any] | None = None) -> None:
-        self._path = path
-        self.metadata = metadata
-
-    def load(self) -> EmbeddingStore:
-        return EmbeddingStore(self._path)
-
-    def save(self, data: EmbeddingStore) -> None:
-        raise DatasetError("the embedding store is written by extraction nodes, not saved as a whole")
-
-    def _describe(self) -> dict[str, Any]:
-        return {"path": self._path}
+    opens = EmbeddingStore
+    not_saved = "the embedding store is written by extraction nodes, not saved as a whole"
 
 
 class EmbeddingManifestDataset(AbstractDataset[dict[str, Any], dict[str, Any]]):
