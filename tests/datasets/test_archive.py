@@ -52,3 +52,34 @@ def test_raw_data_is_read_only(tmp_path: Path):
     dataset = TarArchiveDataset(str(path), "MASSIVE 1.1 tarball")
     with pytest.raises(DatasetError, match="raw data and read-only"):
         dataset.save(dataset.load())
+
+
+def test_datasets_that_inherit_init_keep_their_settings_by_name(tmp_path: Path) -> None:
+    # Kedro's `kedro catalog` / viz show _init_config(); an inherited __init__ used to give {"args", "kwargs"}
+    from language_agnostic.datasets.archive import ZipArchiveDataset
+    from language_agnostic.datasets.directory import TrainedModelsDataset
+    from language_agnostic.datasets.embeddings import EmbeddingStoreDataset
+
+    zipped = ZipArchiveDataset(str(tmp_path / "sts.zip"), description="STS17", source_url="https://x")
+    assert zipped._init_config() == {
+        "type": "language_agnostic.datasets.archive.ZipArchiveDataset",
+        "filepath": str(tmp_path / "sts.zip"),
+        "description": "STS17",
+        "source_url": "https://x",
+        "encoding": "utf-8",
+    }
+    store, shelf = EmbeddingStoreDataset(str(tmp_path / "store")), TrainedModelsDataset(str(tmp_path / "models"))
+    assert store._init_config() == {
+        "type": f"{EmbeddingStoreDataset.__module__}.EmbeddingStoreDataset",
+        "path": str(tmp_path / "store"),
+    }
+    assert shelf._init_config() == {
+        "type": f"{TrainedModelsDataset.__module__}.TrainedModelsDataset",
+        "path": str(tmp_path / "models"),
+    }
+    assert store.load().root == tmp_path / "store"
+    assert shelf.load().root == tmp_path / "models"
+    with pytest.raises(DatasetError, match="the embedding store is written by extraction nodes"):
+        store.save(store.load())
+    with pytest.raises(DatasetError, match="trained models are written by the pipelines that train them"):
+        shelf.save(shelf.load())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import tarfile
 import zipfile
 from collections.abc import Callable, Iterator, Mapping
@@ -59,7 +60,22 @@ class ArchiveMembers(LazyTexts):
             return decode_text(handle.read(), f"{self.source}:{name}", self._encoding)
 
 
-class TarArchiveDataset(AbstractDataset[None, ArchiveMembers]):
+class KeepsInitSettings:
+    """Mixin for a dataset class whose subclasses inherit its ``__init__``.
+
+    Kedro records a dataset's settings (``_init_config``, shown by ``kedro catalog``) by wrapping each
+    class's own ``__init__``; an inherited, already wrapped one would be recorded as ``{"args", "kwargs"}``.
+    A subclass without its own ``__init__`` gets the original to wrap instead. List it before
+    ``AbstractDataset`` among the bases.
+    """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        if "__init__" not in cls.__dict__:
+            cls.__init__ = inspect.unwrap(cls.__init__)  # type: ignore[method-assign]
+        super().__init_subclass__(**kwargs)
+
+
+class TarArchiveDataset(KeepsInitSettings, AbstractDataset[None, ArchiveMembers]):
     """A read-only ``.tar``/``.tar.gz`` archive whose members are loaded on demand.
 
     Example catalog entry::

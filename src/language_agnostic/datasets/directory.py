@@ -7,7 +7,6 @@ name and nothing is read up front (as ``ArchiveMembers`` does for archives).
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -15,7 +14,7 @@ from typing import Any, TypeVar
 from kedro.io import AbstractDataset, DatasetError
 
 from language_agnostic.corpora.errors import MissingRawDataError, decode_text, missing_raw_data_message
-from language_agnostic.datasets.archive import LazyTexts
+from language_agnostic.datasets.archive import KeepsInitSettings, LazyTexts
 from language_agnostic.encoders.loading import load_encoder
 from language_agnostic.methods.trained import read_artifact
 
@@ -117,7 +116,7 @@ class ModelShelf:
         return load_encoder(str(self.path(relative)))
 
 
-class DirectoryHandleDataset(AbstractDataset[None, T]):
+class DirectoryHandleDataset(KeepsInitSettings, AbstractDataset[None, T]):
     """A directory handed to nodes as one object that reads (and writes) it itself, never saved whole.
 
     A subclass names the object (``opens``, called with the path) and why the catalog does not
@@ -130,13 +129,6 @@ class DirectoryHandleDataset(AbstractDataset[None, T]):
     def __init__(self, path: str, metadata: dict[str, Any] | None = None) -> None:
         self._path = path
         self.metadata = metadata
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        # Kedro records a dataset's settings (``_init_config``) by wrapping each class's own __init__;
-        # an inherited, already wrapped one would be recorded as {"args", "kwargs"}: wrap the original
-        if "__init__" not in cls.__dict__:
-            cls.__init__ = inspect.unwrap(cls.__init__)  # type: ignore[method-assign]
-        super().__init_subclass__(**kwargs)
 
     def load(self) -> T:
         return type(self).opens(self._path)
