@@ -540,7 +540,9 @@ def test_qe_pipeline_end_to_end_on_tiny_data(tiny_hub_model: Path, tmp_path: Pat
     row = next(line for line in claims.splitlines() if line.startswith("| SEED above raw |"))
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[1:6] == ["mE5", "0.438 vs 0.357", "`seed/meaning`", "`raw/mean`", "avg Pearson, ro-en"]
-    assert float(cells[7]) == pytest.approx(raw, abs=5e-4) and cells[10] == "1"
+    # the cell is rounded to 3 decimals (±5e-4) from the report's own computation of the same Pearson
+    # (float noise between the two can push a value on the rounding edge past 5e-4)
+    assert float(cells[7]) == pytest.approx(raw, abs=6e-4) and cells[10] == "1"
     assert 0 < float(cells[9]) <= 1 and cells[11] in {"holds", "fails", "tie"}
     ablated = catalog["qe_dream_without_meaning_model"].load()
     assert (ablated["method"], ablated["name"], ablated["loss_weights"]) == (
