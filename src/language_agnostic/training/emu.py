@@ -24,7 +24,7 @@ from language_agnostic.encoders.loading import LoadedEncoder
 from language_agnostic.evaluation.intent_nn import nearest_neighbour_correct
 from language_agnostic.methods.emu import Emu, EmuConfig, class_means, emu_losses
 from language_agnostic.training.emu_data import EmuBatches, sample_per_intent, tokenise
-from language_agnostic.training.finetune import FineTuning, prepared_trainer
+from language_agnostic.training.finetune import FineTuning, prepared_trainer, split_loss_weights
 from language_agnostic.training.loop import TrainResult, TrainSettings, inference_autocast, train
 
 logger = logging.getLogger(__name__)
@@ -359,10 +359,7 @@ def method_settings(name: str, spec: Mapping[str, Any] | None) -> tuple[dict[str
     """
     where = f"emu.methods.{name}"
     spec = method_spec(spec, where, SPEC_KEYS, "emu", "the loss picks a baseline")
-    weights = dict(spec.get("loss_weights") or {})
-    bad = sorted(set(weights) - set(WEIGHT_FIELDS))
-    if bad:
-        raise ValueError(f"{where}.loss_weights: unknown {bad}; known: {sorted(WEIGHT_FIELDS)}")
+    _, weights = split_loss_weights(spec, sorted(WEIGHT_FIELDS), where)
     config = {**dict(spec.get("options") or {}), **{WEIGHT_FIELDS[k]: float(v) for k, v in weights.items()}}
     if "loss" in spec:
         config["loss"] = str(spec["loss"])

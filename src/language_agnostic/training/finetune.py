@@ -7,7 +7,7 @@ from __future__ import annotations
 import inspect
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
 
@@ -170,3 +170,20 @@ def trained_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     """Every tensor the fine-tuning can have changed (frozen encoder weights left out: the base has them)."""
     frozen = {f"encoder.{n}" for n, p in model.encoder.named_parameters() if not p.requires_grad}
     return {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items() if k not in frozen}
+
+
+def split_loss_weights(
+    method: Mapping[str, Any], known: Sequence[str], where: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A method entry's settings (``slu.methods.<name>``, ``emu.methods.<name>``) without ``loss_weights``,
+    and its loss weights.
+
+    Raises:
+        ValueError: a weight not in ``known``, naming ``<where>.loss_weights`` and the known ones.
+    """
+    options = dict(method)
+    weights = dict(options.pop("loss_weights", None) or {})
+    bad = sorted(set(weights) - set(known))
+    if bad:
+        raise ValueError(f"{where}.loss_weights: unknown {bad}; known: {list(known)}")
+    return options, weights

@@ -41,7 +41,7 @@ from language_agnostic.methods.lajoint import (
 from language_agnostic.methods.registry import build_spec
 from language_agnostic.text.code_switch import CodeSwitcher
 from language_agnostic.text.slot_negatives import SlotNegatives, mean_pooled_embedder
-from language_agnostic.training.finetune import FineTuning, freeze_below, trained_state
+from language_agnostic.training.finetune import FineTuning, freeze_below, split_loss_weights, trained_state
 from language_agnostic.training.lajmcl_data import LajBatches, label_tokenisation, prefix_tokens
 from language_agnostic.training.slu import (
     CodeSwitchSettings,
@@ -53,7 +53,6 @@ from language_agnostic.training.slu import (
     slu_batches,
     slu_split,
     slu_trainer,
-    split_loss_weights,
     switch_info,
 )
 from language_agnostic.training.slu_data import labels_of, words_of

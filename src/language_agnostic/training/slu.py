@@ -31,6 +31,7 @@ from language_agnostic.training.finetune import (
     freeze_below,
     kept_checkpoint_info,
     prepared_trainer,
+    split_loss_weights,
     timed_training,
     trained_state,
 )
@@ -157,22 +158,6 @@ def slu_trainer(prepare: Callable[P, SluRun]) -> Callable[P, tuple[torch.nn.Modu
     ``dev_slot_f1`` and ``dev_exact_match`` and the training's seconds (:func:`kept_checkpoint_info`).
     """
     return prepared_trainer(prepare, fine_tune)
-
-
-def split_loss_weights(
-    method: Mapping[str, Any], known: Sequence[str], where: str
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A ``slu.methods`` entry's settings without ``loss_weights``, and its loss weights.
-
-    Raises:
-        ValueError: a weight not in ``known``, naming ``<where>.loss_weights`` and the known ones.
-    """
-    options = dict(method)
-    weights = dict(options.pop("loss_weights", None) or {})
-    bad = sorted(set(weights) - set(known))
-    if bad:
-        raise ValueError(f"{where}.loss_weights: unknown {bad}; known: {list(known)}")
-    return options, weights
 
 
 def _method_config(
