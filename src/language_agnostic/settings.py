@@ -6,13 +6,23 @@ from language_agnostic.pipelines import errors
 from language_agnostic.pipelines.config_loader import ProjectConfigLoader
 from language_agnostic.pipelines.project_config import RunConfigHook
 from language_agnostic.pipelines.run_lock import RunLockHook
+from language_agnostic.pipelines.run_reports_hook import RunReportsHook
 from language_agnostic.pipelines.tracking_hook import EmbeddingStoreHook, TrainedModelsHook, TrainingExperimentHook
 
 # the pipelines' shape (language pairs, variants) follows the run's --env / --params;
 # the MLflow experiment opens on its training runs, not on the GenAI overview; the embedding
 # store's counts (texts requested, encoded, reused) and the models trained and reused go to every
-# run; one run at a time uses the project's data/ (pipelines/run_lock.py)
-HOOKS = (RunLockHook(), RunConfigHook(), TrainingExperimentHook(), EmbeddingStoreHook(), TrainedModelsHook())
+# run; one run at a time uses the project's data/ (pipelines/run_lock.py); the run is named by its
+# --env / --params, each method's rows carry their configuration, its reports are kept per run
+# (pipelines/run_reports_hook.py)
+HOOKS = (
+    RunLockHook(),
+    RunConfigHook(),
+    TrainingExperimentHook(),
+    EmbeddingStoreHook(),
+    TrainedModelsHook(),
+    RunReportsHook(),
+)
 
 # a data or configuration error ends a run with its one message (file and line, or parameter), not a
 # framework traceback; LANGUAGE_AGNOSTIC_TRACEBACK=1 shows it (pipelines/errors.py)

@@ -1,4 +1,5 @@
-"""The long metrics table upserts by key; embedding manifests reopen store entries."""
+"""The long metrics table upserts by key and keeps one configuration per method; embedding manifests reopen
+store entries."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 from kedro.io import DatasetError
 
 from language_agnostic.datasets.embeddings import EmbeddingManifestDataset, EmbeddingStoreDataset
-from language_agnostic.datasets.metrics import METRIC_COLUMNS, MetricsTableDataset
+from language_agnostic.datasets.metrics import STORED_COLUMNS, MetricsTableDataset, set_method_configs
 
 
 def _row(value: float, method: str = "raw", embedding: str = "mean", pipeline: str = "embeddings") -> dict:
@@ -30,7 +31,7 @@ def _row(value: float, method: str = "raw", embedding: str = "mean", pipeline: s
 
 def test_metrics_table_upserts_rows_by_key(tmp_path: Path):
     table = MetricsTableDataset(str(tmp_path / "metrics.csv"))
-    assert list(table.load().columns) == METRIC_COLUMNS and table.load().empty
+    assert list(table.load().columns) == STORED_COLUMNS and table.load().empty
     table.save(pd.DataFrame([_row(0.5), _row(0.4, embedding="cls")]))
     table.save(pd.DataFrame([_row(0.6), _row(0.9, method="fmda", pipeline="fmda")]))
     stored = table.load()
@@ -39,6 +40,49 @@ def test_metrics_table_upserts_rows_by_key(tmp_path: Path):
         ["embeddings", "raw", "mean", 0.6],  # replaced, not duplicated
         ["fmda", "fmda", "mean", 0.9],
     ]
+
+
+def _fmda_rows(method: str, pairs: list[tuple[str, str]], value: float, run: str) -> list[dict]:
+    return [
+        {**_row(value, method=method, embedding="m", pipeline="fmda"), "source": s, "target": t, "run_id": run}
+        for s, t in pairs
+    ]
+
+
+PAIRS = [("en-US", "de-DE"), ("en-US", "es-ES"), ("en-US", "ja-JP")]
+
+
+def test_an_edit_on_one_pair_leaves_one_configuration_per_method(tmp_path: Path):
+    """A default run on three pairs, then the temperature edit on EN-DE only: ``fmda-infonce`` keeps the
+    edited EN-DE row alone (none of the default's), every other method keeps its default rows."""
+    table = MetricsTableDataset(str(tmp_path / "metrics.csv"), leaderboard=None)
+    try:
+        set_method_configs({("fmda", "fmda"): "aaaa", ("fmda", "fmda-infonce"): "bbbb"})
+        table.save(pd.DataFrame(_fmda_rows("fmda", PAIRS, 0.7, "r1") + _fmda_rows("fmda-infonce", PAIRS, 0.8, "r1")))
+        set_method_configs({})
+        set_method_configs({("fmda", "fmda"): "aaaa", ("fmda", "fmda-infonce"): "cccc"})
+        table.save(
+            pd.DataFrame(_fmda_rows("fmda", PAIRS[:1], 0.7, "r2") + _fmda_rows("fmda-infonce", PAIRS[:1], 0.6, "r2"))
+        )
+    finally:
+        set_method_configs({})
+    stored = table.load()
+    assert stored[["method", "target", "value", "run_id", "config"]].values.tolist() == [
+        ["fmda", "de-DE", 0.7, "r2", "aaaa"],  # the same configuration: refreshed by r2,
+        ["fmda", "es-ES", 0.7, "r1", "aaaa"],  # and r1's other pairs stay
+        ["fmda", "ja-JP", 0.7, "r1", "aaaa"],
+        ["fmda-infonce", "de-DE", 0.6, "r2", "cccc"],  # another configuration: r1's rows all gone
+    ]
+    assert stored.groupby("method")["config"].nunique().max() == 1
+
+
+def test_rows_saved_with_their_own_config_and_a_table_without_the_column(tmp_path: Path):
+    path = tmp_path / "metrics.csv"
+    pd.DataFrame(_fmda_rows("fmda", PAIRS, 0.7, "r0")).to_csv(path, index=False)  # written before `config`
+    table = MetricsTableDataset(str(path), leaderboard=None)
+    assert table.load()["config"].tolist() == ["", "", ""]
+    table.save(pd.DataFrame([{**r, "config": "dddd"} for r in _fmda_rows("fmda", PAIRS[2:], 0.5, "r1")]))
+    assert table.load()[["target", "config"]].values.tolist() == [["ja-JP", "dddd"]]
 
 
 def test_metrics_table_rejects_rows_without_the_columns(tmp_path: Path):
@@ -67,10 +111,11 @@ def test_manifest_round_trip_and_missing_entry(tmp_path: Path):
 
 
 def test_outcomes_upsert_whole_groups_and_load_empty_when_missing(tmp_path):
-    from language_agnostic.datasets.outcomes import OUTCOME_COLUMNS, OutcomesDataset
+    from language_agnostic.datasets.outcomes import STORED_COLUMNS as OUTCOME_STORED
+    from language_agnostic.datasets.outcomes import OutcomesDataset
 
     store = OutcomesDataset(str(tmp_path / "o.parquet"))
-    assert list(store.load().columns) == OUTCOME_COLUMNS and len(store.load()) == 0
+    assert list(store.load().columns) == OUTCOME_STORED and len(store.load()) == 0
 
     def rows(method, queries, correct, run):
         return pd.DataFrame(
@@ -99,3 +144,7 @@ def test_outcomes_upsert_whole_groups_and_load_empty_when_missing(tmp_path):
     ]
     with pytest.raises(DatasetError, match=r"outcome rows lack column\(s\) \[.correct.\]"):
         store.save(rows("a", ["1"], [True], "r3").drop(columns="correct"))
+    # rows of b under another configuration: b's old groups go, whatever their direction
+    store.save(rows("b", ["1"], [True], "r4").assign(target="de-DE", config="other"))
+    out = store.load()
+    assert out[out["method"] == "b"][["target", "run_id", "config"]].values.tolist() == [["de-DE", "r4", "other"]]

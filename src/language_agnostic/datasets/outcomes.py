@@ -13,9 +13,10 @@ from typing import Any
 import pandas as pd
 from kedro.io import AbstractDataset
 
-from language_agnostic.datasets.metrics import rows_to_save, upsert
+from language_agnostic.datasets.metrics import CONFIG, drop_other_configs, rows_to_save, upsert
 
 OUTCOME_COLUMNS = ["pipeline", "method", "task", "source", "target", "query", "correct", "run_id"]
+STORED_COLUMNS = [*OUTCOME_COLUMNS, CONFIG]  # and the method's configuration, as in metrics.csv
 GROUP_COLUMNS = ["pipeline", "method", "task", "source", "target"]
 
 
@@ -24,7 +25,9 @@ class OutcomesDataset(AbstractDataset[pd.DataFrame, pd.DataFrame]):
 
     The rows saved for a ``(pipeline, method, task, source, target)`` group replace every stored row
     of that group (a re-run's queries replace the last run's), and other groups stay. ``run_id`` is
-    the active MLflow run when the rows carry none. A missing file loads as an empty table.
+    the active MLflow run when the rows carry none. As in ``metrics.csv``, a method keeps the rows
+    of one ``config`` only (``datasets/metrics.py:drop_other_configs``). A missing file loads as an
+    empty table.
 
     Args:
         filepath: The parquet file.
@@ -37,12 +40,16 @@ class OutcomesDataset(AbstractDataset[pd.DataFrame, pd.DataFrame]):
 
     def load(self) -> pd.DataFrame:
         if not self._filepath.is_file():
-            return pd.DataFrame({c: pd.Series(dtype=bool if c == "correct" else str) for c in OUTCOME_COLUMNS})
-        return pd.read_parquet(self._filepath)
+            return pd.DataFrame({c: pd.Series(dtype=bool if c == "correct" else str) for c in STORED_COLUMNS})
+        rows = pd.read_parquet(self._filepath)
+        if CONFIG not in rows.columns:  # stored before rows carried their configuration
+            rows[CONFIG] = ""
+        return rows
 
     def save(self, data: pd.DataFrame) -> None:
-        dtypes = {**{c: str for c in OUTCOME_COLUMNS if c != "correct"}, "correct": bool}
-        rows = upsert(self.load(), rows_to_save(data, OUTCOME_COLUMNS, "outcome", dtypes), GROUP_COLUMNS)
+        dtypes = {**{c: str for c in STORED_COLUMNS if c != "correct"}, "correct": bool}
+        new = rows_to_save(data, STORED_COLUMNS, "outcome", dtypes)
+        rows = upsert(drop_other_configs(self.load(), new), new, GROUP_COLUMNS)
         self._filepath.parent.mkdir(parents=True, exist_ok=True)
         rows.reset_index(drop=True).to_parquet(self._filepath, index=False)
 
