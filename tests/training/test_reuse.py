@@ -14,9 +14,11 @@ from pathlib import Path
 import mlflow
 import pandas as pd
 import pytest
+import torch
 from kedro.runner import SequentialRunner
 
 from language_agnostic.config import ParameterError
+from language_agnostic.methods.trained import load_from_run
 from language_agnostic.pipelines.fmda.pipeline import create_pipeline
 from language_agnostic.training import reuse
 from language_agnostic.training.fmda import train_fmda
@@ -209,7 +211,7 @@ def test_a_reused_model_gets_its_own_child_run_linked_to_the_run_that_trained_it
         client = mlflow.MlflowClient()
         children = {
             name: {
-                r.info.run_name: r
+                r.info.run_name.removesuffix(" (reused)"): r
                 for r in client.search_runs(
                     [client.get_experiment_by_name("reuse").experiment_id],
                     f"tags.mlflow.parentRunId = '{run_id}'",
@@ -222,6 +224,17 @@ def test_a_reused_model_gets_its_own_child_run_linked_to_the_run_that_trained_it
         )
         for run_name, child in children["second"].items():
             trained = children["first"][run_name]
+            # reused where the runs table shows it: its name and a tag column
+            assert (
+                child.info.run_name == f"{run_name} (reused)" and child.data.tags["language_agnostic.reused"] == "true"
+            )
+            assert "language_agnostic.reused" not in trained.data.tags
+            # it holds the model file the trained run holds, so retrieve.model.run_id=<it> loads the same weights
+            (model,) = [a.path for a in client.list_artifacts(trained.info.run_id) if a.path.endswith(".safetensors")]
+            assert [a.path for a in client.list_artifacts(child.info.run_id)] == [model]
+            reused, original = (load_from_run(r.info.run_id, model, "retrieve.model") for r in (child, trained))
+            assert reused["mlflow_run_id"] == child.info.run_id and original["mlflow_run_id"] == trained.info.run_id
+            assert all(torch.equal(reused["state_dict"][k], v) for k, v in original["state_dict"].items())
             assert child.data.tags["language_agnostic.trained_by"] == trained.info.run_id
             assert (
                 child.data.tags["language_agnostic.fingerprint"] == trained.data.tags["language_agnostic.fingerprint"]

@@ -15,7 +15,16 @@ from typing import Any
 
 import torch
 
+from language_agnostic.config import ParameterError
+
 logger = logging.getLogger(__name__)
+
+TRAINED_BY_TAG = "language_agnostic.trained_by"
+
+
+class ModelLookupError(ParameterError):
+    """A trained model that a parameter names cannot be used: a missing file, an unknown run, a run
+    without the model, a model of another encoder. A run that stops on one prints its message alone."""
 
 
 def read_artifact(path: str | Path) -> dict[str, Any]:
@@ -54,26 +63,52 @@ def _run(run_id: str, where: str, tracking_uri: str | None) -> Any:
     try:
         return client.get_run(run_id)
     except MlflowException:
-        raise ValueError(f"{where}: no MLflow run {run_id!r} in {client.tracking_uri}") from None
+        raise ModelLookupError(f"{where}: no MLflow run {run_id!r} in {client.tracking_uri}") from None
 
 
 def load_from_run(run_id: str, artifact: str, where: str, tracking_uri: str | None = None) -> dict[str, Any]:
     """The trained model an MLflow run logged as ``artifact`` (a ``.safetensors`` path within the run).
 
+    A run that reused a stored model without holding its file (logged before reused runs did) is
+    followed to the run that trained it (its ``language_agnostic.trained_by`` tag).
+
     Raises:
-        ValueError: An unknown run id, or a run without that artifact (lists the ``.safetensors`` it has).
+        ModelLookupError: An unknown run id, a run without that artifact (lists the ``.safetensors``
+            it has), or a file that cannot be fetched or read; one line each.
     """
+    from mlflow.exceptions import MlflowException
+    from safetensors import SafetensorError
+
     run = _run(run_id, f"{where}.run_id", tracking_uri)
     client = _client(tracking_uri)
-    found = _safetensors(client, run.info.run_id)
-    if artifact not in found:
-        raise ValueError(
-            f"{where}.artifact: MLflow run {run_id} has no artifact {artifact!r}; "
-            f"its .safetensors artifacts: {sorted(found)}"
-        )
-    with tempfile.TemporaryDirectory() as tmp:
-        local = client.download_artifacts(run.info.run_id, artifact, tmp)
-        return read_artifact(local)
+    try:
+        found = _safetensors(client, run.info.run_id)
+        trained_by = run.data.tags.get(TRAINED_BY_TAG)
+        if artifact not in found and trained_by and trained_by != "None" and trained_by != run_id:
+            logger.info(
+                "%s: MLflow run %s reused the model of run %s; loading it from there", where, run_id, trained_by
+            )
+            return load_from_run(trained_by, artifact, where, tracking_uri)
+        if artifact not in found:
+            raise ModelLookupError(
+                f"{where}.artifact: MLflow run {run_id} has no artifact {artifact!r}; "
+                f"its .safetensors artifacts: {sorted(found)}"
+            )
+        with tempfile.TemporaryDirectory() as tmp:
+            local = client.download_artifacts(run.info.run_id, artifact, tmp)
+            return read_artifact(local)
+    except ModelLookupError:
+        raise
+    except MlflowException as exc:
+        raise ModelLookupError(f"{where}: MLflow run {run_id}: {_first_line(exc.message)}") from None
+    except (OSError, ValueError, SafetensorError) as exc:  # a truncated or altered file
+        raise ModelLookupError(
+            f"{where}: MLflow run {run_id}: {artifact!r} cannot be read: {_first_line(exc)}"
+        ) from None
+
+
+def _first_line(exc: object) -> str:
+    return (str(exc).strip().splitlines() or [""])[0]
 
 
 def _safetensors(client: Any, run_id: str, path: str | None = None) -> list[str]:
@@ -127,12 +162,12 @@ def check_encoder(
         where: The parameter that chose the model.
 
     Raises:
-        ValueError: Another state size or another encoder, naming both and ``embeddings.encoder.name``.
+        ModelLookupError: Another state size or another encoder, naming both and ``embeddings.encoder.name``.
     """
     dim = int((saved.get("build") or {}).get("dim", 0))
     hidden = int(identity.get("hidden_size", 0))
     if dim and hidden and dim != hidden:
-        raise ValueError(
+        raise ModelLookupError(
             f"{where}: {source} was trained on {dim}-dimensional encoder states, but the configured encoder "
             f"{identity.get('name')!r} (embeddings.encoder.name) gives {hidden}; "
             "configure the encoder it was trained with"
@@ -154,7 +189,7 @@ def check_encoder(
         else trained.get("name") == identity.get("name")
     )
     if not same:
-        raise ValueError(
+        raise ModelLookupError(
             f"{where}: {source} was trained with encoder {trained.get('name')!r} (weights "
             f"{str(trained.get('weights_sha256'))[:12]}), but embeddings.encoder.name configures "
             f"{identity.get('name')!r} (weights {str(identity.get('weights_sha256'))[:12]}); "

@@ -73,7 +73,7 @@ import torch
 from language_agnostic.config import ParameterError
 from language_agnostic.encoders.store import publish_directory
 from language_agnostic.methods.trained import read_artifact, write_artifact
-from language_agnostic.tracking import log_child_run, recording_child_runs
+from language_agnostic.tracking import log_reused_child_run, recording_child_runs, step_label
 
 logger = logging.getLogger(__name__)
 
@@ -373,16 +373,12 @@ def _load(fp: str) -> tuple[tuple[dict[str, Any], dict[str, Any]], dict[str, Any
 
 
 def _replay_child_runs(outputs: tuple[dict[str, Any], dict[str, Any]], record: Mapping[str, Any], fp: str) -> None:
-    """Log the stored step's MLflow child runs again under this run, linked to the runs that trained it."""
+    """Log the stored step's MLflow child runs again under this run, marked reused and linked to the runs
+    that trained them; the run that held the model holds it again (``tracking.log_reused_child_run``)."""
     for run in record.get("child_runs") or []:
-        new = log_child_run(
-            run["name"],
-            run["params"],
-            run["history"],
-            tags={"language_agnostic.fingerprint": fp, "language_agnostic.trained_by": str(run.get("run_id"))},
-            note=f"Reused: trained by run {run.get('run_id')} (fingerprint {fp[:12]}); nothing was retrained.",
-        )
-        if outputs[0].get("mlflow_run_id") == run.get("run_id"):
+        holds_model = outputs[0].get("mlflow_run_id") == run.get("run_id")
+        new = log_reused_child_run(run, fp, outputs[0] if holds_model else None)
+        if holds_model:
             outputs[0]["mlflow_run_id"] = new
 
 
@@ -411,7 +407,7 @@ def reusable(func: Callable[..., Any], label: str | None = None) -> Callable[...
             USAGE.seconds_saved += float(record.get("seconds", 0.0))
             logger.info(
                 "%s: reused the model trained %s (fingerprint %s, %.0f s of training saved)",
-                name,
+                step_label(name),
                 record.get("created", "?"),
                 fp[:12],
                 float(record.get("seconds", 0.0)),

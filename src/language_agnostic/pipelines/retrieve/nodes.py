@@ -13,7 +13,7 @@ from language_agnostic.corpora.user_text import read_utterances
 from language_agnostic.encoders.extraction import EmbeddingStore, extract_embeddings, extraction_settings
 from language_agnostic.encoders.loading import LoadedEncoder
 from language_agnostic.evaluation.neighbours import check_mode, embed, needs_token_states, neighbours_table, search
-from language_agnostic.methods.trained import check_encoder, load_from_run, read_artifact
+from language_agnostic.methods.trained import ModelLookupError, check_encoder, load_from_run, read_artifact
 
 logger = logging.getLogger(__name__)
 
@@ -34,31 +34,49 @@ def load_model(model: Mapping[str, Any], mode: str, identity: Mapping[str, Any])
         ``{"mode", "source", "saved"}``; ``saved`` is ``None`` in raw mode (no model is read).
 
     Raises:
-        ValueError: Unknown keys, both or neither of ``path`` and ``run_id`` in a trained mode, a
-            missing file, an unknown run, or a model of another encoder (named).
+        ModelLookupError: Unknown keys, both or neither of ``path`` and ``run_id`` in a trained mode,
+            a missing or unreadable file, an unknown run or one without the model, a model of another
+            encoder or one without the mode's embedding (named; a run prints the message alone).
     """
     unknown = sorted(set(model) - MODEL_KEYS)
     if unknown:
-        raise ValueError(f"retrieve.model: unknown key(s) {unknown}; known: {sorted(MODEL_KEYS)}")
+        raise ModelLookupError(f"retrieve.model: unknown key(s) {unknown}; known: {sorted(MODEL_KEYS)}")
     if mode == "raw":
         check_mode(mode, None, "retrieve")
         return {"mode": mode, "source": f"the raw encoder {identity.get('name')}", "saved": None}
     path, run_id = model.get("path"), model.get("run_id")
     if bool(path) == bool(run_id):
-        raise ValueError("retrieve.model: give exactly one of path (a trained model file) and run_id (an MLflow run)")
+        raise ModelLookupError(
+            "retrieve.model: give exactly one of path (a trained model file) and run_id (an MLflow run)"
+        )
     if run_id:
         source = f"MLflow run {run_id} ({model.get('artifact')})"
         saved = load_from_run(str(run_id), str(model.get("artifact") or ""), "retrieve.model")
     else:
-        from pathlib import Path
-
-        if not Path(str(path)).is_file():
-            raise ValueError(f"retrieve.model.path: file not found: {path}")
-        source, saved = str(path), read_artifact(str(path))
-    check_mode(mode, saved, "retrieve")
+        source, saved = str(path), _read_file(str(path))
+    try:
+        check_mode(mode, saved, "retrieve")
+    except ValueError as exc:  # the mode the model cannot give: a parameter, not a bug
+        raise ModelLookupError(str(exc)) from None
     check_encoder(saved, identity, source, "retrieve.model")
     logger.info("retrieve: %s embeddings of %s", mode, source)
     return {"mode": mode, "source": source, "saved": saved}
+
+
+def _read_file(path: str) -> dict[str, Any]:
+    """``retrieve.model.path``'s model; a missing or unreadable file is one line."""
+    from pathlib import Path
+
+    from safetensors import SafetensorError
+
+    if not Path(path).is_file():
+        raise ModelLookupError(f"retrieve.model.path: file not found: {path}")
+    try:
+        return read_artifact(path)
+    except (OSError, ValueError, SafetensorError) as exc:
+        raise ModelLookupError(
+            f"retrieve.model.path: {path} cannot be read: {(str(exc).strip().splitlines() or [''])[0]}"
+        ) from None
 
 
 def embed_texts(
