@@ -177,6 +177,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--all", action="store_true", help="list every row of the pipeline, not only those that differ")
     args = parser.parse_args(argv)
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # the report alone on stdout/stderr
     import mlflow
     from mlflow.exceptions import MlflowException
 
