@@ -41,7 +41,8 @@ MAIN = {
     "qe": ("quality_estimation", "pearson"),
     "sts": ("semantic_textual_similarity", "pearson"),
 }
-REUSED_TAGS = ("language_agnostic.trained_by",)  # a child run logged again for a reused model carries it
+# a child run logged again for a reused model is tagged language_agnostic.reused=true (or, before, carried these)
+REUSED_TAGS = ("language_agnostic.trained_by",)
 
 
 @dataclass
@@ -77,7 +78,8 @@ def load_run(client: Any, run_id: str) -> Run:
     )
     trained, reused = [], []
     for child in sorted(children, key=lambda c: c.info.run_name or ""):
-        reuse = any(t in child.data.tags for t in REUSED_TAGS) or child.data.tags.get("language_agnostic.reused")
+        tags = child.data.tags
+        reuse = tags.get("language_agnostic.reused") == "true" or any(t in tags for t in REUSED_TAGS)
         (reused if reuse else trained).append(child.info.run_name or child.info.run_id)
     return Run(run_id, run.info.run_name or "", run.data.tags.get(OVERRIDES_TAG, ""), rows, trained, reused)
 
