@@ -419,11 +419,13 @@ def end_run_killed(run_id: str, reason: str) -> list[str]:
     """
     import mlflow
 
-    while mlflow.active_run() is not None:
+    active = set()
+    while (run := mlflow.active_run()) is not None:
+        active.add(run.info.run_id)
         mlflow.end_run(KILLED)
     client = mlflow.MlflowClient()
     experiment_id = client.get_run(run_id).info.experiment_id
-    ended = sorted(_with_descendants({run_id}, _running_runs(client, experiment_id)) | {run_id})
+    ended = sorted(_with_descendants({run_id}, _running_runs(client, experiment_id)) | active | {run_id})
     for each in ended:
         client.set_terminated(each, KILLED)
     client.set_tag(run_id, "language_agnostic.ended_by", reason)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -95,6 +96,8 @@ def test_two_concurrent_retrieve_runs_each_search_their_own_corpus(tiny_hub_mode
         experiment = client.get_experiment_by_name("language_agnostic").experiment_id
         found = {}
         for run in client.search_runs([experiment]):
+            # each ended as usual, and says which process ran it (runs left RUNNING by a dead one are found by it)
+            assert run.info.status == "FINISHED" and run.data.tags["language_agnostic.pid"].isdigit()
             local = client.download_artifacts(
                 run.info.run_id, "retrieve_neighbours.csv", str(tmp_path / run.info.run_id)
             )
@@ -107,3 +110,167 @@ def test_two_concurrent_retrieve_runs_each_search_their_own_corpus(tiny_hub_mode
         assert found[tuple(sorted(corpus[:2]))] <= set(corpus)  # found among its own corpus only
     # and neither run left the lock held
     run_lock.release(run_lock.acquire(project / run_lock.LOCK_FILE, poll_s=0.1))
+
+
+# A stand-in for `kedro run` that runs the project's hooks around an MLflow run as kedro-mlflow
+# starts it, with an open child run, then waits to be stopped (fast: no Kedro session, no pipeline)
+HOOKED_RUN = """
+import sys, time
+import mlflow
+from language_agnostic.pipelines.run_lock import RunLockHook
+from language_agnostic.pipelines.tracking_hook import RunStatusHook
+
+project, uri = sys.argv[1], sys.argv[2]
+mlflow.set_tracking_uri(uri)
+mlflow.set_experiment("language_agnostic")
+lock, status = RunLockHook(), RunStatusHook()
+status.after_context_created()
+lock.before_pipeline_run({"project_path": project, "pipeline_names": ["hooked"]})  # tryfirst
+run = mlflow.start_run(run_name="hooked")  # kedro-mlflow's before_pipeline_run
+status.before_pipeline_run({})  # trylast
+child = mlflow.start_run(run_name="training", nested=True)  # a node's open child run
+print(run.info.run_id, child.info.run_id, flush=True)
+if sys.argv[3:] == ["finish"]:
+    mlflow.end_run()
+    status.after_pipeline_run()
+    mlflow.end_run()
+    lock.after_pipeline_run()
+else:
+    time.sleep(600)
+"""
+
+
+def _hooked_run(project: Path, uri: str, *args: str) -> tuple[subprocess.Popen, list[str]]:
+    """The stand-in started; its MLflow run and child run ids once it is inside its run."""
+    script = project / "hooked_run.py"
+    script.write_text(HOOKED_RUN)
+    process = subprocess.Popen(
+        [sys.executable, str(script), str(project), uri, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "KEDRO_DISABLE_TELEMETRY": "true"},
+    )
+    assert process.stdout is not None
+    ids = process.stdout.readline().split()
+    assert len(ids) == 2, process.communicate(timeout=60)[1][-3000:]
+    return process, ids
+
+
+def _statuses(uri: str, *run_ids: str) -> list[str]:
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    return [client.get_run(run_id).info.status for run_id in run_ids]
+
+
+def _lock_is_free(project: Path) -> bool:
+    try:
+        run_lock.release(run_lock.acquire(project / run_lock.LOCK_FILE, wait=False))
+    except run_lock.RunLockBusyError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, None)])
+def test_sigterm_or_ctrl_c_during_a_run_ends_its_mlflow_run_killed_and_frees_the_lock(
+    tmp_path: Path, signum: int, code: int | None
+):
+    project = tmp_path / "project"
+    project.mkdir()
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    process, (run_id, child_id) = _hooked_run(project, uri)
+    assert not _lock_is_free(project)
+    assert _statuses(uri, run_id, child_id) == ["RUNNING", "RUNNING"]
+    process.send_signal(signum)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == code if code is not None else process.returncode != 0
+    assert _statuses(uri, run_id, child_id) == ["KILLED", "KILLED"], err[-3000:]
+    tags = mlflow.MlflowClient(tracking_uri=uri).get_run(run_id).data.tags
+    assert tags["language_agnostic.ended_by"] == ("SIGTERM" if signum == signal.SIGTERM else "SIGINT (Ctrl-C)")
+    assert tags["language_agnostic.pid"] == str(process.pid)
+    assert f"MLflow run {run_id} ended KILLED with 1 open child run(s)" in err
+    assert _lock_is_free(project)
+
+
+def test_a_run_left_running_by_sigkill_is_marked_killed_by_the_next_run(tmp_path: Path):
+    project = tmp_path / "project"
+    project.mkdir()
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    process, (run_id, child_id) = _hooked_run(project, uri)
+    process.kill()  # no handler runs: the MLflow runs stay RUNNING
+    process.communicate(timeout=60)
+    assert _statuses(uri, run_id, child_id) == ["RUNNING", "RUNNING"]
+    assert _lock_is_free(project)  # the kernel released the lock
+    # the next run finds the process gone, marks its runs KILLED, and itself finishes as usual
+    second, (next_id, next_child) = _hooked_run(project, uri, "finish")
+    _, err = second.communicate(timeout=60)
+    assert second.returncode == 0, err[-3000:]
+    assert _statuses(uri, run_id, child_id, next_id, next_child) == ["KILLED", "KILLED", "FINISHED", "FINISHED"]
+    assert "marked 2 MLflow run(s) KILLED: left RUNNING by a process that is gone" in err
+
+
+def test_a_run_that_may_not_wait_stops_at_once_naming_the_holder(tmp_path: Path):
+    held = run_lock.acquire(tmp_path / run_lock.LOCK_FILE, {"pipelines": ["fmda"]})
+    try:
+        started = time.time()
+        with pytest.raises(run_lock.RunLockBusyError) as raised:
+            run_lock.acquire(tmp_path / run_lock.LOCK_FILE, wait=False)
+        assert time.time() - started < 1
+        message = str(raised.value)
+        assert "\n" not in message and f"kedro run pid {os.getpid()} (pipelines ['fmda']" in message
+        assert message.endswith("not waiting (LANGUAGE_AGNOSTIC_NO_WAIT is set)")
+    finally:
+        run_lock.release(held)
+    assert run_lock.waits()
+    os.environ[run_lock.NO_WAIT_VARIABLE] = "1"
+    try:
+        assert not run_lock.waits()
+    finally:
+        del os.environ[run_lock.NO_WAIT_VARIABLE]
+
+
+@pytest.mark.slow
+def test_a_waiting_kedro_run_starts_no_mlflow_run_and_stops_cleanly_or_does_not_wait(
+    tiny_hub_model: Path, tmp_path: Path
+):
+    project = _project(tmp_path)
+    params = f"{_inputs(project, 'a', ['play some jazz', 'wake me up'])},embeddings.encoder.name={tiny_hub_model}"
+    env = {**os.environ, "KEDRO_DISABLE_TELEMETRY": "true", "HF_HUB_OFFLINE": "1"}
+    env.pop(run_lock.NO_WAIT_VARIABLE, None)
+    held = run_lock.acquire(project / run_lock.LOCK_FILE, {"pipelines": ["the test"]})
+    runs, logs = {}, {}
+    try:
+        for name, extra in [("sigterm", {}), ("ctrl_c", {}), ("no_wait", {run_lock.NO_WAIT_VARIABLE: "1"})]:
+            logs[name] = tmp_path / f"{name}.log"
+            runs[name] = subprocess.Popen(
+                [str(KEDRO), "run", "--pipelines=retrieve", f"--params={params}"],
+                cwd=project,
+                env={**env, **extra},
+                stdout=logs[name].open("w"),
+                stderr=subprocess.STDOUT,
+            )
+        # the run told not to wait stops with one line naming the holder
+        assert runs["no_wait"].wait(timeout=300) == 1
+        lines = logs["no_wait"].read_text().splitlines()
+        (error,) = [line for line in lines if "RunLockBusyError" in line]
+        assert "(pipelines ['the test']" in error and "not waiting (LANGUAGE_AGNOSTIC_NO_WAIT is set)" in error
+        assert not any("Traceback" in line for line in lines)
+        for name in ("sigterm", "ctrl_c"):
+            _wait_for(logs[name], "this run waits until it ends", runs[name])
+        # waiting is not part of an MLflow run: none has started
+        assert _runs(project) == []
+        runs["sigterm"].send_signal(signal.SIGTERM)
+        runs["ctrl_c"].send_signal(signal.SIGINT)
+        assert runs["sigterm"].wait(timeout=60) == 143
+        assert runs["ctrl_c"].wait(timeout=60) != 0
+    finally:
+        for run in runs.values():
+            if run.poll() is None:
+                run.kill()
+        run_lock.release(held)
+    assert _runs(project) == []  # in particular, no FINISHED one
+
+
+def _runs(project: Path) -> list:
+    """The MLflow runs of the project's store."""
+    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{project / 'mlruns' / 'mlflow.db'}")
+    return client.search_runs([client.get_experiment_by_name("language_agnostic").experiment_id])

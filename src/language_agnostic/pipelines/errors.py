@@ -23,6 +23,7 @@ from language_agnostic.encoders.extraction import ExtractionError
 from language_agnostic.encoders.loading import EncoderLoadError
 from language_agnostic.encoders.store import StoreBusyError
 from language_agnostic.pipelines.project_config import PipelineConfigurationError
+from language_agnostic.pipelines.run_lock import RunLockBusyError
 
 USER_ERRORS: tuple[type[BaseException], ...] = (
     CorpusFormatError,
@@ -35,6 +36,7 @@ USER_ERRORS: tuple[type[BaseException], ...] = (
     BundledFormatError,
     EncoderLoadError,
     StoreBusyError,
+    RunLockBusyError,
 )
 TRACEBACK_VARIABLE = "LANGUAGE_AGNOSTIC_TRACEBACK"
 Hook = Callable[[type[BaseException], BaseException, TracebackType | None], object]

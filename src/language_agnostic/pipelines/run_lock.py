@@ -10,6 +10,13 @@ the first node and released when the run ends or fails. The kernel releases it w
 killed (even by SIGKILL), so a dead run never blocks the next one. The run that waits says
 which run it waits for (its pid, pipelines and start time, written into the lock file).
 
+The lock is taken before kedro-mlflow starts the run's MLflow run (this hook runs first), so the
+wait is not part of the run's duration and a run stopped while waiting leaves no MLflow run.
+``LANGUAGE_AGNOSTIC_NO_WAIT=1`` makes a run that finds the lock held stop at once, with one line
+naming the run that holds it. From the lock on, SIGTERM (what ``timeout`` and schedulers send)
+ends the run as Ctrl-C does, with exit status 143: the MLflow run is ended KILLED
+(``pipelines/tracking_hook.py:RunStatusHook``) and the lock released.
+
 Worker processes that a step starts (``processes: N``) run no pipeline and take no lock; the
 per-text embedding store and the trained-model store have their own guarantees and are shared
 safely by runs of other projects that point at them.
@@ -21,9 +28,12 @@ import fcntl
 import json
 import logging
 import os
+import signal
+import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from types import FrameType
 from typing import IO, Any
 
 from kedro.framework.hooks import hook_impl
@@ -32,6 +42,11 @@ logger = logging.getLogger(__name__)
 
 LOCK_FILE = Path("data") / ".run.lock"
 REPORT_EVERY_S = 60.0
+NO_WAIT_VARIABLE = "LANGUAGE_AGNOSTIC_NO_WAIT"
+
+
+class RunLockBusyError(RuntimeError):
+    """Another ``kedro run`` holds the project's lock and this run was told not to wait."""
 
 
 def _holder(handle: IO[str]) -> str:
@@ -46,8 +61,19 @@ def _holder(handle: IO[str]) -> str:
     )
 
 
-def acquire(path: Path, description: Mapping[str, Any] | None = None, poll_s: float = 1.0) -> IO[str]:
-    """Hold the exclusive lock on ``path``, waiting (and saying for whom) while another process holds it."""
+def waits() -> bool:
+    """Whether a run waits for the lock (``LANGUAGE_AGNOSTIC_NO_WAIT`` unset, empty or 0) or stops at once."""
+    return os.environ.get(NO_WAIT_VARIABLE, "").strip() in ("", "0")
+
+
+def acquire(
+    path: Path, description: Mapping[str, Any] | None = None, poll_s: float = 1.0, wait: bool = True
+) -> IO[str]:
+    """Hold the exclusive lock on ``path``, waiting (and saying for whom) while another process holds it.
+
+    Raises:
+        RunLockBusyError: ``wait`` is False and another process holds it (the message names it).
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     handle = path.open("a+")
     waited, reported = 0.0, -REPORT_EVERY_S
@@ -56,6 +82,12 @@ def acquire(path: Path, description: Mapping[str, Any] | None = None, poll_s: fl
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             break
         except BlockingIOError:
+            if not wait:
+                holder = _holder(handle)
+                handle.close()
+                raise RunLockBusyError(
+                    f"{holder} is using this project's data/ ({path}); not waiting ({NO_WAIT_VARIABLE} is set)"
+                ) from None
             if waited - reported >= REPORT_EVERY_S:
                 logger.warning(
                     "%s is using this project's data/ (%s); this run waits until it ends (Ctrl-C stops waiting)",
@@ -84,25 +116,67 @@ def release(handle: IO[str] | None) -> None:
     handle.close()
 
 
+# what interrupted the run, when a signal did (said when its MLflow run is ended KILLED)
+_interrupted_by: str | None = None
+
+
+def interrupted_by() -> str | None:
+    """``"SIGTERM"`` or ``"SIGINT (Ctrl-C)"`` once one of them has stopped this process's run, else None."""
+    return _interrupted_by
+
+
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM and SIGINT raise in the main thread: the run unwinds (temporary files removed, worker
+    processes stopped) and exits, and the exit handlers end its MLflow run KILLED."""
+    del frame
+    global _interrupted_by
+    _interrupted_by = _interrupted_by or ("SIGINT (Ctrl-C)" if signum == signal.SIGINT else signal.Signals(signum).name)
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    raise SystemExit(128 + signum)
+
+
 class RunLockHook:
-    """Takes ``data/.run.lock`` for the length of a ``kedro run`` (see the module docstring)."""
+    """Takes ``data/.run.lock`` for the length of a ``kedro run`` (see the module docstring).
+
+    Its ``before_pipeline_run`` runs before every other one (``tryfirst``): before kedro-mlflow's,
+    which starts the MLflow run; pluggy would otherwise call the plugin's first (last registered).
+    """
 
     def __init__(self) -> None:
         self._handle: IO[str] | None = None
+        self._previous: dict[int, Any] = {}
 
-    @hook_impl
+    @hook_impl(tryfirst=True)
     def before_pipeline_run(self, run_params: dict[str, Any]) -> None:
         release(self._handle)
+        self._catch_signals()
         project = Path(run_params.get("project_path") or Path.cwd())
         pipelines = run_params.get("pipeline_names") or run_params.get("pipeline_name")
-        self._handle = acquire(project / LOCK_FILE, {"pipelines": pipelines, "env": run_params.get("env")})
+        self._handle = acquire(
+            project / LOCK_FILE, {"pipelines": pipelines, "env": run_params.get("env")}, wait=waits()
+        )
 
     @hook_impl
     def after_pipeline_run(self) -> None:
-        release(self._handle)
-        self._handle = None
+        self._end()
 
     @hook_impl
     def on_pipeline_error(self) -> None:
+        self._end()
+
+    def _end(self) -> None:
         release(self._handle)
         self._handle = None
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous.clear()
+
+    def _catch_signals(self) -> None:
+        """SIGTERM and SIGINT stop the run through :func:`_on_signal` (only the main thread can set handlers)."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            if signal.getsignal(signum) in (signal.SIG_IGN, _on_signal):
+                continue  # ignored on purpose (a background job's SIGINT), or already caught
+            self._previous[signum] = signal.signal(signum, _on_signal)
