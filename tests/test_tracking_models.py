@@ -217,3 +217,24 @@ def test_runs_left_running_by_a_dead_process_are_marked_killed(tracking, monkeyp
     assert client.get_run(unowned).info.status == client.get_run(ours).info.status == "RUNNING"
     assert "was gone" in client.get_run(dead).data.tags["language_agnostic.ended_by"]
     assert end_runs_of_dead_processes(experiment, keep=ours) == []  # once
+
+
+def test_the_reuse_log_line_names_the_node_s_pair(caplog):
+    import logging
+
+    from kedro.pipeline import node
+
+    from language_agnostic.pipelines.tracking_hook import TrainedModelsHook
+    from language_agnostic.training import reuse
+
+    step = reuse.reusable(_train_head)
+    pair_node = node(step, "width", ["model", "history"], name="train_head_node", namespace="en_de")
+    hook = TrainedModelsHook()
+    caplog.set_level(logging.INFO, logger="language_agnostic.training.reuse")
+    for _ in range(2):  # trained, then reused
+        hook.before_node_run(pair_node)
+        step(8)
+        hook.after_node_run(pair_node)
+    (line,) = [r.getMessage() for r in caplog.records if "reused the model" in r.getMessage()]
+    assert line.startswith("en_de._train_head: reused the model trained ")
+    assert step_label("x") == "x"  # outside the node again
