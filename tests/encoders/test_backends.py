@@ -3,6 +3,7 @@ their own store namespaces, and clear errors for settings they cannot run."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -87,21 +88,24 @@ def test_backend_vectors_match_torch_and_reuse_is_exact(backend, wide_encoder, t
 
 def test_each_backend_has_its_own_namespace_and_torch_keeps_its_own(wide_encoder):
     torch_inputs = namespace_inputs(wide_encoder, SETTINGS)
-    # the torch namespace is what it was before backends existed: stored vectors stay valid
+    # the torch namespace has no backend key (the backends came later); files and packages are keyed
     assert set(torch_inputs) == {
         "encoder",
         "weights_sha256",
+        "files_sha256",
+        "packages",
         "prefix",
         "max_length",
         "on_too_long",
         "device_type",
         "dtype",
     }
-    seen = {tuple(sorted(torch_inputs.items()))}
+    seen = {json.dumps(torch_inputs, sort_keys=True)}
     for backend, dtype in [("onnx", "float32"), ("onnx-int8", "int8"), ("openvino", "float32")]:
         inputs = namespace_inputs(wide_encoder, replace(SETTINGS, backend=backend))
         assert (inputs["backend"], inputs["dtype"]) == (backend, dtype)
-        seen.add(tuple(sorted(inputs.items())))
+        assert {"onnxruntime", "openvino"} <= set(inputs["packages"])  # the backend's runtime is keyed too
+        seen.add(json.dumps(inputs, sort_keys=True))
     assert namespace_inputs(wide_encoder, replace(SETTINGS, backend="openvino-int8", dtype="bfloat16"))["dtype"] == (
         "int8-weights/bfloat16"
     )

@@ -114,23 +114,35 @@ def test_the_fingerprint_follows_the_encoder_the_inputs_and_the_training_code(tm
     assert base == reuse.fingerprint(train_fmda, [moved, pools, params])
 
     # the code: a copy of the package with one training module edited changes it; an edit to a module
-    # the training does not import (the README's headline table), a comment or a docstring does not
+    # the training does not import (the README's headline table), a comment or a docstring does not.
+    # The sources are read once per session (snapshot_code): each edit below is read by a new one.
     copy = tmp_path / "language_agnostic"
     shutil.copytree(reuse.PACKAGE_ROOT, copy, ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setattr(reuse, "PACKAGE_ROOT", copy)
-    assert reuse.fingerprint(train_fmda, [_Encoder("a" * 64), pools, params]) == base
+
+    def session_fingerprint() -> str:
+        reuse.snapshot_code()
+        return reuse.fingerprint(train_fmda, [_Encoder("a" * 64), pools, params])
+
+    assert session_fingerprint() == base
     with (copy / "reporting" / "headline.py").open("a") as handle:
         handle.write("\n# an edit\n")
-    assert reuse.fingerprint(train_fmda, [_Encoder("a" * 64), pools, params]) == base
+    assert session_fingerprint() == base
     contrastive = copy / "methods" / "contrastive.py"  # imported by training/fmda.py's imports
     with contrastive.open("a") as handle:  # a comment and a docstring: not code
         handle.write('\n# an edit\n\n\ndef _helper() -> None:\n    """A docstring."""\n')
-    edited = reuse.fingerprint(train_fmda, [_Encoder("a" * 64), pools, params])
+    edited = session_fingerprint()
     assert edited != base  # a new function is new code
     contrastive.write_text(contrastive.read_text().replace('"""A docstring."""', '"""Another docstring."""'))
-    assert reuse.fingerprint(train_fmda, [_Encoder("a" * 64), pools, params]) == edited
+    assert session_fingerprint() == edited
     contrastive.write_text(contrastive.read_text().replace('"""Another docstring."""', "return None"))
-    assert reuse.fingerprint(train_fmda, [_Encoder("a" * 64), pools, params]) != edited
+    changed = session_fingerprint()
+    assert changed != edited
+    # within one session the digest stays the code as loaded, and the change is seen
+    contrastive.write_text(contrastive.read_text().replace("return None", "return 1"))
+    assert reuse.fingerprint(train_fmda, [_Encoder("a" * 64), pools, params]) == changed
+    code = reuse.key(train_fmda, [_Encoder("a" * 64), pools, params])["code"]
+    assert reuse.code_snapshot().changed(code) == [contrastive]
 
     class Opaque:
         pass
@@ -177,7 +189,7 @@ def test_a_training_killed_mid_way_is_not_reused(tmp_path: Path, monkeypatch):
     assert child.stdout is not None and child.stdout.readline().strip() == "writing"
     os.kill(child.pid, signal.SIGKILL)
     child.wait(timeout=30)
-    (entry,) = store.iterdir()
+    (entry,) = [p for p in store.iterdir() if p.name != reuse.LOCKS]
     assert entry.name.startswith(".tmp-") and (entry / "model.safetensors").read_bytes() == b"half a model"
 
     reuse.configure({"store": str(store)})
@@ -188,7 +200,7 @@ def test_a_training_killed_mid_way_is_not_reused(tmp_path: Path, monkeypatch):
     again, _ = train(2.0)
     assert reuse.USAGE.reused == ["step"] and torch.equal(again["state_dict"]["w"], model["state_dict"]["w"])
     assert reuse.prune(store) == 1  # the killed run's temporary entry
-    assert [p.name.startswith(".tmp-") for p in store.iterdir()] == [False]
+    assert [p.name.startswith(".tmp-") for p in store.iterdir() if p.name != reuse.LOCKS] == [False]
 
 
 def test_reuse_settings_are_checked():

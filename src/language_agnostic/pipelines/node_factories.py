@@ -7,6 +7,7 @@ from typing import Any
 
 from kedro.pipeline import Node, Pipeline, node
 
+from language_agnostic.encoders.extraction import TOKENISATION_KEYS
 from language_agnostic.pipelines.embeddings.pipeline import load_encoder_pipeline
 from language_agnostic.pipelines.project_config import TRAINED_MODEL_PARAMS, bind
 from language_agnostic.training.reuse import reusable
@@ -31,8 +32,12 @@ def train_and_evaluate(
     ``evaluate_<key>_node`` runs ``evaluate`` on ``reads``, the model and ``evaluate_inputs``, and
     writes ``rows``.
     """
+    inputs = [*reads, *train_inputs]
+    # a fine-tuning reads only how texts are tokenised of embeddings.extraction: an extraction option
+    # (progress, batch size, processes) then retrains nothing
+    cut = {i: TOKENISATION_KEYS for i, name in enumerate(inputs) if name == "params:embeddings.extraction"}
     return [
-        node(reusable(train), inputs=[*reads, *train_inputs], outputs=trained, name=f"train_{key}_node"),
+        node(reusable(train, reads=cut), inputs=inputs, outputs=trained, name=f"train_{key}_node"),
         node(evaluate, inputs=[*reads, trained[0], *evaluate_inputs], outputs=rows, name=f"evaluate_{key}_node"),
     ]
 

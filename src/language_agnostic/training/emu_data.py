@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from language_agnostic.encoders.extraction import ExtractionSettings, Tokenised, padded_batch, tokenise_all
+from language_agnostic.encoders.extraction import Tokenised, padded_batch, tokenisation_settings, tokenise_all
 from language_agnostic.encoders.loading import LoadedEncoder
 
 
@@ -143,7 +143,5 @@ class EmuBatches:
 
 def tokenise(encoder: LoadedEncoder, texts: Sequence[str], extraction: Mapping[str, object] | None = None) -> Tokenised:
     """Texts tokenised as the embedding stage would (its prefix and length policy)."""
-    settings = ExtractionSettings(
-        **{k: v for k, v in dict(extraction or {}).items() if k in ("prefix", "max_length", "on_too_long")}
-    )
+    settings = tokenisation_settings(extraction)
     return tokenise_all(encoder, list(texts), settings)

