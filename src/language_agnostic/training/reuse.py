@@ -519,13 +519,13 @@ def _explain(name: str, parts: Mapping[str, Any]) -> None:
     """Log why a step trains: the parts of its key that differ from the nearest stored entry of its function."""
     found = nearest(parts, _records(SETTINGS.store))
     if found is None:
-        logger.info("%s: no stored model of this step; training", name)
+        logger.info("%s: no stored model of this step; training", step_label(name))
         return
     record, differences = found
     shown = "; ".join(differences[:6]) + (f"; and {len(differences) - 6} more" if len(differences) > 6 else "")
     logger.info(
         "%s: training; the nearest stored model (%s, %s) differs in %s",
-        name,
+        step_label(name),
         str(record.get("fingerprint", "?"))[:12],
         record.get("created", "?"),
         shown,
@@ -567,13 +567,13 @@ def reusable(
         try:
             parts = key(func, args, kwargs)
         except NotFingerprintable as exc:
-            logger.warning("%s: not reusable (%s); training", name, exc)
+            logger.warning("%s: not reusable (%s); training", step_label(name), exc)
             USAGE.trained.append(name)
             return func(*args, **kwargs)
         fp = fingerprint_of(parts)
         USAGE.fingerprint_seconds += time.perf_counter() - started
-        with entry_lock(fp, step=name):
-            if SETTINGS.reuse and (found := _load(fp, name)) is not None:
+        with entry_lock(fp, step=step_label(name)):
+            if SETTINGS.reuse and (found := _load(fp, step_label(name))) is not None:
                 return _reused(name, fp, *found)
             _explain(name, parts)
             return _train_and_store(func, name, fp, parts, args, kwargs)
@@ -613,14 +613,14 @@ def _train_and_store(
     seconds = time.time() - started
     USAGE.trained.append(name)
     if not _storable(outputs):
-        logger.warning("%s: its outputs are not (artifact, metrics); not stored for reuse", name)
+        logger.warning("%s: its outputs are not (artifact, metrics); not stored for reuse", step_label(name))
         return outputs
     changed = code_snapshot().changed(parts["code"])
     if changed:
         logger.warning(
             "%s: %s changed on disk since this run started; this run uses the model it trained, "
             "but it is not stored for reuse (its code digest would not be the code that trained it)",
-            name,
+            step_label(name),
             ", ".join(str(p) for p in changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else ""),
         )
         return outputs
@@ -629,6 +629,7 @@ def _train_and_store(
         "seconds": seconds,
         "child_runs": runs,
         "step": name,
+        "label": step_label(name),
         "key": dict(parts),
     }
     _store(fp, str(parts["function"]), outputs, record)
@@ -697,13 +698,18 @@ def why(target: str, root: str | Path | None = None) -> list[str]:
         LookupError: no stored entry matches ``target``.
     """
     records = _records(Path(root or SETTINGS.store))
-    matching = [r for r in records if str(r.get("fingerprint", "")).startswith(target) or r.get("step") == target]
+    matching = [
+        r
+        for r in records
+        if str(r.get("fingerprint", "")).startswith(target) or target in (r.get("step"), r.get("label"))
+    ]
     if not matching:
         steps = sorted({str(r.get("step")) for r in records})
         raise LookupError(f"no stored model has the step or fingerprint {target!r}; stored steps: {steps}")
     newest = max(matching, key=lambda r: time.mktime(_created(r)))
     others = [r for r in records if r.get("fingerprint") != newest.get("fingerprint")]
-    head = f"{newest.get('step')} {str(newest.get('fingerprint'))[:12]} (trained {newest.get('created')})"
+    label = newest.get("label") or newest.get("step")
+    head = f"{label} {str(newest.get('fingerprint'))[:12]} (trained {newest.get('created')})"
     found = nearest(newest.get("key") or {}, others)
     if found is None:
         return [f"{head}: no other stored model of {newest.get('function')} to compare with"]
