@@ -128,6 +128,11 @@ def test_a_reused_model_s_child_run_holds_the_model_and_says_it_was_reused(track
     loaded = load_from_run(reused.info.run_id, "dream.safetensors", "retrieve.model")
     assert loaded["mlflow_run_id"] == reused.info.run_id
     assert all(torch.equal(loaded["state_dict"][k], v) for k, v in outputs["first"]["state_dict"].items())
+    from language_agnostic.pipelines.retrieve.nodes import load_model
+
+    spec = {"run_id": reused.info.run_id, "artifact": "dream.safetensors"}
+    chosen = load_model(spec, "meaning", {"name": "tiny", "hidden_size": 8})
+    assert chosen["source"] == f"MLflow run {reused.info.run_id} (dream.safetensors)"
 
 
 def test_an_entry_that_does_not_name_its_model_takes_the_trained_run_s_file_names(tracking):
