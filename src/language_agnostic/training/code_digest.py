@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import inspect
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -241,8 +242,9 @@ class CodeSnapshot:
     def _outside_code(self, func: Callable[..., Any]) -> dict[str, Any]:
         """A function outside this package: its source file's code (read once, like the package's)."""
         name = f"{func.__module__}.{func.__qualname__}"
-        try:
-            path = Path(inspect.getsourcefile(func) or "")
+        module = sys.modules.get(func.__module__)
+        try:  # the module's file (the function's own file when the module is not loaded)
+            path = Path(getattr(module, "__file__", None) or inspect.getsourcefile(func) or "")
         except TypeError:
             path = Path()
         if not path.is_file():

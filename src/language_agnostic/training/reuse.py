@@ -504,15 +504,18 @@ def nearest(parts: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> t
     scored = [(d, r) for d, r in scored if d]
     if not scored:
         return None
-    differences, record = min(scored, key=lambda dr: (len(dr[0]), -time.mktime(_created(dr[1]))))
+    differences, record = min(scored, key=lambda dr: (len(dr[0]), -_created(dr[1])))
     return dict(record), differences
 
 
-def _created(record: Mapping[str, Any]) -> time.struct_time:
+def _created(record: Mapping[str, Any]) -> float:
+    """When the entry was made, in seconds (``created_unix``; the second-resolution ``created`` of older records)."""
+    if isinstance(record.get("created_unix"), (int, float)):
+        return float(record["created_unix"])
     try:
-        return time.strptime(str(record.get("created")), "%Y-%m-%d %H:%M:%S")
+        return time.mktime(time.strptime(str(record.get("created")), "%Y-%m-%d %H:%M:%S"))
     except ValueError:
-        return time.localtime(0)
+        return 0.0
 
 
 def _explain(name: str, parts: Mapping[str, Any]) -> None:
@@ -626,6 +629,7 @@ def _train_and_store(
         return outputs
     record = {
         "created": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "created_unix": time.time(),
         "seconds": seconds,
         "child_runs": runs,
         "step": name,
@@ -706,7 +710,7 @@ def why(target: str, root: str | Path | None = None) -> list[str]:
     if not matching:
         steps = sorted({str(r.get("step")) for r in records})
         raise LookupError(f"no stored model has the step or fingerprint {target!r}; stored steps: {steps}")
-    newest = max(matching, key=lambda r: time.mktime(_created(r)))
+    newest = max(matching, key=_created)
     others = [r for r in records if r.get("fingerprint") != newest.get("fingerprint")]
     label = newest.get("label") or newest.get("step")
     head = f"{label} {str(newest.get('fingerprint'))[:12]} (trained {newest.get('created')})"
