@@ -71,7 +71,7 @@ def main() -> None:
         for hook in hooks:
             manager.register(hook)
         hooks[0].after_context_created(context=SimpleNamespace(params=params))
-        run_params = {"pipeline_names": ["fmda"], "env": None, "extra_params": extra, "project_path": str(folder)}
+        run_params = {"pipeline_names": ["fmda"], "env": None, "runtime_params": extra, "project_path": str(folder)}
         with mlflow.start_run(run_name="fmda") as run:  # as kedro-mlflow starts it
             manager.hook.before_pipeline_run(run_params=run_params, pipeline=pipeline, catalog=catalog)
             # the parameters, flattened and cut at 250 characters, as kedro-mlflow logs each node's

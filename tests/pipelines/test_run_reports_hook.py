@@ -49,7 +49,7 @@ def test_the_parent_run_is_renamed_and_tagged(tmp_path: Path):
         ids = []
         for extra in (None, TEMPERATURE):
             hook = RunReportsHook()
-            params = {"pipeline_names": ["fmda"], "env": None, "extra_params": extra, "project_path": str(tmp_path)}
+            params = {"pipeline_names": ["fmda"], "env": None, "runtime_params": extra, "project_path": str(tmp_path)}
             hook.before_pipeline_run(run_params=params, pipeline=None, catalog=None)
             with mlflow.start_run(run_name="fmda") as run:  # as kedro-mlflow starts it
                 hook.before_node_run(node=SimpleNamespace(name="first"), inputs={})
@@ -136,7 +136,7 @@ def _run(tmp_path: Path, pairs: list[str], params: dict[str, Any], extra: dict[s
         }
     )
     pipeline = _pipeline(pairs)
-    run_params = {"pipeline_names": ["fmda"], "env": None, "extra_params": extra, "project_path": str(tmp_path)}
+    run_params = {"pipeline_names": ["fmda"], "env": None, "runtime_params": extra, "project_path": str(tmp_path)}
     hook.after_context_created(context=SimpleNamespace(params=params))
     manager.hook.before_pipeline_run(run_params=run_params, pipeline=pipeline, catalog=catalog)
     SequentialRunner().run(pipeline, catalog, manager)

@@ -54,7 +54,7 @@ def _parent_run(project: Path, extra: dict | None, infonce: float, reused: list[
     hook = RunReportsHook()
     table = MetricsTableDataset(str(project / "data" / "08_reporting" / "metrics.csv"))
     catalog = DataCatalog({"fmda_metrics_table": table})
-    params = {"pipeline_names": ["fmda"], "env": None, "extra_params": extra, "project_path": str(project)}
+    params = {"pipeline_names": ["fmda"], "env": None, "runtime_params": extra, "project_path": str(project)}
     hook.before_pipeline_run(run_params=params, pipeline=None, catalog=catalog)
     with mlflow.start_run(run_name="fmda") as run:
         report = SimpleNamespace(name="report_fmda_node")

@@ -142,7 +142,9 @@ class RunReportsHook:
         names = run_params.get("pipeline_names") or run_params.get("pipeline_name") or ["__default__"]
         self._pipelines = [names] if isinstance(names, str) else list(names)
         self._env = run_params.get("env")
-        self._overrides = run_overrides(self._env, run_params.get("extra_params"))
+        # --params: Kedro 1.x records them as runtime_params (earlier versions: extra_params)
+        extra = run_params.get("runtime_params") or run_params.get("extra_params")
+        self._overrides = run_overrides(self._env, extra)
         self._name = run_name(self._pipelines, self._overrides)
         self._project = Path(run_params.get("project_path") or ".")
         metrics_table.set_method_configs({})
