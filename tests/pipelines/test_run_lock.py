@@ -115,7 +115,7 @@ def test_two_concurrent_retrieve_runs_each_search_their_own_corpus(tiny_hub_mode
 # A stand-in for `kedro run` that runs the project's hooks around an MLflow run as kedro-mlflow
 # starts it, with an open child run, then waits to be stopped (fast: no Kedro session, no pipeline)
 HOOKED_RUN = """
-import sys, time
+import os, signal, sys, time
 import mlflow
 from language_agnostic.pipelines.run_lock import RunLockHook
 from language_agnostic.pipelines.tracking_hook import RunStatusHook
@@ -127,7 +127,11 @@ lock, status = RunLockHook(), RunStatusHook()
 status.after_context_created()
 lock.before_pipeline_run({"project_path": project, "pipeline_names": ["hooked"]})  # tryfirst
 run = mlflow.start_run(run_name="hooked")  # kedro-mlflow's before_pipeline_run
+if sys.argv[3:] == ["signal-in-setup"]:  # a signal before the run records its process: held back
+    print(run.info.run_id, flush=True)
+    os.kill(os.getpid(), signal.SIGTERM)
 status.before_pipeline_run({})  # trylast
+lock.before_node_run()  # the first node
 child = mlflow.start_run(run_name="training", nested=True)  # a node's open child run
 print(run.info.run_id, child.info.run_id, flush=True)
 if sys.argv[3:] == ["finish"]:
@@ -188,6 +192,22 @@ def test_sigterm_or_ctrl_c_during_a_run_ends_its_mlflow_run_killed_and_frees_the
     assert tags["language_agnostic.ended_by"] == ("SIGTERM" if signum == signal.SIGTERM else "SIGINT (Ctrl-C)")
     assert tags["language_agnostic.pid"] == str(process.pid)
     assert f"MLflow run {run_id} ended KILLED with 1 open child run(s)" in err
+    assert _lock_is_free(project)
+
+
+def test_a_signal_while_the_run_is_set_up_is_held_until_it_records_its_process(tmp_path: Path):
+    project = tmp_path / "project"
+    project.mkdir()
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    script = project / "hooked_run.py"
+    script.write_text(HOOKED_RUN)
+    done = subprocess.run(
+        [sys.executable, str(script), str(project), uri, "signal-in-setup"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 143, done.stderr[-3000:]
+    (run_id,) = done.stdout.split()  # it never reached the child run
+    assert _statuses(uri, run_id) == ["KILLED"]
+    assert mlflow.MlflowClient(tracking_uri=uri).get_run(run_id).data.tags["language_agnostic.ended_by"] == "SIGTERM"
     assert _lock_is_free(project)
 
 

@@ -116,8 +116,12 @@ def release(handle: IO[str] | None) -> None:
     handle.close()
 
 
-# what interrupted the run, when a signal did (said when its MLflow run is ended KILLED)
+# what interrupted the run, when a signal did (said when its MLflow run is ended KILLED); while the
+# hooks set the run up (from the lock to the first node) a signal waits in _pending, so it never
+# lands between kedro-mlflow starting the MLflow run and the run recording its process
 _interrupted_by: str | None = None
+_deferred = False
+_pending: int | None = None
 
 
 def interrupted_by() -> str | None:
@@ -129,11 +133,27 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
     """SIGTERM and SIGINT raise in the main thread: the run unwinds (temporary files removed, worker
     processes stopped) and exits, and the exit handlers end its MLflow run KILLED."""
     del frame
-    global _interrupted_by
+    global _interrupted_by, _pending
     _interrupted_by = _interrupted_by or ("SIGINT (Ctrl-C)" if signum == signal.SIGINT else signal.Signals(signum).name)
+    if _deferred:
+        _pending = signum
+        return
+    _stop(signum)
+
+
+def _stop(signum: int) -> None:
     if signum == signal.SIGINT:
         raise KeyboardInterrupt
     raise SystemExit(128 + signum)
+
+
+def _defer_signals(defer: bool) -> None:
+    """Hold SIGTERM and SIGINT back (``defer``), or stop now for one that came while they were held."""
+    global _deferred, _pending
+    _deferred = defer
+    if not defer and _pending is not None:
+        signum, _pending = _pending, None
+        signal.raise_signal(signum)  # handled in the main thread, whichever thread resumes
 
 
 class RunLockHook:
@@ -150,12 +170,19 @@ class RunLockHook:
     @hook_impl(tryfirst=True)
     def before_pipeline_run(self, run_params: dict[str, Any]) -> None:
         release(self._handle)
+        _defer_signals(False)
         self._catch_signals()
         project = Path(run_params.get("project_path") or Path.cwd())
         pipelines = run_params.get("pipeline_names") or run_params.get("pipeline_name")
         self._handle = acquire(
             project / LOCK_FILE, {"pipelines": pipelines, "env": run_params.get("env")}, wait=waits()
         )
+        # held back until the first node: the other hooks start the MLflow run and record its process
+        _defer_signals(True)
+
+    @hook_impl
+    def before_node_run(self) -> None:
+        _defer_signals(False)
 
     @hook_impl
     def after_pipeline_run(self) -> None:
@@ -171,6 +198,7 @@ class RunLockHook:
         for signum, handler in self._previous.items():
             signal.signal(signum, handler)
         self._previous.clear()
+        _defer_signals(False)  # a signal held back by a run without nodes stops the process now
 
     def _catch_signals(self) -> None:
         """SIGTERM and SIGINT stop the run through :func:`_on_signal` (only the main thread can set handlers)."""
