@@ -15,7 +15,8 @@ wait is not part of the run's duration and a run stopped while waiting leaves no
 ``LANGUAGE_AGNOSTIC_NO_WAIT=1`` makes a run that finds the lock held stop at once, with one line
 naming the run that holds it. From the lock on, SIGTERM (what ``timeout`` and schedulers send)
 ends the run as Ctrl-C does, with exit status 143: the MLflow run is ended KILLED
-(``pipelines/tracking_hook.py:RunStatusHook``) and the lock released.
+(``pipelines/tracking_hook.py:RunStatusHook``) and the lock released. A signal that comes while the
+hooks set the run up (from the lock to the first node) is held back until they are done.
 
 Worker processes that a step starts (``processes: N``) run no pipeline and take no lock; the
 per-text embedding store and the trained-model store have their own guarantees and are shared
