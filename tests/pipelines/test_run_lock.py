@@ -294,3 +294,21 @@ def _runs(project: Path) -> list:
     """The MLflow runs of the project's store."""
     client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{project / 'mlruns' / 'mlflow.db'}")
     return client.search_runs([client.get_experiment_by_name("language_agnostic").experiment_id])
+
+
+def test_a_held_back_signal_stops_the_run_once_set_up_and_a_second_one_at_once(monkeypatch):
+    raised = []
+    monkeypatch.setattr(signal, "raise_signal", raised.append)
+    monkeypatch.setattr(run_lock, "_interrupted_by", None)  # restored after the test
+    run_lock._defer_signals(True)
+    try:
+        run_lock._on_signal(signal.SIGTERM, None)  # held back
+        run_lock._defer_signals(False)  # the first node: it is sent again, now to be handled
+        assert raised == [signal.SIGTERM] and run_lock.interrupted_by() == "SIGTERM"
+        run_lock._defer_signals(True)
+        run_lock._on_signal(signal.SIGINT, None)
+        with pytest.raises(KeyboardInterrupt):  # pressed twice: the set-up is not waited for
+            run_lock._on_signal(signal.SIGINT, None)
+    finally:
+        run_lock._defer_signals(False)
+    assert raised == [signal.SIGTERM]  # nothing left pending

@@ -136,9 +136,10 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
     del frame
     global _interrupted_by, _pending
     _interrupted_by = _interrupted_by or ("SIGINT (Ctrl-C)" if signum == signal.SIGINT else signal.Signals(signum).name)
-    if _deferred:
+    if _deferred and _pending is None:  # a second one stops the run even then (a set-up that never ends)
         _pending = signum
         return
+    _pending = None
     _stop(signum)
 
 
