@@ -66,6 +66,42 @@ def test_a_text_gets_the_same_bits_in_any_list_and_batch_size(wide_model: Path, 
     assert np.array_equal(states[0][mask[0]], again[0])
 
 
+_POSITIONS = textwrap.dedent("""
+    import sys
+    import numpy as np
+    from language_agnostic.encoders.extraction import EmbeddingStore, ExtractionSettings, extract_embeddings
+    from language_agnostic.encoders.loading import load_encoder
+    model, where, texts_file = sys.argv[1], sys.argv[2], sys.argv[3]
+    encoder = load_encoder(model)
+    texts = open(texts_file).read().split("\\n")
+    settings = ExtractionSettings(prefix="", dtype="float32", device="cpu", batch_size=8, progress=False)
+    alone = extract_embeddings(encoder, texts[:40], settings, EmbeddingStore(where + "/a"))
+    # the same texts after 23 others: in other batches, at other positions
+    mixed = extract_embeddings(encoder, texts[40:] + texts[:40], settings, EmbeddingStore(where + "/b"))
+    for pooling in ("cls", "mean"):
+        moved = int((alone.vectors(pooling) != mixed.vectors(pooling)[23:]).any(axis=1).sum())
+        print(pooling, moved, flush=True)
+""")
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_a_text_gets_the_same_bits_at_any_position_on_mkls_avx2_path(wide_model: Path, tmp_path: Path, threads: str):
+    """MKL's float32 products on their AVX2 path (AMD CPUs; forced here) place rows by position: each
+    text's own products (extraction.PerTextLinear) keep its vector its own. 2-4 of 80 rows moved without."""
+    texts = list(dict.fromkeys(_texts(90, 7)))[:63]
+    (tmp_path / "texts.txt").write_text("\n".join(texts))
+    env = {**os.environ, "MKL_ENABLE_INSTRUCTIONS": "AVX2", "OMP_NUM_THREADS": threads, "HF_HUB_OFFLINE": "1"}
+    out = subprocess.run(
+        [sys.executable, "-c", _POSITIONS, str(wide_model), str(tmp_path), str(tmp_path / "texts.txt")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["cls", "0", "mean", "0"]
+
+
 def test_subsets_supersets_and_repeats_encode_only_new_texts(tiny_hub_model: Path, tmp_path: Path):
     encoder = load_encoder(str(tiny_hub_model))
     store = EmbeddingStore(tmp_path)

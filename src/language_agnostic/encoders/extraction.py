@@ -243,16 +243,51 @@ def padded_batch(tok: Tokenised, index: np.ndarray, pad_id: int) -> tuple[torch.
     return torch.from_numpy(ids), torch.from_numpy(mask.astype(np.int64))
 
 
+class PerTextLinear(torch.nn.Module):
+    """A linear layer that multiplies each text's token rows in a matrix product of its own.
+
+    MKL's float32 matrix product on its AVX2 code path (the one it takes on AMD CPUs, and on Intel
+    CPUs under ``MKL_ENABLE_INSTRUCTIONS=AVX2``) computes a row's last bits differently by where the
+    row sits in the product: a text's vector then depended on its position in its batch, hence on
+    which other texts a list held (measured on the test encoders: 2-4 of 80 rows moved by an ulp or
+    two; ``tests/encoders/test_store.py``). A batched product (``bmm``) gives every text the same
+    product of shape ``length x hidden``, whatever its batch-mates. bf16 goes through oneDNN, whose
+    rows measured position-independent, and keeps ``torch.nn.Linear``.
+    """
+
+    def __init__(self, linear: torch.nn.Linear) -> None:
+        super().__init__()
+        self.weight, self.bias = linear.weight, linear.bias
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        if hidden.dim() != 3:
+            return torch.nn.functional.linear(hidden, self.weight, self.bias)
+        out = torch.bmm(hidden, self.weight.t().unsqueeze(0).expand(hidden.shape[0], -1, -1))
+        return out if self.bias is None else out + self.bias
+
+
+def per_text_products(model: torch.nn.Module) -> torch.nn.Module:
+    """``model`` with every ``torch.nn.Linear`` replaced, in place, by a :class:`PerTextLinear` sharing its weights."""
+    for module in list(model.modules()):
+        for name, child in list(module.named_children()):
+            if isinstance(child, torch.nn.Linear):
+                setattr(module, name, PerTextLinear(child))
+    return model
+
+
 def _inference_copy(model: torch.nn.Module, device: torch.device, dtype: torch.dtype) -> torch.nn.Module:
-    """The model on ``device`` in ``dtype``, in eval mode, leaving the caller's model untouched.
+    """The model on ``device`` in ``dtype``, in eval mode, leaving the caller's model untouched; on the
+    CPU in float32 with per-text matrix products (:class:`PerTextLinear`).
 
     Casting once matches autocast's speed on this CPU and keeps the vectors within cosine
     0.99996 of fp32 (``benchmarks/embedding_variants.py``, figures in docs/benchmarks.md).
     """
+    per_text = device.type == "cpu" and dtype == torch.float32
     parameter = next(model.parameters())
-    if parameter.device == device and parameter.dtype == dtype and not model.training:
+    if parameter.device == device and parameter.dtype == dtype and not model.training and not per_text:
         return model
-    return copy.deepcopy(model).to(device=device, dtype=dtype).eval()
+    copied = copy.deepcopy(model).to(device=device, dtype=dtype).eval()
+    return per_text_products(copied) if per_text else copied
 
 
 def namespace_inputs(encoder: LoadedEncoder, settings: ExtractionSettings) -> dict[str, Any]:
@@ -279,14 +314,10 @@ def namespace_inputs(encoder: LoadedEncoder, settings: ExtractionSettings) -> di
     return inputs
 
 
-# A matmul library picks its kernel and blocking from the whole shape of the product: on the CPU a
-# forward pass of fewer than about a dozen token rows takes another kernel than a larger one, and
-# its last bits differ (measured on this project's encoder and a wider test model: batch x length
-# <= 10 differs, >= 12 never did); on AMD EPYC, MKL also changed one float32 ulp of a text's mean
-# vector between two batches of one length but another number of rows. So every forward pass of
-# one length has one shape: a batch is filled with repeats of its own rows up to ``batch_size``
-# rows and at least this many tokens. The repeats cost 3 % more rows and 8 % more token rows on the
-# 63,921 distinct MASSIVE texts of four locales at batch 64 (benchmarks/fill_rows.py), once per text.
+# On the CPU, a forward pass of fewer than about a dozen token rows takes another matmul kernel
+# than a larger one, and its last bits differ (measured on this project's encoder and a wider test
+# model: batch x length <= 10 differs, >= 12 never did). Small batches are therefore filled with
+# repeats of their own rows up to this many tokens, which keeps every text's output exact.
 MIN_FORWARD_TOKENS = 32
 
 
@@ -294,10 +325,9 @@ def _forward_groups(lengths: np.ndarray, batch_size: int, fill: bool) -> list[np
     """Batches of positions with one token count each (no padding), ``batch_size`` rows at most.
 
     A batch of fewer than :data:`MIN_FORWARD_TOKENS` tokens is filled with repeats of its own rows.
-    With ``fill`` (the torch backend, on any device) the last batch of a length is filled to
-    ``batch_size`` the same way, so every forward pass of that length has one shape, and a text's
-    output does not depend on how many texts of its length a list holds. The store's tests check
-    the result bit for bit.
+    With ``fill`` (CUDA) the last batch of a length is filled to ``batch_size`` the same way, so
+    every forward pass of that length has one shape (GPU libraries may pick another algorithm for
+    another batch size). The store's tests check the result bit for bit.
     """
     order = np.lexsort((np.arange(len(lengths)), lengths))
     groups = np.split(order, np.flatnonzero(np.diff(lengths[order])) + 1) if len(order) else []
@@ -306,8 +336,7 @@ def _forward_groups(lengths: np.ndarray, batch_size: int, fill: bool) -> list[np
         length = max(int(lengths[group[0]]), 1)
         for start in range(0, len(group), batch_size):
             batch = group[start : start + batch_size]
-            rows = -(-MIN_FORWARD_TOKENS // length)
-            rows = max(rows, batch_size) if fill else rows
+            rows = max(-(-MIN_FORWARD_TOKENS // length), batch_size if fill else 0)
             if len(batch) < rows:
                 batch = np.resize(batch, rows)
             batches.append(batch)
@@ -412,7 +441,7 @@ def _encode_missing(
     forward_pass = _forward_function(encoder, settings, space, device, dtype, precision)
     # int8 activations scaled per batch tensor: each text alone keeps its vector its own
     batch_size = 1 if settings.backend in PER_TEXT else settings.batch_size
-    fill = settings.backend == "torch"  # one shape per length (see MIN_FORWARD_TOKENS)
+    fill = device.type == "cuda"
     # the torch backend's inputs go to its device; the other backends run on the CPU
     inputs_device = device if settings.backend == "torch" else None
     bar = tqdm(total=len(texts), desc=progress_desc, unit="text", disable=not settings.progress)
