@@ -30,14 +30,13 @@ from kedro.framework.hooks import hook_impl
 
 from language_agnostic.datasets import metrics as metrics_table
 from language_agnostic.datasets.outcomes import OutcomesDataset
+from language_agnostic.reporting.compare import OVERRIDES_TAG, REPORTS_ARTIFACT_DIR
 
 logger = logging.getLogger(__name__)
 
-OVERRIDES_TAG = "language_agnostic.overrides"
 DEFAULTS = "defaults"  # the tag of a run with no --env and no --params
 DEFAULT_ENV = "local"  # settings.py's default_run_env: conf/local holds a machine's own settings, not an experiment
 RUNS_DIR = "runs"  # under the reporting directory
-REPORTS_ARTIFACT_DIR = "reports"  # under the parent MLflow run
 RUN_FILE = "run.json"
 SEPARATOR = " · "
 MAX_RUN_NAME = 250  # MLflow's limit on a run name

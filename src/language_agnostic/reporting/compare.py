@@ -26,8 +26,10 @@ from typing import Any
 
 import pandas as pd
 
-from language_agnostic.pipelines.run_reports_hook import OVERRIDES_TAG, REPORTS_ARTIFACT_DIR
-
+# a parent run's tag naming its --env / --params, and the artifact folder holding its reports
+# (pipelines/run_reports_hook.py writes both)
+OVERRIDES_TAG = "language_agnostic.overrides"
+REPORTS_ARTIFACT_DIR = "reports"
 DEFAULT_TRACKING_URI = "sqlite:///mlruns/mlflow.db"  # conf/base/mlflow.yml
 KEY = ["pipeline", "method", "embedding", "task", "dataset", "source", "target", "metric", "encoder"]
 DECIMALS = 3  # as the pipelines' reports print them
