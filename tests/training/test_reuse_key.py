@@ -42,13 +42,15 @@ def step(x, settings=None, log=None):
 @pytest.fixture
 def step_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """A training step in a module of its own (keyed by its file's code), importable here and in children."""
-    (tmp_path / "step_module.py").write_text(STEP)
+    # its own module name, and gone afterwards: test_reuse.py imports another `step_module`
+    (tmp_path / "reuse_key_step.py").write_text(STEP)
     monkeypatch.syspath_prepend(str(tmp_path))
-    sys.modules.pop("step_module", None)
-    import step_module
+    sys.modules.pop("reuse_key_step", None)
+    import reuse_key_step
 
     reuse.snapshot_code()
-    return step_module
+    yield reuse_key_step
+    sys.modules.pop("reuse_key_step", None)
 
 
 def test_a_new_version_of_a_package_the_training_imports_retrains(step_module, monkeypatch):
@@ -141,7 +143,7 @@ def test_a_damaged_entry_is_set_aside_with_one_warning_and_retrained(step_module
 CHILD = textwrap.dedent("""
     import sys
     from language_agnostic.training import reuse
-    from step_module import step
+    from reuse_key_step import step
     reuse.configure({"store": sys.argv[1]})
     model, _ = reuse.reusable(step)(3.0, {"sleep": 2}, sys.argv[2])
     print("trained" if reuse.USAGE.trained else "reused", float(model["state_dict"]["w"][0]), flush=True)
@@ -200,7 +202,7 @@ def test_a_source_file_changed_while_training_publishes_nothing(step_module, tmp
         source.write_text(source.read_text() + "\n\ndef added():\n    return 1\n")
         return step_module.step(x)
 
-    edit_during_training.__module__, edit_during_training.__qualname__ = "step_module", "step"
+    edit_during_training.__module__, edit_during_training.__qualname__ = "reuse_key_step", "step"
     with caplog.at_level(logging.WARNING, logger="language_agnostic.training.reuse"):
         model, _ = reuse.reusable(edit_during_training)(4.0)
     assert float(model["state_dict"]["w"][0]) == 4.0  # the run gets its model

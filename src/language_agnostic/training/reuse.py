@@ -88,6 +88,7 @@ import pandas as pd
 import torch
 
 from language_agnostic.config import ParameterError
+from language_agnostic.encoders.bundled import file_sha256
 from language_agnostic.encoders.store import publish_directory
 from language_agnostic.encoders.versions import TRAINING_DISTRIBUTIONS, versions
 from language_agnostic.methods.trained import read_artifact, write_artifact
@@ -355,11 +356,7 @@ def _storable(outputs: Any) -> bool:
 
 
 def _file_facts(path: Path) -> dict[str, Any]:
-    digest_ = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest_.update(chunk)
-    return {"bytes": path.stat().st_size, "sha256": digest_.hexdigest()}
+    return {"bytes": path.stat().st_size, "sha256": file_sha256(path)}
 
 
 def _remove_entry(fp: str) -> None:
