@@ -15,6 +15,7 @@ from language_agnostic.datasets.encoder_dir import EncoderDirectoryDataset
 from language_agnostic.datasets.outcomes import OutcomesDataset
 from language_agnostic.encoders.loading import load_encoder
 from language_agnostic.pipelines.emu.pipeline import create_pipeline
+from language_agnostic.training import reuse
 
 EN = [
     "wake me up at nine",
@@ -251,6 +252,20 @@ def test_every_direction_and_table3_for_a_labelled_locale_study(tiny_hub_model: 
         assert set(zip(mine["source"], mine["target"])) == every
     table3 = catalog["emu_tables_markdown"].load().split("## Table 3")[1]
     assert "| method | en-en | en-de | de-en | de-de |" in table3 and "| emu-no_ld-de |" in table3
+
+
+def test_a_renamed_method_reuses_its_fine_tuning_under_the_new_name(tiny_hub_model: Path, tmp_path: Path):
+    tables = {}
+    for name in ("softmax", "softmax_renamed"):
+        catalog = _catalog(tiny_hub_model, tmp_path / name)
+        catalog[f"params:emu.methods.{name}"] = METHODS["softmax"]
+        reuse.USAGE.reset()
+        SequentialRunner().run(create_pipeline(methods={name: METHODS["softmax"]}, save_encoders=[]), catalog)
+        tables[name] = catalog["emu_metrics_table"].load().drop(columns=["run_id"], errors="ignore")
+    # the second run trained nothing: the name labels the fine-tuning, it does not shape it
+    assert (reuse.USAGE.trained, reuse.USAGE.reused) == ([], ["train_emu_variant[softmax_renamed]"])
+    before = tables["softmax"].assign(method=tables["softmax"]["method"].replace("softmax", "softmax_renamed"))
+    pd.testing.assert_frame_equal(tables["softmax_renamed"], before)
 
 
 def test_table3_is_relative_to_raw():

@@ -15,10 +15,12 @@ import mlflow
 import pandas as pd
 import pytest
 import torch
+from kedro.io import MemoryDataset
 from kedro.runner import SequentialRunner
 
 from language_agnostic.config import ParameterError
-from language_agnostic.methods.trained import load_from_run
+from language_agnostic.datasets.torch_state import TrainedHeadDataset
+from language_agnostic.methods.trained import load_from_run, read_artifact
 from language_agnostic.pipelines.fmda.pipeline import create_pipeline
 from language_agnostic.training import reuse
 from language_agnostic.training.fmda import train_fmda
@@ -88,6 +90,52 @@ def test_a_changed_parameter_or_input_retrains_only_what_depends_on_it(tiny_hub_
 
     _run(tiny_hub_model, tmp_path / "lr", catalog_edit=other_lr)
     assert (len(reuse.USAGE.trained), len(reuse.USAGE.reused)) == (3, 0)
+
+
+def test_a_renamed_variant_reuses_its_model_under_the_new_name(tiny_hub_model: Path, tmp_path: Path):
+    first, _ = _run(tiny_hub_model, tmp_path / "first")
+    trained = read_artifact(tmp_path / "first" / "fmda_two_stage.safetensors")
+
+    # conf/ renames two_stage to staged: a name labels the model, it does not shape it
+    def renamed(catalog):
+        catalog["params:fmda.variants.staged"] = MemoryDataset(VARIANTS["two_stage"])
+        catalog["en_de.fmda_model_staged"] = TrainedHeadDataset(str(tmp_path / "renamed" / "fmda_staged.safetensors"))
+
+    variants = {"all_together": VARIANTS["all_together"], "staged": VARIANTS["two_stage"]}
+    second, _ = _run(tiny_hub_model, tmp_path / "renamed", variants=variants, catalog_edit=renamed)
+    assert (reuse.USAGE.trained, len(reuse.USAGE.reused)) == ([], 3)
+    reused = read_artifact(tmp_path / "renamed" / "fmda_staged.safetensors")
+    assert (reused["variant"], reused["method"]) == ("staged", "fmda-staged")
+    assert all(torch.equal(reused["state_dict"][k], v) for k, v in trained["state_dict"].items())
+    # the same cells, under the new method name
+    expected = first.assign(method=first["method"].replace("fmda-two_stage", "fmda-staged"))
+    pd.testing.assert_frame_equal(second, expected)
+
+
+def test_a_stored_steps_outputs_renamed_where_the_name_shows():
+    naming = reuse.Naming("name", {"method": str, "name": str}, spelling=lambda n: n.replace("+", "_plus_"))
+    outputs = (
+        {"method": "cs+wcl", "name": "cs+wcl", "kind": "cs+wcl", "state_dict": {}},
+        {"slu.cs_plus_wcl.loss": 1.0, "slu.cs_plus_wcl.kept.dev_exact_match": 0.5, "cs_plus_wcl.other": 2.0},
+    )
+    runs = [
+        {"name": "slu/cs+wcl", "params": {"name": "cs+wcl", "method": "cs+wcl", "loss": "cs+wcl"}, "model": "m_cs+wcl"}
+    ]
+    (artifact, metrics), (run,) = naming.renamed(outputs, runs, "cs+wcl", "cs+ucl")
+    # the declared fields; not another field that happens to hold the same string
+    assert (artifact["method"], artifact["name"], artifact["kind"]) == ("cs+ucl", "cs+ucl", "cs+wcl")
+    # metric keys in MLflow's spelling, after the prefix only
+    assert metrics == {
+        "slu.cs_plus_ucl.loss": 1.0,
+        "slu.cs_plus_ucl.kept.dev_exact_match": 0.5,
+        "cs_plus_wcl.other": 2.0,
+    }
+    assert run == {
+        "name": "slu/cs+ucl",
+        "params": {"name": "cs+ucl", "method": "cs+ucl", "loss": "cs+wcl"},
+        "model": "m_cs+ucl",
+    }
+    assert outputs[0]["method"] == "cs+wcl"  # the loaded outputs are not changed in place
 
 
 class _Encoder:

@@ -10,7 +10,7 @@ from kedro.pipeline import Node, Pipeline, node
 from language_agnostic.encoders.extraction import TOKENISATION_KEYS
 from language_agnostic.pipelines.embeddings.pipeline import load_encoder_pipeline
 from language_agnostic.pipelines.project_config import TRAINED_MODEL_PARAMS, bind
-from language_agnostic.training.reuse import reusable
+from language_agnostic.training.reuse import Naming, reusable
 
 
 def train_and_evaluate(
@@ -23,6 +23,7 @@ def train_and_evaluate(
     evaluate: Callable[..., Any],
     evaluate_inputs: list[str],
     rows: str | list[str],
+    naming: Naming | None = None,
 ) -> list[Node]:
     """One trained model's two nodes (emu's methods, slu's, fmda's variants and heads).
 
@@ -30,14 +31,15 @@ def train_and_evaluate(
     fine-tuned) and ``train_inputs``, and writes ``trained``: the model and its history (a model
     stored with the same fingerprint is reused instead, ``training/reuse.py``).
     ``evaluate_<key>_node`` runs ``evaluate`` on ``reads``, the model and ``evaluate_inputs``, and
-    writes ``rows``.
+    writes ``rows``. ``naming``: where the model's name shows in what ``train`` returns (the name is then
+    not part of its fingerprint: a renamed variant reuses its model).
     """
     inputs = [*reads, *train_inputs]
     # a fine-tuning reads only how texts are tokenised of embeddings.extraction: an extraction option
     # (progress, batch size, processes) then retrains nothing
     cut = {i: TOKENISATION_KEYS for i, name in enumerate(inputs) if name == "params:embeddings.extraction"}
     return [
-        node(reusable(train, reads=cut), inputs=inputs, outputs=trained, name=f"train_{key}_node"),
+        node(reusable(train, reads=cut, naming=naming), inputs=inputs, outputs=trained, name=f"train_{key}_node"),
         node(evaluate, inputs=[*reads, trained[0], *evaluate_inputs], outputs=rows, name=f"evaluate_{key}_node"),
     ]
 

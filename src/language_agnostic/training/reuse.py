@@ -11,7 +11,9 @@ the step's **key** and its SHA-256, the **fingerprint**:
   by their store keys (encoder, extraction setting, texts), an encoder by its identity (the hashes
   of its weights and of every file that shapes its outputs: ``config.json``, tokenizer files).
   Only what the training reads: a node may name the keys it reads of a parameter mapping
-  (``reads``), and the function then gets just those;
+  (``reads``), and the function then gets just those; and a step's name (a variant's key in
+  ``conf/``) is not keyed: it only labels the outputs (:class:`Naming`), so a renamed variant
+  reuses its model under the new name;
 - ``code``: the training function, the definitions of its module it reaches and every package
   module those import, as loaded when the session started (``training/code_digest.py``);
 - ``packages``: the installed versions of torch, transformers, tokenizers, accelerate,
@@ -272,19 +274,26 @@ def _function_of(func: Callable[..., Any]) -> tuple[Callable[..., Any], dict[str
     return func, bound
 
 
-def key(func: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The parts of the fingerprint of calling ``func(*args, **kwargs)`` (see the module docstring).
+def key(
+    func: Callable[..., Any],
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any] | None = None,
+    leave_out: Sequence[str] = (),
+) -> dict[str, Any]:
+    """The parts of the fingerprint of calling ``func(*args, **kwargs)`` (see the module docstring);
+    the keyword arguments ``leave_out`` (a step's name, :class:`Naming`) are not keyed.
 
     Raises:
         NotFingerprintable: an argument of a type :func:`digest` does not know.
     """
     inner, bound = _function_of(func)
+    keywords = {k: v for k, v in {**bound, **dict(kwargs or {})}.items() if k not in leave_out}
     return {
         "format": STORE_FORMAT,
         "function": f"{inner.__module__}.{inner.__qualname__}",
         "code": code_snapshot().function_code(inner),
         "args": [digest(a) for a in args],
-        "kwargs": digest({**bound, **dict(kwargs or {})}),
+        "kwargs": digest(keywords),
         "packages": versions(TRAINING_DISTRIBUTIONS),
         "machine": machine_kind(),
     }
@@ -547,8 +556,62 @@ def _step_name(func: Callable[..., Any], label: str | None) -> str:
     return label or getattr(func, "__name__", inner.__name__) + (f"[{','.join(named)}]" if named else "")
 
 
+@dataclass(frozen=True)
+class Naming:
+    """Where a training step's name (``fmda.variants.<name>``, ``emu.methods.<name>``) shows in its outputs.
+
+    The name labels a model, it does not shape it: it is left out of the key, so renaming a variant
+    in ``conf/`` reuses the model stored under the old name, with its outputs renamed here.
+
+    Attributes:
+        kwarg: The step's keyword argument that holds the name.
+        fields: The artifact's fields that hold the name or a label made from it, each with the
+            function that makes it (``{"variant": str, "method": method_name}``).
+        spelling: The name as written in metric keys (``slu``: ``+`` as ``_plus_``, MLflow takes no ``+``).
+    """
+
+    kwarg: str
+    fields: Mapping[str, Callable[[str], str]]
+    spelling: Callable[[str], str] = str
+
+    def renamed(
+        self, outputs: tuple[dict[str, Any], dict[str, Any]], runs: Sequence[Mapping[str, Any]], old: str, new: str
+    ) -> tuple[tuple[dict[str, Any], dict[str, Any]], list[dict[str, Any]]]:
+        """``outputs`` (artifact, metrics) and the recorded child ``runs`` of a step trained as ``old``, as ``new``
+        would have written them: the artifact's ``fields``; a metric key's or run name's segment (between
+        ``.`` or ``/``, after the first) that is the name; a run parameter under ``kwarg`` or a field; the
+        model file's name."""
+        artifact, metrics = outputs
+        artifact = {**artifact, **{f: make(new) for f, make in self.fields.items() if f in artifact}}
+        spelled = {old: new, self.spelling(old): self.spelling(new)}
+        metrics = {_renamed_path(k, ".", spelled): v for k, v in metrics.items()}
+        keys = {self.kwarg, *self.fields}
+        renamed_runs = []
+        for run in runs:
+            run = dict(run)
+            run["name"] = _renamed_path(str(run.get("name", "")), "/", spelled)
+            run["params"] = {
+                k: (new if k in keys and v == old else v) for k, v in dict(run.get("params") or {}).items()
+            }
+            model = run.get("model")
+            if isinstance(model, str) and model.endswith(old):
+                run["model"] = model[: len(model) - len(old)] + new
+            renamed_runs.append(run)
+        return (artifact, metrics), renamed_runs
+
+
+def _renamed_path(path: str, sep: str, spelled: Mapping[str, str]) -> str:
+    """``path`` with every ``sep``-separated segment after the first (the pipeline's or method's prefix,
+    ``fmda.<variant>.<pair>.loss``) that is a key of ``spelled`` replaced by its value."""
+    head, *rest = path.split(sep)
+    return sep.join([head, *(spelled.get(part, part) for part in rest)])
+
+
 def reusable(
-    func: Callable[..., Any], label: str | None = None, reads: Mapping[int, Sequence[str]] | None = None
+    func: Callable[..., Any],
+    label: str | None = None,
+    reads: Mapping[int, Sequence[str]] | None = None,
+    naming: Naming | None = None,
 ) -> Callable[..., Any]:
     """``func`` (a training step returning ``(artifact, metrics)``) reusing a stored result of the same fingerprint.
 
@@ -556,16 +619,20 @@ def reusable(
     ``reads``: ``{position: keys}`` for parameter mappings of which the step reads only some keys
     (e.g. the tokenisation settings of ``embeddings.extraction``): the function gets those keys
     alone, and only they are keyed, so an option it never reads (``progress``) retrains nothing.
+    ``naming``: where the step's name shows in its outputs; the name is then not keyed, and a model
+    stored under another name is reused renamed.
     """
-    inner, _ = _function_of(func)
+    inner, bound = _function_of(func)
     name = _step_name(func, label)
+    leave_out = (naming.kwarg,) if naming else ()
 
     @functools.wraps(func)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         args = tuple(_only(a, (reads or {})[i]) if i in (reads or {}) else a for i, a in enumerate(args))
+        called_as = {**bound, **kwargs}.get(naming.kwarg) if naming else None
         started = time.perf_counter()
         try:
-            parts = key(func, args, kwargs)
+            parts = key(func, args, kwargs, leave_out)
         except NotFingerprintable as exc:
             logger.warning("%s: not reusable (%s); training", step_label(name), exc)
             USAGE.trained.append(name)
@@ -574,9 +641,18 @@ def reusable(
         USAGE.fingerprint_seconds += time.perf_counter() - started
         with entry_lock(fp, step=step_label(name)):
             if SETTINGS.reuse and (found := _load(fp, step_label(name))) is not None:
-                return _reused(name, fp, *found)
+                outputs, record = found
+                trained_as = (record.get("names") or {}).get(naming.kwarg) if naming else None
+                if naming and trained_as is not None and called_as is not None and trained_as != called_as:
+                    outputs, runs = naming.renamed(outputs, record.get("child_runs") or [], trained_as, called_as)
+                    record = {**record, "child_runs": runs}
+                    logger.info(
+                        "%s: the stored model was trained as %r; reused as %r", step_label(name), trained_as, called_as
+                    )
+                return _reused(name, fp, outputs, record)
             _explain(name, parts)
-            return _train_and_store(func, name, fp, parts, args, kwargs)
+            names = {naming.kwarg: called_as} if naming and called_as is not None else {}
+            return _train_and_store(func, name, fp, parts, args, kwargs, names)
 
     wrapped.reuse_label = name  # type: ignore[attr-defined]
     return wrapped
@@ -605,8 +681,10 @@ def _train_and_store(
     parts: Mapping[str, Any],
     args: Sequence[Any],
     kwargs: Mapping[str, Any],
+    names: Mapping[str, str] | None = None,
 ) -> Any:
-    """Train (the caller holds ``fp``'s lock) and store the outputs, unless the step's code changed meanwhile."""
+    """Train (the caller holds ``fp``'s lock) and store the outputs, unless the step's code changed meanwhile;
+    ``names``: the step's name (:class:`Naming`), recorded so a reuse under another name can rename."""
     started = time.time()
     with recording_child_runs() as runs:
         outputs = func(*args, **kwargs)
@@ -631,6 +709,7 @@ def _train_and_store(
         "child_runs": runs,
         "step": name,
         "label": step_label(name),
+        "names": dict(names or {}),
         "key": dict(parts),
     }
     _store(fp, str(parts["function"]), outputs, record)

@@ -18,6 +18,7 @@ from language_agnostic.pipelines.embeddings.pipeline import load_encoder_pipelin
 from language_agnostic.pipelines.emu import nodes
 from language_agnostic.pipelines.node_factories import figure_node, train_and_evaluate
 from language_agnostic.pipelines.project_config import bind, configuration_error_pipeline, load_parameters
+from language_agnostic.training.reuse import Naming
 
 DEFAULT_METHODS: dict[str, Any] = {"emu": {"method": "emu", "loss": "emu"}}
 
@@ -127,6 +128,7 @@ def _method_nodes(name: str, save_encoder: bool) -> list[Node]:
             "params:emu.figure",
         ],
         rows=[f"emu_rows_{key}", f"emu_figure_sets_{key}", f"emu_outcomes_{key}"],
+        naming=Naming("name", {"method": str, "name": str}),
     )
     if save_encoder:
         parts.append(

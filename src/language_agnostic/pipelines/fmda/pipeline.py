@@ -14,12 +14,13 @@ from typing import Any
 
 from kedro.pipeline import Node, Pipeline, node
 
+from language_agnostic.methods.fmda import method_name
 from language_agnostic.pipelines.embeddings.pipeline import load_encoder_pipeline
 from language_agnostic.pipelines.fmda import nodes
 from language_agnostic.pipelines.massive.pipeline import configured_pairs, in_pair_namespace
 from language_agnostic.pipelines.node_factories import train_and_evaluate
 from language_agnostic.pipelines.project_config import bind, configuration_error_pipeline, load_parameters
-from language_agnostic.training.reuse import reusable
+from language_agnostic.training.reuse import Naming, reusable
 
 SHARED_INPUTS = {
     "massive_masked_texts",
@@ -174,6 +175,7 @@ def _variant_nodes(name: str, spec: Any, variants: Mapping[str, Any], source: st
         # a two-stage variant is also tested against its all-together twin (Table 5's claims)
         evaluate_inputs=["encoder_identity", *([f"fmda_model_{twin}"] if twin else [])],
         rows=f"fmda_rows_{name}",
+        naming=Naming("variant", {"variant": str, "method": method_name}),
     )
 
 
@@ -188,6 +190,7 @@ def _head_nodes(name: str) -> list[Node]:
         evaluate=nodes.evaluate_head,
         evaluate_inputs=["encoder_identity"],
         rows=f"head_rows_{name}",
+        naming=Naming("name", {"name": str}),
     )
 
 

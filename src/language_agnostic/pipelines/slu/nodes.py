@@ -47,9 +47,14 @@ def method_key(name: str) -> str:
     return str(name).replace("-", "_").replace("+", "_plus_")
 
 
+def metric_name(name: str) -> str:
+    """A method's name as MLflow metric keys write it (MLflow takes no ``+``)."""
+    return str(name).replace("+", "_plus_")
+
+
 def metric_prefix(name: str) -> str:
-    """``slu.<name>`` as an MLflow metric prefix (MLflow takes no ``+``)."""
-    return f"slu.{str(name).replace('+', '_plus_')}"
+    """``slu.<name>`` as an MLflow metric prefix."""
+    return f"slu.{metric_name(name)}"
 
 
 def grid_methods(methods: Mapping[str, Any]) -> dict[str, tuple[int, int]]:

@@ -18,6 +18,7 @@ from language_agnostic.pipelines.embeddings.pipeline import load_encoder_pipelin
 from language_agnostic.pipelines.node_factories import figure_node, train_and_evaluate
 from language_agnostic.pipelines.project_config import bind, configuration_error_pipeline, load_parameters
 from language_agnostic.pipelines.slu import nodes
+from language_agnostic.training.reuse import Naming
 
 DEFAULT_METHODS: dict[str, Any] = {"zsjoint": {"method": "slu"}, "cosda": {"method": "slu", "code_switch": True}}
 
@@ -140,4 +141,5 @@ def _method_nodes(name: str, spec: Any, key: str, drawn: bool) -> list[Node]:
             *(["params:slu.figure"] if drawn else []),
         ],
         rows=[f"slu_rows_{key}", f"slu_details_{key}"],
+        naming=Naming("name", {"method": str, "name": str}, spelling=nodes.metric_name),
     )
