@@ -148,6 +148,25 @@ def test_the_registry_follows_the_sessions_env_and_a_bad_variant_breaks_only_fmd
         error_node.run({})
 
 
+def test_pipelines_built_while_the_hooks_run_follow_the_sessions_env(project: Path, tmp_path: Path, forget_env):
+    # a hook reading context.params makes Kedro build every pipeline (to validate typed parameters):
+    # the run's --env must be recorded before that (`kedro run --pipelines=massive --env=fmda_en_de`
+    # asked for conf/base's three pairs when it was not)
+    from kedro.framework.project import pipelines as project_pipelines
+
+    pairs = {"en_ko": {"source": "en-US", "target": "ko-KR"}}
+    conf = _conf_with_env(tmp_path, "other_pairs", pairs)
+    project_pipelines._is_data_loaded = False  # built afresh by the first reader, as in a new process
+    try:
+        with KedroSession.create(PROJECT_ROOT, env="other_pairs", conf_source=str(conf)) as session:
+            session.load_context()  # fires after_context_created: the hooks read context.params
+            assert project_pipelines._is_data_loaded
+            outputs = project_pipelines["massive"].all_outputs()
+    finally:
+        project_pipelines._is_data_loaded = False
+    assert "en_ko.massive_pairs" in outputs and "en_de.massive_pairs" not in outputs
+
+
 def test_the_paper_env_adds_the_ablations_and_the_unified_model(project: Path, forget_env):
     from language_agnostic.pipeline_registry import register_pipelines
 

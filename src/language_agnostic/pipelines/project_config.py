@@ -48,10 +48,12 @@ class RunConfigHook:
 
     Kedro builds the registered pipelines after the context exists (``KedroSession.run``
     asks for them once ``after_context_created`` has fired), so recording the loader here
-    is in time for every pipeline the run builds.
+    is in time for every pipeline the run builds. It runs first among the hooks of that moment:
+    another hook reading ``context.params`` makes Kedro build every pipeline (to validate typed
+    parameters), and they must be built from this run's ``--env``, not ``conf/base``'s pairs.
     """
 
-    @hook_impl
+    @hook_impl(tryfirst=True)
     def after_context_created(self, context: KedroContext) -> None:
         global _session_config
         _session_config = context.config_loader
