@@ -23,6 +23,7 @@ LAYERS: list[set[str]] = [
     {"evaluation"},  # metrics and the scoring of trained models
     {"training"},  # the loop and each method family's trainer (dev scoring uses evaluation)
     {"reporting"},  # tables, claims, figures
+    {"parameters"},  # the typed models of conf/ (pydantic): what every parameter may be
     {"datasets", "pipelines", "settings", "pipeline_registry", "__main__"},  # Kedro
 ]
 RANK = {part: rank for rank, layer in enumerate(LAYERS) for part in layer}
