@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 # The main job: the FMDA pipeline with its defaults (override: make run PIPELINES=massive)
 PIPELINES ?= fmda
 
-.PHONY: setup run test readme clean-venv
+.PHONY: setup run test readme parameters clean-venv
 
 setup: $(STAMP)
 
@@ -33,6 +33,10 @@ test: $(STAMP)
 readme: $(STAMP)
 	$(BIN)/python -m language_agnostic.reporting.headline --findings docs/headline.csv docs/headline.png
 	$(BIN)/python -m language_agnostic.reporting.headline README.md docs/headline.csv
+
+# the editors' JSON Schema of conf/ and docs/parameters.md, generated from src/language_agnostic/parameters
+parameters: $(STAMP)
+	$(BIN)/python -m language_agnostic.parameters write
 
 clean-venv:
 	rm -rf $(VENV)

@@ -75,6 +75,8 @@ def _fields_at(model: Any, loc: tuple[Any, ...]) -> list[str] | None:
             current = field.annotation
         elif typing.get_origin(current) in (dict, Mapping):
             current = typing.get_args(current)[1]
+        elif typing.get_origin(current) in (list, tuple) and isinstance(part, int):
+            current = typing.get_args(current)[0]
         else:
             return None
     current = _inner(current)
