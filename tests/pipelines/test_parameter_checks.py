@@ -12,12 +12,7 @@ import pytest
 from kedro.framework.startup import bootstrap_project
 
 from language_agnostic.config import ParameterError
-from language_agnostic.pipelines.parameter_checks import (
-    CommandError,
-    base_parameters,
-    check_parameters,
-    validate_command,
-)
+from language_agnostic.pipelines.parameter_checks import CommandError, check_parameters, validate_command
 from language_agnostic.pipelines.project_config import VALIDATE_ONLY, load_parameters
 from tests.conftest import PROJECT_ROOT
 
@@ -48,25 +43,49 @@ def test_the_configured_parameters_pass(base: dict):
 @pytest.mark.parametrize(
     ("path", "value", "message"),
     [
-        ("fmda.training.lr", -1, "fmda.training: lr must be > 0, got -1.0"),
-        ("fmda.training.batch_size", "abc", "fmda.training.batch_size must be a whole number >= 1, got 'abc'"),
-        ("fmda.training.lrr", 1, "fmda.training: unknown key(s) ['lrr']"),
-        ("fmda.training.seed", 1.5, "fmda.training.seed must be int, got 1.5"),
-        ("fmda.variants.infonce.training.seed", "x", "fmda.variants.infonce.training.seed must be int, got 'x'"),
-        ("fmda.variants.infonce.ablation", "none", "fmda.variants.infonce: fmda.variants: ablation must be one of"),
-        ("fmda.methods.dream.training.lr", "fast", "fmda.methods.dream.training.lr must be float, got 'fast'"),
-        ("fmda.model.activation", "tanhh", "fmda.model: activation must be one of"),
-        ("qe.methods.seed.training.patience", 0, "qe.training: max_epochs and patience must be >= 1"),
-        ("sts.training.batch_size", 0, "sts.training.batch_size must be a whole number >= 1, got 0"),
-        ("emu.training.mixed_precision", "bf15", "emu.training: mixed_precision must be one of"),
-        ("slu.training.encoder_lr", -1e-5, "slu.training: encoder_lr must be >= 0"),
-        ("embeddings.extraction.batch_size", "big", "embeddings.extraction.batch_size must be int, got 'big'"),
+        ("fmda.training.lr", -1, "fmda.training.lr: must be > 0, got -1"),
+        ("fmda.training.batch_size", "abc", "fmda.training.batch_size: must be a whole number, got 'abc'"),
+        ("fmda.training.lrr", 1, "fmda.training: unknown key 'lrr'; known: ['batch_size', 'device', "),
+        ("fmda.training.seed", 1.5, "fmda.training.seed: must be a whole number, got 1.5"),
+        (
+            "fmda.variants.infonce.training.seed",
+            "x",
+            "fmda.variants.infonce.training.seed: must be a whole number, got 'x'",
+        ),
+        ("fmda.variants.infonce.ablation", "none", "fmda.variants.infonce.ablation: must be one of ['full', "),
+        ("fmda.methods.dream.training.lr", "fast", "fmda.methods.dream.training.lr: must be a number, got 'fast'"),
+        ("fmda.model.activation", "tanhh", "fmda.model.activation: must be one of ['none', 'relu', 'gelu', 'tanh']"),
+        ("qe.methods.seed.training.patience", 0, "qe.methods.seed.training.patience: must be >= 1, got 0"),
+        ("sts.training.batch_size", 0, "sts.training.batch_size: must be >= 1, got 0"),
+        ("emu.training.mixed_precision", "bf15", "emu.training.mixed_precision: must be one of ['no', 'bf16', "),
+        ("slu.training.encoder_lr", -1e-5, "slu.training.encoder_lr: must be >= 0, got -1e-05"),
+        (
+            "embeddings.extraction.batch_size",
+            "big",
+            "embeddings.extraction.batch_size: must be a whole number, got 'big'",
+        ),
+        # a fraction where a whole number is meant, in blocks no settings dataclass parses
+        (
+            "massive.template_retrieval.n_targets.single",
+            1.5,
+            "massive.template_retrieval.n_targets.single: must be a whole number, got 1.5",
+        ),
+        ("fmda.figure.n_pairs", 800.5, "fmda.figure.n_pairs: must be a whole number, got 800.5"),
+        ("retrieve.top_k", 2.5, "retrieve.top_k: must be a whole number, got 2.5"),
+        # a key conf/base leaves null, given a wrong type
+        (
+            "embeddings.extraction.max_length",
+            "long",
+            "embeddings.extraction.max_length: must be a whole number, got 'long'",
+        ),
+        # an unknown key inside a variant
+        ("fmda.variants.infonce.lrr", 1, "fmda.variants.infonce: unknown key 'lrr'; known: ['ablation', 'loss', "),
     ],
 )
 def test_a_wrong_value_is_named(base: dict, path: str, value: object, message: str):
     with pytest.raises(ParameterError) as caught:
         check_parameters(_with(base, path, value))
-    assert message in str(caught.value)
+    assert str(caught.value).startswith(message) and "\n" not in str(caught.value), str(caught.value)
 
 
 def test_yaml_words_and_empty_values_mean_what_the_docs_say(base: dict):
@@ -74,8 +93,8 @@ def test_yaml_words_and_empty_values_mean_what_the_docs_say(base: dict):
     # as null: both are accepted as the word and the empty string (the prefix for an encoder other than e5)
     check_parameters(_with(base, "fmda.training.mixed_precision", False))
     xlmr = _with(base, "embeddings.encoder.name", "xlm-roberta-base")
-    check_parameters(_with(xlmr, "embeddings.extraction.prefix", None), base_parameters(PROJECT_ROOT / "conf"))
-    check_parameters(_with(xlmr, "embeddings.extraction.prefix", ""), base_parameters(PROJECT_ROOT / "conf"))
+    check_parameters(_with(xlmr, "embeddings.extraction.prefix", None))
+    check_parameters(_with(xlmr, "embeddings.extraction.prefix", ""))
 
 
 @pytest.mark.parametrize("prefix", [None, ""])
@@ -83,90 +102,67 @@ def test_an_empty_prefix_for_an_e5_encoder_is_named(base: dict, prefix: str | No
     with pytest.raises(ParameterError) as caught:
         check_parameters(_with(base, "embeddings.extraction.prefix", prefix))
     assert str(caught.value) == (
-        "embeddings.extraction.prefix is empty, but embeddings.encoder.name 'bundled' is an e5 model, which "
-        "expects 'query: ' or 'passage: '; an empty prefix is for other encoders"
+        "embeddings.extraction.prefix: is empty, but embeddings.encoder.name 'bundled' is an e5 model, which "
+        "expects 'query: ' or 'passage: '; an empty prefix is for other encoders, got ''"
     )
 
 
-@pytest.fixture(scope="module")
-def schema(base: dict) -> dict:
-    return base_parameters(PROJECT_ROOT / "conf")
-
-
-def test_every_environment_passes(schema: dict):
+def test_every_environment_passes():
     from kedro.framework.project import settings
 
     for env in sorted(p.name for p in (PROJECT_ROOT / "conf").iterdir() if p.is_dir()):
         loader = settings.CONFIG_LOADER_CLASS(
             conf_source=str(PROJECT_ROOT / "conf"), env=env, **settings.CONFIG_LOADER_ARGS
         )
-        check_parameters(dict(loader["parameters"]), schema)
+        check_parameters(dict(loader["parameters"]))
 
 
 @pytest.mark.parametrize(
     ("path", "value", "message"),
     [
         # an unknown key in every pipeline's block, named with the block's known keys
-        ("fmda.figure.n_pair", 1, "fmda.figure: unknown key(s) ['n_pair']; known: ['intent', 'n_pairs', "),
-        # the keys its parser pops before building TrainSettings are known too
-        ("fmda.training.lrr", 1, "fmda.training: unknown key(s) ['lrr']; known: ['batch_size', 'device', "),
-        ("qe.corpus.seeds", 1, "qe.corpus: unknown key(s) ['seeds']; known: ['flores', 'laser_tatoeba', "),
-        ("sts.leakage.max_iters", 1, "sts.leakage: unknown key(s) ['max_iters']; known: ['max_iter', 'seed', "),
-        ("emu.evaluation.direction", "all", "emu.evaluation: unknown key(s) ['direction']; known: ['directions', "),
-        ("emu.data.per_intents", 5, "emu.data: unknown key(s) ['per_intents']; known: ['adversarial', "),
-        ("slu.code_switch.ratios", 1, "slu.code_switch: unknown key(s) ['ratios']; known: ['keep_source', "),
-        ("slu.data.max_trains", 1, "slu.data: unknown key(s) ['max_trains']; known: ['batch_size', 'dev_locale', "),
-        ("tatoeba.figure.scorings", "x", "tatoeba.figure: unknown key(s) ['scorings']; known: ['methods', 'scoring']"),
-        ("retrieve.topk", 3, "retrieve: unknown key(s) ['topk']; known: ['corpus', 'faiss', 'mode', 'model', "),
-        ("headline.rowz", [], "headline: unknown key(s) ['rowz']; known: ['rows']"),
-        ("export.out", "x", "export: unknown key(s) ['out']; known: ['log_to_mlflow', 'only', 'out_dir', 'sources']"),
-        (
-            "massive.ingest.on_bad_rows",
-            "skip",
-            "massive.ingest: unknown key(s) ['on_bad_rows']; known: ['on_bad_row', ",
-        ),
-        (
-            "embeddings.extraction.batchsize",
-            8,
-            "embeddings.extraction: unknown key(s) ['batchsize']; known: ['backend', ",
-        ),
-        ("embeddings.encoders", {}, "embeddings: unknown key(s) ['encoders']; known: ['encoder', 'extraction', "),
-        ("fmdaa.training.lr", 1, "the top level of the parameters: unknown key(s) ['fmdaa']; known: ['embeddings', "),
-        # a wrong type where conf/base holds a number, a true/false or a mapping
-        (
-            "massive.negative_pool.threshold",
-            "abc",
-            "massive.negative_pool.threshold must be a number (conf/base: 0.1), got 'abc'",
-        ),
-        (
-            "tatoeba.evaluation.margin_k",
-            "four",
-            "tatoeba.evaluation.margin_k must be a number (conf/base: 4), got 'four'",
-        ),
-        ("export.log_to_mlflow", "yes please", "export.log_to_mlflow must be true or false, got 'yes please'"),
-        ("retrieve.faiss", 32, "retrieve.faiss must be a mapping of ['ef_search', 'hnsw_m'], got 32"),
+        ("fmda.figure.n_pair", 1, "fmda.figure: unknown key 'n_pair'; known: ['intent', 'n_pairs', "),
+        ("qe.corpus.seeds", 1, "qe.corpus: unknown key 'seeds'; known: ['flores', 'laser_tatoeba', "),
+        ("sts.leakage.max_iters", 1, "sts.leakage: unknown key 'max_iters'; known: ['max_iter', 'seed', "),
+        ("emu.evaluation.direction", "all", "emu.evaluation: unknown key 'direction'; known: ['directions', "),
+        ("emu.data.per_intents", 5, "emu.data: unknown key 'per_intents'; known: ['adversarial', "),
+        ("slu.code_switch.ratios", 1, "slu.code_switch: unknown key 'ratios'; known: ['keep_source', "),
+        ("slu.data.max_trains", 1, "slu.data: unknown key 'max_trains'; known: ['batch_size', 'dev_locale', "),
+        ("tatoeba.figure.scorings", "x", "tatoeba.figure: unknown key 'scorings'; known: ['methods', 'scoring']"),
+        ("retrieve.topk", 3, "retrieve: unknown key 'topk'; known: ['corpus', 'faiss', 'mode', 'model', "),
+        ("headline.rowz", [], "headline: unknown key 'rowz'; known: ['rows']"),
+        ("export.out", "x", "export: unknown key 'out'; known: ['log_to_mlflow', 'only', 'out_dir', 'sources']"),
+        ("massive.ingest.on_bad_rows", "skip", "massive.ingest: unknown key 'on_bad_rows'; known: ['on_bad_row', "),
+        ("embeddings.extraction.batchsize", 8, "embeddings.extraction: unknown key 'batchsize'; known: ['backend', "),
+        ("embeddings.encoders", {}, "embeddings: unknown key 'encoders'; known: ['encoder', 'extraction', "),
+        ("fmdaa.training.lr", 1, "the top level: unknown key 'fmdaa'; known: ['embeddings', "),
+        # a wrong type where a number, a true/false or a mapping is meant
+        ("massive.negative_pool.threshold", "abc", "massive.negative_pool.threshold: must be a number, got 'abc'"),
+        ("tatoeba.evaluation.margin_k", "four", "tatoeba.evaluation.margin_k: must be a whole number, got 'four'"),
+        ("export.log_to_mlflow", "yes please", "export.log_to_mlflow: must be true or false, got 'yes please'"),
+        ("retrieve.faiss", 32, "retrieve.faiss: must be a mapping, got 32"),
         # a word emptied (`--params=key=` reads as null)
-        ("tatoeba.ingest.on_bad_row", None, "tatoeba.ingest.on_bad_row must not be empty (conf/base: 'error')"),
-        ("retrieve.mode", "", "retrieve.mode must not be empty (conf/base: 'meaning')"),
-        ("embeddings.extraction.dtype", None, "embeddings.extraction.dtype must not be empty (conf/base: 'auto')"),
-        ("emu.data.adversarial", "", "emu.data.adversarial must not be empty (conf/base: 'unlabelled')"),
-        ("qe.training.device", None, "qe.training: device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got ''"),
+        ("tatoeba.ingest.on_bad_row", None, "tatoeba.ingest.on_bad_row: must be one of ['error', 'skip'], got None"),
+        ("retrieve.mode", "", "retrieve.mode: must be one of ['meaning', 'template', 'raw'], got ''"),
+        ("embeddings.extraction.dtype", None, "embeddings.extraction.dtype: must be one of ['auto', "),
+        ("emu.data.adversarial", "", "emu.data.adversarial: must be one of ['unlabelled', 'parallel'], got ''"),
+        ("qe.training.device", None, "qe.training.device: must be a string, got None"),
         (
             "fmda.model.activation",
             None,
-            "fmda.model: activation must be one of ['gelu', 'none', 'relu', 'tanh'], got ''",
+            "fmda.model.activation: must be one of ['none', 'relu', 'gelu', 'tanh'], got None",
         ),
     ],
 )
-def test_a_wrong_value_in_any_block_is_named(base: dict, schema: dict, path: str, value: object, message: str):
+def test_a_wrong_value_in_any_block_is_named(base: dict, path: str, value: object, message: str):
     with pytest.raises(ParameterError) as caught:
-        check_parameters(_with(base, path, value), schema)
-    assert message in str(caught.value)
+        check_parameters(_with(base, path, value))
+    assert str(caught.value).startswith(message) and "\n" not in str(caught.value), str(caught.value)
 
 
-def test_a_documented_empty_value_passes(base: dict, schema: dict):
-    check_parameters(_with(base, "fmda.figure.pair", ""), schema)  # "" = no figure
-    check_parameters(_with(base, "raw_data_root", "/data"), schema)  # the catalog's --params=raw_data_root=...
+def test_a_documented_empty_value_passes(base: dict):
+    check_parameters(_with(base, "fmda.figure.pair", ""))  # "" = no figure
+    check_parameters(_with(base, "raw_data_root", "/data"))  # the catalog's --params=raw_data_root=...
 
 
 @pytest.mark.parametrize(
@@ -186,20 +182,24 @@ def test_a_documented_empty_value_passes(base: dict, schema: dict):
         (
             "kedro run --pipelines=fmda --params=fmda.training.lr=-1",
             ParameterError,
-            "fmda.training: lr must be > 0, got -1.0",
+            "fmda.training.lr: must be > 0, got -1",
         ),
         (
             "kedro run --pipelines=fmda --params=fmda.training.batch_size=abc",
             ParameterError,
-            "fmda.training.batch_size must be a whole number >= 1, got 'abc'",
+            "fmda.training.batch_size: must be a whole number, got 'abc'",
         ),
         (
             "kedro run --pipelines=fmda --params=fmda.training.lrr=1",
             ParameterError,
-            "fmda.training: unknown key(s) ['lrr']",
+            "fmda.training: unknown key 'lrr'",
         ),
         ("kedro run --pipelines=fmda --params=embeddings.extraction.prefix=", ParameterError, "is an e5 model"),
-        ('kedro run --pipelines=tatoeba --params="tatoeba.ingest.on_bad_row="', ParameterError, "must not be empty"),
+        (
+            'kedro run --pipelines=tatoeba --params="tatoeba.ingest.on_bad_row="',
+            ParameterError,
+            "must be one of ['error', 'skip'], got None",
+        ),
         ("echo kedro run", CommandError, "not a kedro run command: 'echo kedro run'"),
     ],
 )
@@ -242,7 +242,7 @@ def _kedro_run(*args: str, **env: str) -> subprocess.CompletedProcess:
 def test_a_run_with_a_wrong_parameter_stops_before_its_first_node_without_a_traceback():
     done = _kedro_run("--pipelines=fmda", "--params=fmda.training.lr=-1")
     assert done.returncode != 0
-    assert "Error (ParameterError): fmda.training: lr must be > 0, got -1.0" in done.stderr
+    assert "Error (ParameterError): fmda.training.lr: must be > 0, got -1" in done.stderr
     assert "Traceback" not in done.stderr and "Running node" not in done.stderr
 
 

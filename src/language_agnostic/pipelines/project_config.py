@@ -27,7 +27,7 @@ from kedro.pipeline import Pipeline, node
 from kedro.utils import find_kedro_project
 
 from language_agnostic.launch import set_default_processes
-from language_agnostic.pipelines.parameter_checks import base_parameters, check_parameters
+from language_agnostic.pipelines.parameter_checks import check_parameters
 from language_agnostic.training.reuse import configure as configure_reuse
 
 logger = logging.getLogger(__name__)
@@ -57,14 +57,14 @@ class RunConfigHook:
     def after_context_created(self, context: KedroContext) -> None:
         global _session_config
         _session_config = context.config_loader
+        # a wrong parameter stops the run now, naming it, not after minutes of work: the typed models
+        # of language_agnostic/parameters (pipelines/parameter_checks.py)
+        check_parameters(context.params)
         # the run's worker processes for every training and extraction step that leaves its own
         # ``processes`` unset (``kedro run --params=processes=2``; language_agnostic/launch.py)
         set_default_processes(context.params.get("processes", 1))
         # whether training steps reuse stored models, and where they are kept (training/reuse.py)
         configure_reuse(context.params.get("trained_models"), context.project_path)
-        # a wrong parameter stops the run now, naming it, not after minutes of work; keys and types
-        # are checked against conf/base's (pipelines/parameter_checks.py)
-        check_parameters(context.params, base_parameters(Path(context.config_loader.conf_source)))
         if os.environ.get(VALIDATE_ONLY) == "1":
             # the parameters are checked: stop before the catalog, the pipelines and the run lock
             print(f"{VALIDATE_ONLY}=1: the parameters of this run are valid; no node was run")
