@@ -320,5 +320,7 @@ def test_the_store_report_lists_entries(tmp_path: Path):
     reuse.reusable(lambda: ({"state_dict": {"w": torch.zeros(1)}}, {}), label="zeros")()
     (row,) = reuse.report(tmp_path)
     assert row["step"] == "zeros" and row["bytes"] > 0
-    record = json.loads(next(p for p in tmp_path.iterdir()).joinpath("record.json").read_text())
+    # the entry's directory, not the store's .locks (the directory lists them in no fixed order)
+    (entry,) = [p for p in tmp_path.iterdir() if not p.name.startswith(".")]
+    record = json.loads((entry / "record.json").read_text())
     assert record["child_runs"] == [] and record["step"] == "zeros"

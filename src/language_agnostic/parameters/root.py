@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import importlib
 import json
 import types
@@ -38,6 +39,7 @@ SCHEMA_FILE = "parameters.schema.json"  # under conf/
 DOCS_FILE = "parameters.md"  # under docs/
 
 
+@functools.cache
 def sections() -> dict[str, type[Section]]:
     """``{top-level key: model}`` of every section, from each module's ``SECTIONS``."""
     out: dict[str, type[Section]] = {}
@@ -52,6 +54,7 @@ def scalars() -> dict[str, tuple[Any, str, Any]]:
     return {key: (hint, text, project.SCALAR_DEFAULTS.get(key)) for key, (hint, text) in project.SCALARS.items()}
 
 
+@functools.cache
 def root_model() -> type[Section]:
     """Every top-level key of ``conf/``: a section (absent = not configured) or a scalar."""
     fields: dict[str, Any] = {
@@ -266,7 +269,13 @@ def docs(base: Mapping[str, Any]) -> str:
         "`conf/base`'s; an experiment set (`--env`) or `--params` changes it.",
         "",
         "Editors: `conf/parameters.schema.json` is the JSON Schema of every `parameters*.yml` (each file's first",
-        "line points at it for editors with the YAML language server, e.g. VS Code's YAML extension).",
+        "line points at it for editors with the YAML language server, e.g. VS Code's YAML extension). A stock",
+        "validator reads it as an editor does; this is its verdict on a fraction where a count is meant and on",
+        "an unknown key inside a variant (computed when this page was generated):",
+        "",
+        "```python",
+        *_validator_example(),
+        "```",
         "",
     ]
     for key, model in sections().items():
@@ -280,6 +289,34 @@ def docs(base: Mapping[str, Any]) -> str:
     for key, (hint, description, _) in scalars().items():
         lines.append(f"| `{key}` | {_type_name(hint)} | {_default(base, [key])} | {description} |")
     return "\n".join(lines) + "\n"
+
+
+def _validator_example() -> list[str]:
+    """A stock JSON-Schema validator (``jsonschema``) run on two wrong values, as code and its output."""
+    import jsonschema
+
+    wrong = {"fmda": {"figure": {"n_pairs": 800.5}, "variants": {"infonce": {"lrr": 1}}}}
+    validator = jsonschema.Draft202012Validator(json_schema())
+    lines = [
+        ">>> import json, jsonschema",
+        '>>> schema = json.load(open("conf/parameters.schema.json"))',
+        ">>> validator = jsonschema.Draft202012Validator(schema)",
+        f">>> wrong = {wrong!r}",
+        ">>> def reasons(errors):  # an env's file may also null a block: the reasons are under anyOf",
+        "...     for error in errors:",
+        "...         yield from reasons(error.context) if error.context else [error]",
+        ">>> for reason in reasons(validator.iter_errors(wrong)):",
+        '...     if reason.validator_value != "null":',
+        '...         print(reason.json_path, "→", reason.message)',
+    ]
+    found = _reasons(validator.iter_errors(wrong))
+    lines += [f"{r.json_path} → {r.message}" for r in found if r.validator_value != "null"]
+    return lines
+
+
+def _reasons(errors: Any) -> Iterator[Any]:
+    for error in errors:
+        yield from _reasons(error.context) if error.context else [error]
 
 
 def write(project: Path) -> list[Path]:
