@@ -13,7 +13,6 @@ from language_agnostic.config import ParameterError
 from language_agnostic.methods.emu import EmuConfig
 from language_agnostic.parameters.base import validated
 from language_agnostic.parameters.emu import (
-    SECTIONS,
     Emu,
     EmuDataBlock,
     EmuLossWeights,
@@ -24,7 +23,7 @@ from language_agnostic.parameters.emu import (
 )
 from language_agnostic.training.emu import SPEC_KEYS, WEIGHT_FIELDS, EmuData, method_settings
 from language_agnostic.training.loop import TrainSettings
-from tests.parameters.conftest import ENVS, env_parameters, with_value
+from tests.parameters.conftest import env_parameters, with_value
 
 TRAINING_KEYS = (
     "['device', 'encoder_lr', 'eval_every_steps', 'fused', 'gradient_accumulation_steps', 'keep_initial', 'lr', "
@@ -39,15 +38,6 @@ METHODS = (
     "['contrastive', 'contrastive-m2', 'emu', 'emu-no_ld', 'emu-no_ld_cl', 'emu-parallel', 'npair', "
     "'npair-unscaled', 'softmax']"
 )
-
-
-@pytest.mark.parametrize("env", ENVS)
-def test_every_environment_is_valid(env: str):
-    params = env_parameters(env)
-    for key, model in SECTIONS.items():
-        if key not in params:
-            pytest.skip(f"conf/{env} has no {key}")
-        validated(model, params[key], key)
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ from language_agnostic.config import ParameterError
 from language_agnostic.parameters.base import validated
 from language_agnostic.parameters.fmda import SECTIONS, Fmda, FmdaPaper
 from language_agnostic.training import fmda as fmda_training
-from tests.parameters.conftest import ENVS, env_parameters, with_value
+from tests.parameters.conftest import env_parameters, with_value
 
 TRAINING_KEYS = (
     "['batch_size', 'device', 'encoder_lr', 'eval_every_steps', 'fused', 'gradient_accumulation_steps', "
@@ -34,14 +34,6 @@ def _check(path: str, value: Any, env: str = "paper") -> Any:
     """The section of ``path`` with ``value`` at ``path`` (over ``env``'s parameters), validated."""
     key = path.split(".")[0]
     return validated(SECTIONS[key], with_value(env_parameters(env), path, value)[key], key)
-
-
-@pytest.mark.parametrize("env", ENVS)
-def test_every_environment_is_valid(env: str):
-    params = env_parameters(env)
-    for key, model in SECTIONS.items():
-        if key in params:
-            validated(model, params[key], key)
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ from language_agnostic.parameters import embeddings, export, headline, massive, 
 from language_agnostic.parameters.base import Section, validated
 from language_agnostic.reporting.headline import ROW_KEYS, VERDICT_KEYS
 from language_agnostic.training.reuse import ReuseSettings
-from tests.parameters.conftest import ENVS, env_parameters, with_value
+from tests.parameters.conftest import env_parameters, with_value
 
 MODULES = (project, embeddings, massive, tatoeba, retrieve, headline, export)
 SECTIONS: dict[str, type[Section]] = {key: model for module in MODULES for key, model in module.SECTIONS.items()}
@@ -43,14 +43,6 @@ def check(path: str, value: Any, env: str = "base") -> Section:
 def fails(path: str, value: Any, message: str) -> None:
     with pytest.raises(ParameterError, match=f"^{re.escape(message)}$"):
         check(path, value)
-
-
-@pytest.mark.parametrize("env", ENVS)
-def test_every_env_passes(env: str) -> None:
-    params = _parameters(env)
-    for key, model in SECTIONS.items():
-        if key in params:
-            validated(model, params[key], key)
 
 
 def test_sections_cover_conf_base() -> None:

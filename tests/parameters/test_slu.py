@@ -21,7 +21,6 @@ from language_agnostic.parameters.base import validated
 from language_agnostic.parameters.slu import (
     LAJOINT_ONLY_OPTIONS,
     METHOD_NAME_PATTERN,
-    SECTIONS,
     SLU_OPTIONS,
     CodeSwitch,
     Margins,
@@ -41,7 +40,7 @@ from language_agnostic.training.loop import TrainSettings
 from language_agnostic.training.slu import CodeSwitchSettings, SluData
 from language_agnostic.training.slu_methods import SPEC_KEYS, method_settings
 from tests.conftest import PROJECT_ROOT
-from tests.parameters.conftest import ENVS, env_parameters, with_value
+from tests.parameters.conftest import env_parameters, with_value
 
 TRAINING_KEYS = (
     "['device', 'encoder_lr', 'eval_every_steps', 'fused', 'gradient_accumulation_steps', 'keep_initial', 'lr', "
@@ -54,15 +53,6 @@ MCL_ON = (
     "the MCL levels weighted > 0 (unset: 0.5) need code_switch: true with keep_source: true; for LAJoint "
     "without MCL set them to 0, got {'utterance': 0.5, 'slot_value': 0.5, 'word': 0.5}"
 )
-
-
-@pytest.mark.parametrize("env", ENVS)
-def test_every_environment_is_valid(env: str):
-    params = env_parameters(env)
-    for key, model in SECTIONS.items():
-        if key not in params:
-            pytest.skip(f"conf/{env} has no {key}")
-        validated(model, params[key], key)
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import os
 import subprocess
 import sys
@@ -15,6 +14,7 @@ from language_agnostic.config import ParameterError
 from language_agnostic.pipelines.parameter_checks import CommandError, check_parameters, validate_command
 from language_agnostic.pipelines.project_config import VALIDATE_ONLY, load_parameters
 from tests.conftest import PROJECT_ROOT
+from tests.parameters.conftest import with_value
 
 # a made-up but complete set of registered pipelines (validate_command's tests need not build them)
 PIPELINES = ("fmda", "qe", "sts", "emu", "slu", "tatoeba", "retrieve", "headline", "export", "massive", "embeddings")
@@ -24,16 +24,6 @@ PIPELINES = ("fmda", "qe", "sts", "emu", "slu", "tatoeba", "retrieve", "headline
 def base() -> dict:
     bootstrap_project(PROJECT_ROOT)  # the project's config loader and its resolvers
     return load_parameters(PROJECT_ROOT)
-
-
-def _with(params: dict, path: str, value: object) -> dict:
-    changed = copy.deepcopy(params)
-    *parents, last = path.split(".")
-    node = changed
-    for key in parents:
-        node = node.setdefault(key, {})
-    node[last] = value
-    return changed
 
 
 def test_the_configured_parameters_pass(base: dict):
@@ -84,23 +74,23 @@ def test_the_configured_parameters_pass(base: dict):
 )
 def test_a_wrong_value_is_named(base: dict, path: str, value: object, message: str):
     with pytest.raises(ParameterError) as caught:
-        check_parameters(_with(base, path, value))
+        check_parameters(with_value(base, path, value))
     assert str(caught.value).startswith(message) and "\n" not in str(caught.value), str(caught.value)
 
 
 def test_yaml_words_and_empty_values_mean_what_the_docs_say(base: dict):
     # `mixed_precision: no` reads as false in YAML; an empty prefix (`--params=embeddings.extraction.prefix=`)
     # as null: both are accepted as the word and the empty string (the prefix for an encoder other than e5)
-    check_parameters(_with(base, "fmda.training.mixed_precision", False))
-    xlmr = _with(base, "embeddings.encoder.name", "xlm-roberta-base")
-    check_parameters(_with(xlmr, "embeddings.extraction.prefix", None))
-    check_parameters(_with(xlmr, "embeddings.extraction.prefix", ""))
+    check_parameters(with_value(base, "fmda.training.mixed_precision", False))
+    xlmr = with_value(base, "embeddings.encoder.name", "xlm-roberta-base")
+    check_parameters(with_value(xlmr, "embeddings.extraction.prefix", None))
+    check_parameters(with_value(xlmr, "embeddings.extraction.prefix", ""))
 
 
 @pytest.mark.parametrize("prefix", [None, ""])
 def test_an_empty_prefix_for_an_e5_encoder_is_named(base: dict, prefix: str | None):
     with pytest.raises(ParameterError) as caught:
-        check_parameters(_with(base, "embeddings.extraction.prefix", prefix))
+        check_parameters(with_value(base, "embeddings.extraction.prefix", prefix))
     assert str(caught.value) == (
         "embeddings.extraction.prefix: is empty, but embeddings.encoder.name 'bundled' is an e5 model, which "
         "expects 'query: ' or 'passage: '; an empty prefix is for other encoders, got ''"
@@ -156,13 +146,13 @@ def test_every_environment_passes():
 )
 def test_a_wrong_value_in_any_block_is_named(base: dict, path: str, value: object, message: str):
     with pytest.raises(ParameterError) as caught:
-        check_parameters(_with(base, path, value))
+        check_parameters(with_value(base, path, value))
     assert str(caught.value).startswith(message) and "\n" not in str(caught.value), str(caught.value)
 
 
 def test_a_documented_empty_value_passes(base: dict):
-    check_parameters(_with(base, "fmda.figure.pair", ""))  # "" = no figure
-    check_parameters(_with(base, "raw_data_root", "/data"))  # the catalog's --params=raw_data_root=...
+    check_parameters(with_value(base, "fmda.figure.pair", ""))  # "" = no figure
+    check_parameters(with_value(base, "raw_data_root", "/data"))  # the catalog's --params=raw_data_root=...
 
 
 @pytest.mark.parametrize(
