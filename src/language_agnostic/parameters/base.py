@@ -16,7 +16,8 @@ import typing
 from collections.abc import Mapping
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, create_model
+from pydantic.fields import FieldInfo
 
 from language_agnostic.config import ParameterError
 
@@ -25,6 +26,27 @@ class Section(BaseModel):
     """A block of ``conf/``: every key typed and described, unknown keys an error."""
 
     model_config = ConfigDict(extra="forbid", strict=True, use_attribute_docstrings=True, frozen=True)
+
+
+OVERRIDDEN: dict[type[BaseModel], type[BaseModel]] = {}
+"""``{overrides model: the block it overrides}`` (the docs list the block's keys once, not under every entry)."""
+
+
+def overrides(model: type[Section], name: str, doc: str) -> type[Section]:
+    """``model`` with every field optional (unset: the overridden block's value), for a block that overrides
+    another key by key (a variant's ``training``); a null is still refused where ``model`` refuses it."""
+    fields: dict[str, Any] = {
+        key: (field.annotation, FieldInfo.merge_field_infos(field, default=None))
+        for key, field in model.model_fields.items()
+    }
+    made = create_model(name, __base__=Section, __doc__=doc, __module__=model.__module__, **fields)
+    OVERRIDDEN[made] = model
+    return made
+
+
+def given(override: Section, key: str, block: Section) -> Any:
+    """``override``'s ``key`` where it sets it, else ``block``'s (what the code merges: ``{**block, **override}``)."""
+    return getattr(override, key) if key in override.model_fields_set else getattr(block, key)
 
 
 # YAML and ``--params`` read ``no`` / ``off`` as false: a setting that takes a word gets the word back

@@ -14,14 +14,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, WithJsonSchema, create_model, model_validator
-from pydantic.fields import FieldInfo
+from pydantic import BeforeValidator, Field, WithJsonSchema, model_validator
 
 from language_agnostic.corpora.massive import LOCALE_PATTERN
 from language_agnostic.evaluation.emu import DIRECTIONS
 from language_agnostic.methods.emu import CENTERS, LOSSES, EmuConfig
 from language_agnostic.parameters._rules import error_at, matching
-from language_agnostic.parameters.base import Section, Word
+from language_agnostic.parameters.base import Section, Word, given, overrides
 from language_agnostic.training.emu import TRAINABLE, EmuData
 from language_agnostic.training.loop import PRECISIONS, SCHEDULES, TrainSettings
 
@@ -40,21 +39,6 @@ Seed = Annotated[int, Field(ge=0, le=2**32 - 1)]  # numpy's default_rng and t-SN
 LossWeight = Annotated[float, Field(ge=0)]
 Adversarial = Literal["unlabelled", "parallel"]  # training/emu.py:_adversarial_sets
 Pooling = Literal["mean", "cls"]  # methods/emu.py:EmuConfig
-
-
-def overrides(model: type[Section], name: str, doc: str) -> type[Section]:
-    """``model`` with every field optional (unset: the overridden block's value), for a block that overrides
-    another key by key; a null is still refused where ``model`` refuses it."""
-    fields: dict[str, Any] = {
-        key: (field.annotation, FieldInfo.merge_field_infos(field, default=None))
-        for key, field in model.model_fields.items()
-    }
-    return create_model(name, __base__=Section, __doc__=doc, __module__=model.__module__, **fields)
-
-
-def given(override: Section, key: str, block: Section) -> Any:
-    """``override``'s ``key`` where it sets it, else ``block``'s (what the code merges: ``{**block, **override}``)."""
-    return getattr(override, key) if key in override.model_fields_set else getattr(block, key)
 
 
 # ---------------------------------------------------------------------------- training (TrainSettings)

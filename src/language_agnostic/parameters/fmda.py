@@ -9,7 +9,7 @@ model's pairs), ``training/fmda.py`` (``_training_settings``, ``_variant_setup``
 ``reporting/figures.py:plot_embeddings`` (the figure).
 
 A variant's ``loss`` and ``training`` (and a head's ``training``) override ``fmda.loss`` / ``fmda.training``
-key by key: their models take the same keys, each optional (:func:`~language_agnostic.parameters.emu.overrides`);
+key by key: their models take the same keys, each optional (:func:`~language_agnostic.parameters.base.overrides`);
 ``TrainSettings``' keys are the shared :class:`~language_agnostic.parameters.emu.Training`'s.
 """
 
@@ -27,8 +27,8 @@ from language_agnostic.methods.fmda import ABLATIONS, ALL_TOGETHER, LOSS_WEIGHTS
 from language_agnostic.methods.fmda_meaning import ACTIVATIONS
 from language_agnostic.methods.registry import POOLED_METHODS
 from language_agnostic.parameters._rules import word_or_list
-from language_agnostic.parameters.base import Blank, Section
-from language_agnostic.parameters.emu import LossWeight, Seed, Training, overrides
+from language_agnostic.parameters.base import Blank, Section, overrides
+from language_agnostic.parameters.emu import LossWeight, Seed, Training
 from language_agnostic.training.fmda import NEGATIVES, SELECTION
 
 # the splits of a pair's FMDA inputs (pipelines/fmda/nodes.py:SPLITS): Figure 4's panels c, d draw from one

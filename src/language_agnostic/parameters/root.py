@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, create_model
 from pydantic.fields import FieldInfo
 
-from language_agnostic.parameters.base import Section, validated
+from language_agnostic.parameters.base import OVERRIDDEN, Section, validated
 
 # the modules of the sections, in the order the docs list them
 MODULES = (
@@ -242,6 +242,10 @@ def rows(model: type[BaseModel], path: list[str], base: Mapping[str, Any]) -> It
         here = [*path, name]
         description = _markdown(field.description or "")
         nested, entries = _models_in(field.annotation), _entries_in(field.annotation)
+        if any(sub in OVERRIDDEN for sub in nested):
+            # a variant's `training` takes the keys of the block it overrides: listed there, not again
+            description += " Any of that block's keys, each optional (unset: the block's value)."
+            nested = [sub for sub in nested if sub not in OVERRIDDEN]
         yield [
             "`" + ".".join(here) + "`",
             _type_name(field.annotation),

@@ -34,8 +34,8 @@ from language_agnostic.methods.meat import DEFAULT_WEIGHTS as MEAT_WEIGHTS
 from language_agnostic.methods.registry import TRAINED_METHODS
 from language_agnostic.methods.seed import DEFAULT_WEIGHTS as SEED_WEIGHTS
 from language_agnostic.parameters._rules import NonEmpty, error_at, matching, word_or_list
-from language_agnostic.parameters.base import Section
-from language_agnostic.parameters.emu import LossWeight, Seed, Training, overrides
+from language_agnostic.parameters.base import Section, overrides
+from language_agnostic.parameters.emu import LossWeight, Seed, Training
 from language_agnostic.reporting.compare import MAIN
 
 # the MLQE-PE post-editing splits (sheffieldnlp/mlqe-pe: data/post-editing/<split>/<pair>-<split>.tar.gz)

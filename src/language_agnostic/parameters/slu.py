@@ -28,8 +28,8 @@ from language_agnostic.methods.registry import SLU_METHODS
 from language_agnostic.methods.slu import WEIGHTS as SLU_WEIGHTS
 from language_agnostic.methods.slu import SluConfig
 from language_agnostic.parameters._rules import NonEmpty, error_at, matching
-from language_agnostic.parameters.base import Section
-from language_agnostic.parameters.emu import Locale, Seed, Training, given, overrides
+from language_agnostic.parameters.base import Section, given, overrides
+from language_agnostic.parameters.emu import Locale, Seed, Training
 from language_agnostic.training.lajmcl import MCL_LEVELS, MclData
 from language_agnostic.training.slu import SluData
 
