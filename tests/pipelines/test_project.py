@@ -94,7 +94,12 @@ def _conf_with_env(
     shutil.copytree(PROJECT_ROOT / "conf" / "base", conf / "base")
     (conf / "local").mkdir()
     # parameters merge softly (pipelines/config_loader.py): the env's pairs replace base's
-    params = {"massive": {"pairs": {"_replace": True, **massive_pairs}}, **({"fmda": fmda} if fmda else {})}
+    # the pairs' locales are read from the archive too (a pair's locale must be in massive.locales)
+    locales = list(dict.fromkeys(loc for pair in massive_pairs.values() for loc in (pair["source"], pair["target"])))
+    params = {
+        "massive": {"locales": locales, "pairs": {"_replace": True, **massive_pairs}},
+        **({"fmda": fmda} if fmda else {}),
+    }
     if paper:  # the paper experiment set, whose Table 4 ablations name en_de
         params.update(yaml.safe_load((PROJECT_ROOT / "conf" / "paper" / "parameters_fmda_paper.yml").read_text()))
     (conf / env).mkdir()
