@@ -8,6 +8,7 @@ from typing import Any
 
 from kedro.framework.startup import bootstrap_project
 
+from language_agnostic.parameters import root
 from tests.conftest import PROJECT_ROOT
 
 ENVS = sorted(p.name for p in (PROJECT_ROOT / "conf").iterdir() if p.is_dir())
@@ -16,11 +17,7 @@ ENVS = sorted(p.name for p in (PROJECT_ROOT / "conf").iterdir() if p.is_dir())
 @functools.cache
 def _env(env: str) -> dict[str, Any]:
     bootstrap_project(PROJECT_ROOT)  # the project's config loader and its resolvers
-    from kedro.framework.project import settings
-
-    args = {k: v for k, v in dict(settings.CONFIG_LOADER_ARGS).items() if k != "default_run_env"}
-    loader = settings.CONFIG_LOADER_CLASS(conf_source=str(PROJECT_ROOT / "conf"), env=env, **args)
-    return dict(loader["parameters"])
+    return root.env_parameters(PROJECT_ROOT / "conf", env)
 
 
 def env_parameters(env: str = "base") -> dict[str, Any]:

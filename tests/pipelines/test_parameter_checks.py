@@ -14,7 +14,7 @@ from language_agnostic.config import ParameterError
 from language_agnostic.pipelines.parameter_checks import CommandError, check_parameters, validate_command
 from language_agnostic.pipelines.project_config import VALIDATE_ONLY, load_parameters
 from tests.conftest import PROJECT_ROOT
-from tests.parameters.conftest import with_value
+from tests.parameters.conftest import ENVS, env_parameters, with_value
 
 # a made-up but complete set of registered pipelines (validate_command's tests need not build them)
 PIPELINES = ("fmda", "qe", "sts", "emu", "slu", "tatoeba", "retrieve", "headline", "export", "massive", "embeddings")
@@ -98,13 +98,9 @@ def test_an_empty_prefix_for_an_e5_encoder_is_named(base: dict, prefix: str | No
 
 
 def test_every_environment_passes():
-    from kedro.framework.project import settings
 
-    for env in sorted(p.name for p in (PROJECT_ROOT / "conf").iterdir() if p.is_dir()):
-        loader = settings.CONFIG_LOADER_CLASS(
-            conf_source=str(PROJECT_ROOT / "conf"), env=env, **settings.CONFIG_LOADER_ARGS
-        )
-        check_parameters(dict(loader["parameters"]))
+    for env in ENVS:
+        check_parameters(env_parameters(env))
 
 
 @pytest.mark.parametrize(

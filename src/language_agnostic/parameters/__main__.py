@@ -25,14 +25,11 @@ def main(argv: list[str] | None = None) -> int:
         for path in root.write(project):
             print(f"wrote {path.relative_to(project)}")
         return 0
-    from kedro.framework.project import settings
     from kedro.framework.startup import bootstrap_project
 
     bootstrap_project(project)
-    loader_args = {k: v for k, v in dict(settings.CONFIG_LOADER_ARGS).items() if k != "default_run_env"}
-    loader = settings.CONFIG_LOADER_CLASS(conf_source=str(project / "conf"), env=args.env, **loader_args)
     try:
-        root.check(dict(loader["parameters"]))
+        root.check(root.env_parameters(project / "conf", args.env))
     except ParameterError as exc:
         print(exc, file=sys.stderr)
         return 1

@@ -19,7 +19,9 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
-from language_agnostic.config import ParameterError
+# YAML and ``--params`` read ``no`` / ``off`` as false: a setting that takes a word gets the word back,
+# as the settings parser gives it (config.py)
+from language_agnostic.config import _YAML_WORDS, ParameterError
 
 
 class Section(BaseModel):
@@ -47,11 +49,6 @@ def overrides(model: type[Section], name: str, doc: str) -> type[Section]:
 def given(override: Section, key: str, block: Section) -> Any:
     """``override``'s ``key`` where it sets it, else ``block``'s (what the code merges: ``{**block, **override}``)."""
     return getattr(override, key) if key in override.model_fields_set else getattr(block, key)
-
-
-# YAML and ``--params`` read ``no`` / ``off`` as false: a setting that takes a word gets the word back
-# (``mixed_precision: no``)
-_YAML_WORDS = {False: "no", True: "yes"}
 
 
 def _word(value: Any) -> Any:

@@ -67,6 +67,20 @@ def root_model() -> type[Section]:
     return create_model("Parameters", __base__=Section, __doc__="The parameters of a run.", **fields)
 
 
+def env_parameters(
+    conf_source: str | Path, env: str, runtime_params: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The parameters a run of ``--env=env`` sees: ``conf/base`` with ``env`` and ``runtime_params`` merged over it,
+    read by the project's config loader (``bootstrap_project`` must have run)."""
+    from kedro.framework.project import settings
+
+    args = {k: v for k, v in dict(settings.CONFIG_LOADER_ARGS).items() if k != "default_run_env"}
+    loader = settings.CONFIG_LOADER_CLASS(
+        conf_source=str(conf_source), env=env, runtime_params=dict(runtime_params or {}), **args
+    )
+    return dict(loader["parameters"])
+
+
 def check(params: Mapping[str, Any]) -> Section:
     """``params`` (a run's, ``conf/base`` with its env and ``--params`` over it) as the root model.
 

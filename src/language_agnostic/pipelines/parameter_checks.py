@@ -22,6 +22,7 @@ from typing import Any
 
 from language_agnostic.config import ParameterError
 from language_agnostic.parameters.root import check as check_models
+from language_agnostic.parameters.root import env_parameters
 from language_agnostic.training import fmda, heads
 
 
@@ -86,9 +87,7 @@ def validate_command(command: str, project_path: Path, pipeline_names: Collectio
     unknown = sorted(set(asked) - names)
     if unknown:
         raise CommandError(f"--pipelines: unknown pipeline(s) {unknown}; known: {sorted(names)}")
-    runtime = options.get("params") or {}
-    loader = settings.CONFIG_LOADER_CLASS(conf_source=str(conf_source), env=env, runtime_params=runtime, **args)
-    params = dict(loader["parameters"])
+    params = env_parameters(conf_source, env, options.get("params") or {})
     check_parameters(params)
     return params
 
