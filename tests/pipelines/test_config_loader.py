@@ -111,3 +111,36 @@ def test_every_environment_holds_only_what_differs_from_base(env: str):
     for path in (PROJECT_ROOT / "conf" / env).glob("parameters*.yml"):
         delta = yaml.safe_load(path.read_text()) or {}
         assert _restated(base, delta, path.name) == [], f"{path} restates conf/base's values"
+
+
+def _loader(tmp_path: Path, delta: dict) -> ProjectConfigLoader:
+    """The project's conf/base parameters with ``delta`` as an environment over them."""
+    (tmp_path / "base").mkdir(exist_ok=True)
+    (tmp_path / "exp").mkdir(exist_ok=True)
+    for path in (PROJECT_ROOT / "conf" / "base").glob("parameters*.yml"):
+        (tmp_path / "base" / path.name).write_text(path.read_text())
+    (tmp_path / "exp" / "parameters.yml").write_text(yaml.safe_dump(delta))
+    return ProjectConfigLoader(str(tmp_path), env="exp", base_env="base", merge_strategy={"parameters": "soft"})
+
+
+def test_the_nodes_get_the_parameters_as_the_typed_models_read_them(tmp_path: Path):
+    # YAML's `no` is the word the setting takes; an integer given for a float is that float, so
+    # `adversarial: 0` and `adversarial: 0.0` are one setting (one fingerprint, one trained model);
+    # a key not given stays unset (the code's default), not filled in
+    delta = {
+        "fmda": {"training": {"mixed_precision": False}},
+        "emu": {"methods": {"emu-no_ld": {"loss_weights": {"adversarial": 0}}}},
+    }
+    params = _loader(tmp_path, delta)["parameters"]
+    assert params["fmda"]["training"]["mixed_precision"] == "no"
+    weight = params["emu"]["methods"]["emu-no_ld"]["loss_weights"]["adversarial"]
+    assert weight == 0.0 and isinstance(weight, float)
+    base = yaml.safe_load((PROJECT_ROOT / "conf" / "base" / "parameters_fmda.yml").read_text())
+    assert params["fmda"]["figure"] == base["fmda"]["figure"]  # only the keys written, as written
+
+
+def test_parameters_the_models_refuse_are_left_as_written_for_the_start_up_check(tmp_path: Path):
+    # the run's check (pipelines/parameter_checks.py) names the parameter; a config read does not stop the run
+    params = _loader(tmp_path, {"fmda": {"training": {"batch_size": 2.5, "mixed_precision": False}}})["parameters"]
+    assert params["fmda"]["training"]["batch_size"] == 2.5
+    assert params["fmda"]["training"]["mixed_precision"] is False

@@ -90,6 +90,20 @@ def check(params: Mapping[str, Any]) -> Section:
     return validated(root_model(), dict(params), "")
 
 
+def normalised(params: Mapping[str, Any]) -> dict[str, Any]:
+    """``params`` as the models read them: the values every node gets (``pipelines/config_loader.py``).
+
+    Only the keys given are kept (an unset key stays the code's default), with each value as its model
+    types it: YAML's words back as words (``mixed_precision: no`` is ``"no"``, not false) and an integer
+    given for a float as that float, so ``adversarial: 0`` and ``adversarial: 0.0`` are one setting, one
+    fingerprint and one trained model.
+
+    Raises:
+        ParameterError: as :func:`check`.
+    """
+    return check(params).model_dump(exclude_unset=True)
+
+
 # ---------------------------------------------------------------------------- the editors' JSON Schema
 
 

@@ -30,6 +30,7 @@ from typing import Any
 from kedro.config import OmegaConfigLoader
 
 from language_agnostic.config import ParameterError
+from language_agnostic.parameters.root import normalised
 
 REPLACE = "_replace"
 BUDGET = "budget"
@@ -97,13 +98,22 @@ def expand_budgets(parameters: dict[str, Any]) -> dict[str, Any]:
 
 class ProjectConfigLoader(OmegaConfigLoader):
     """Kedro's ``OmegaConfigLoader`` whose ``soft`` merge follows :func:`merge_delta` and whose
-    parameters have their budgets expanded (:func:`expand_budgets`)."""
+    parameters have their budgets expanded (:func:`expand_budgets`), then typed by the parameter models
+    (``parameters.root.normalised``): every node reads values the models have checked."""
 
     def __getitem__(self, key: str) -> Any:
         config = super().__getitem__(key)
-        if key == "parameters":
-            return expand_budgets(dict(config))
-        return config
+        if key != "parameters":
+            return config
+        parameters = expand_budgets(dict(config))
+        try:
+            # what the nodes get is what the typed models read: the code below the pipelines parses
+            # no parameter itself (language_agnostic/parameters, root.normalised)
+            return normalised(parameters)
+        except ParameterError:
+            # reported by the run's start-up check (pipelines/parameter_checks.py) before any node, with
+            # its one line; returned as written so that check, not a config read, is where a run stops
+            return parameters
 
     @staticmethod
     def _soft_merge(config: dict[str, Any], env_config: dict[str, Any], env_path: str | None = None) -> Any:
