@@ -149,12 +149,6 @@ def test_configuration_errors_name_the_parameter_or_the_file(tmp_path: Path):
             ),
         ):
             ingest_tatoeba(files, {"languages": languages})
-    with pytest.raises(ValueError, match=r"^tatoeba.ingest: unknown key\(s\) \['langs'\]"):
-        ingest_tatoeba(files, {"langs": "all"})
-    with pytest.raises(
-        ValueError, match=r"^tatoeba.ingest.languages must be 'all' or a list of ISO 639-3 codes, got 'deu'$"
-    ):
-        ingest_tatoeba(files, {"languages": "deu"})
     (folder / "tatoeba.xho-eng.xho").write_bytes(b"ok\n\xff\n")
     with pytest.raises(CorpusFormatError, match=rf"^{folder}/tatoeba.xho-eng.xho:2: invalid utf-8"):
         ingest_tatoeba(files, {"languages": ["xho"]})

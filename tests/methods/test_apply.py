@@ -49,8 +49,7 @@ def test_training_languages_follow_the_configured_corpora():
     }
     paper = {**_conf(), "fmda_paper": {"unified": {"pairs": ["en_de", "en_ja"]}}}
     assert training_languages(paper, ["fmda"])["unified"] == ["deu", "eng", "jpn"]
-    with pytest.raises(ValueError, match=r"^tatoeba.models.sources: unknown source\(s\) \['laser'\]"):
-        training_languages(_conf(), ["qe", "laser"])
+    # a source the project does not train is refused by the model (tests/parameters/test_project.py)
 
 
 def test_expected_models_follow_the_configured_pipelines():

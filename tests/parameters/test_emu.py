@@ -1,5 +1,6 @@
 """``emu``'s model: every env's parameters pass, a wrong one is one line naming its path, and the model's keys
-are the ones the code reads (``EmuData``, ``TrainSettings``, ``EmuConfig``, ``method_settings``)."""
+are the ones the code reads (``EmuData``, ``TrainSettings``, ``EmuConfig``, ``method_settings``), which build their
+settings from the values the model hands on without checking them again."""
 
 from __future__ import annotations
 
@@ -21,9 +22,12 @@ from language_agnostic.parameters.emu import (
     EmuTraining,
     Training,
 )
-from language_agnostic.training.emu import SPEC_KEYS, WEIGHT_FIELDS, EmuData, method_settings
+from language_agnostic.training.emu import WEIGHT_FIELDS, EmuData, _emu_data, method_settings
 from language_agnostic.training.loop import TrainSettings
-from tests.parameters.conftest import env_parameters, with_value
+from tests.parameters.conftest import ENVS, env_parameters, with_value
+
+# what training/emu.py:method_settings reads of an entry
+ENTRY_KEYS = {"method", "loss", "loss_weights", "training", "data", "options"}
 
 TRAINING_KEYS = (
     "['device', 'encoder_lr', 'eval_every_steps', 'fused', 'gradient_accumulation_steps', 'keep_initial', 'lr', "
@@ -203,22 +207,19 @@ def test_the_keys_are_the_codes():
     )
     # a method: method_settings' keys (and the loader's budget), EMU's weights, EmuConfig's settings less those
     # the entry sets elsewhere (loss, the weights) or the code derives (n_intents, training_languages)
-    assert set(EmuMethod.model_fields) == SPEC_KEYS | {"budget"}
+    assert set(EmuMethod.model_fields) == ENTRY_KEYS | {"budget"}
     assert set(EmuLossWeights.model_fields) == set(WEIGHT_FIELDS)
     derived = {"n_intents", "training_languages", "loss", *WEIGHT_FIELDS.values()}
     assert set(EmuOptions.model_fields) == {f.name for f in dataclasses.fields(EmuConfig)} - derived
 
 
-@pytest.mark.parametrize(
-    "spec",
-    [
-        {"method": "emu", "loss": "emu", "lrr": 1},
-        {"method": "slu"},
-        {"method": "emu", "loss_weights": {"gamma": 0}},
-    ],
-)
-def test_what_the_parser_refuses_the_model_refuses(spec: dict[str, Any]):
-    with pytest.raises(ValueError):
-        method_settings("x", spec)
-    with pytest.raises(ParameterError):
-        validated(Emu, with_value(env_parameters(), "emu.methods.x", spec)["emu"], "emu")
+@pytest.mark.parametrize("env", ENVS)
+def test_every_env_builds_its_settings(env: str):
+    # the values the loader hands the nodes (checked and typed by the model) build every method's settings as
+    # training/emu.py:prepare_emu builds them, with no check of their own
+    emu = env_parameters(env)["emu"]
+    for name, spec in (emu.get("methods") or {"emu": {}}).items():
+        config, training, data = method_settings(name, spec)
+        EmuConfig(**config, n_intents=2, training_languages=("en-US",))
+        TrainSettings(**{**emu["training"], **training})
+        _emu_data({**emu["data"], **data})

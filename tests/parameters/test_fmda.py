@@ -8,10 +8,11 @@ from typing import Any
 import pytest
 
 from language_agnostic.config import ParameterError
+from language_agnostic.methods.fmda import FmdaConfig
 from language_agnostic.parameters.base import validated
 from language_agnostic.parameters.fmda import SECTIONS, Fmda, FmdaPaper
 from language_agnostic.training import fmda as fmda_training
-from tests.parameters.conftest import env_parameters, with_value
+from tests.parameters.conftest import ENVS, env_parameters, with_value
 
 TRAINING_KEYS = (
     "['batch_size', 'device', 'encoder_lr', 'eval_every_steps', 'fused', 'gradient_accumulation_steps', "
@@ -326,10 +327,28 @@ def test_a_wrong_value_is_one_line_naming_its_path(path: str, value: Any, messag
         ("fmda.figure.pair", ""),
     ],
 )
-def test_what_the_models_accept_the_parsers_accept(path: str, value: Any):
+def test_what_the_models_accept_the_training_code_builds(path: str, value: Any):
     _check(path, value)
-    params = with_value(env_parameters("paper"), path, value)
-    fmda_training.check_parameters(params)  # the hand-written checks the models replace
+    _build_settings(with_value(env_parameters("paper"), path, value))
+
+
+@pytest.mark.parametrize("env", ENVS)
+def test_every_env_builds_its_settings(env: str):
+    _build_settings(env_parameters(env))
+
+
+def _build_settings(params: dict[str, Any]) -> None:
+    """Every settings object the fmda training nodes build, from ``params`` as the config loader hands them to
+    the nodes (validated, only what was set): the code constructs them without checks of its own."""
+    fmda = validated(Fmda, params.get("fmda") or {}, "fmda").model_dump(exclude_unset=True)
+    paper = validated(FmdaPaper, params.get("fmda_paper") or {}, "fmda_paper").model_dump(exclude_unset=True)
+    training, loss = fmda.get("training", {}), fmda.get("loss", {})
+    FmdaConfig(**fmda.get("model", {}), dim=8, n_languages=2)
+    for spec in [*fmda.get("variants", {}).values(), *paper.get("variants", {}).values(), paper.get("unified", {})]:
+        fmda_training._variant_setup(training, spec, loss)
+    for spec in fmda.get("methods", {}).values():
+        parsed = fmda_training.pooled_head_spec(spec)
+        fmda_training._training_settings(fmda_training._head_training(training, parsed))
 
 
 def test_values_are_read_as_the_code_reads_them():

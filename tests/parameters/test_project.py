@@ -99,6 +99,7 @@ def test_scalars_accept() -> None:
         ("trained_models.reuse", "yes", "trained_models.reuse: must be true or false, got 'yes'"),
         ("trained_models.store", "", "trained_models.store: string should have at least 1 character, got ''"),
         ("trained_models.store", None, "trained_models.store: must be a string, got None"),
+        ("trained_models.store", 5, "trained_models.store: must be a string, got 5"),
     ],
 )
 def test_trained_models_refuse(path: str, value: Any, message: str) -> None:
@@ -380,6 +381,7 @@ SMOOTHING = "['none', 'floor', 'add-k', 'exp']"
             [],
             "massive.negative_pool.partitions: list should have at least 1 item after validation, not 0, got []",
         ),
+        ("massive.negative_pool.partitions", "train", "massive.negative_pool.partitions: must be a list, got 'train'"),
     ],
 )
 def test_massive_refuses(path: str, value: Any, message: str) -> None:
@@ -436,6 +438,11 @@ def test_massive_envs_change_it() -> None:
             "tatoeba.ingest.languages.1: must be an ISO 639-3 code such as 'deu', got 'de'",
         ),
         ("tatoeba.ingest.languages", 5, "tatoeba.ingest.languages: must be a list, got 5"),
+        (
+            "tatoeba.ingest.languages",
+            [],
+            "tatoeba.ingest.languages: list should have at least 1 item after validation, not 0, got []",
+        ),
         (
             "tatoeba.ingest.on_bad_row",
             "ignore",

@@ -1,11 +1,13 @@
 """``slu``'s model: every env's parameters pass, a wrong one is one line naming its path, and the model's keys
-are the ones the code reads (``SluData``, ``TrainSettings``, ``method_settings``, ``method_config``, ``MclData``)."""
+are the ones the code reads (``SluData``, ``TrainSettings``, ``method_settings``, ``method_config``, ``MclData``), which
+build their settings from the values the model hands on without checking them again."""
 
 from __future__ import annotations
 
 import copy
 import dataclasses
 import re
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -34,13 +36,12 @@ from language_agnostic.parameters.slu import (
 )
 from language_agnostic.pipelines.config_loader import expand_budgets
 from language_agnostic.pipelines.slu.nodes import METHOD_NAME
-from language_agnostic.training.finetune import split_loss_weights
-from language_agnostic.training.lajmcl import MclData
+from language_agnostic.training.lajmcl import MclData, method_config
 from language_agnostic.training.loop import TrainSettings
-from language_agnostic.training.slu import CodeSwitchSettings, SluData
-from language_agnostic.training.slu_methods import SPEC_KEYS, method_settings
+from language_agnostic.training.slu import CodeSwitchSettings, SluData, _method_config, code_switch_settings
+from language_agnostic.training.slu_methods import method_kind, method_settings
 from tests.conftest import PROJECT_ROOT
-from tests.parameters.conftest import env_parameters, with_value
+from tests.parameters.conftest import ENVS, env_parameters, with_value
 
 TRAINING_KEYS = (
     "['device', 'encoder_lr', 'eval_every_steps', 'fused', 'gradient_accumulation_steps', 'keep_initial', 'lr', "
@@ -48,6 +49,12 @@ TRAINING_KEYS = (
     "'schedule', 'seed', 'train_layers', 'warmup_ratio', 'weight_decay']"
 )
 ENTRY_KEYS = "['budget', 'code_switch', 'data', 'loss_weights', 'method', 'options', 'training']"
+# what training/slu_methods.py:method_settings reads of an entry (code_switch: pipelines/slu/nodes.py)
+SETTINGS_KEYS = {"method", "loss_weights", "options", "training", "data"}
+OPTIONS = (
+    "['abstract_texts', 'compressor', 'dropout', 'head_dim', 'ignore_index', 'margins', 'mcl', 'projector', "
+    "'slot_affinity', 'slot_temperature']"
+)
 LOCALES = "['en-US', 'de-DE', 'es-ES', 'fr-FR', 'ja-JP', 'zh-CN']"
 MCL_ON = (
     "the MCL levels weighted > 0 (unset: 0.5) need code_switch: true with keep_source: true; for LAJoint "
@@ -67,6 +74,12 @@ MCL_ON = (
         ("slu.data.batch_size", 0, "slu.data.batch_size: must be >= 1, got 0"),
         ("slu.data.group_by_length", "yes", "slu.data.group_by_length: must be true or false, got 'yes'"),
         ("slu.data.dev_locale", 3, "slu.data.dev_locale: must be a string, got 3"),
+        (
+            "slu.data.batchsize",
+            2,
+            "slu.data: unknown key 'batchsize'; known: "
+            "['batch_size', 'dev_locale', 'group_by_length', 'max_train', 'seed', 'training_locale']",
+        ),
         (
             "slu.data.training_locale",
             "it-IT",
@@ -116,6 +129,22 @@ MCL_ON = (
             "slu.methods.lajmcl.method: must be one of ['slu', 'lajoint'], got 'joint'",
         ),
         ("slu.methods.cosda.code_switch", "yes", "slu.methods.cosda.code_switch: must be true or false, got 'yes'"),
+        # a method's options: the settings' fields the code derives are not options
+        (
+            "slu.methods.zsjoint.options.n_labels",
+            3,
+            f"slu.methods.zsjoint.options: unknown key 'n_labels'; known: {OPTIONS}",
+        ),
+        (
+            "slu.methods.lajmcl.options.slots",
+            ["x"],
+            f"slu.methods.lajmcl.options: unknown key 'slots'; known: {OPTIONS}",
+        ),
+        (
+            "slu.methods.lajmcl.options.projector",
+            "no",
+            "slu.methods.lajmcl.options.projector: must be true or false, got 'no'",
+        ),
         (
             "slu.methods.lajmcl.options.mcl.p_s",
             5.5,
@@ -281,7 +310,7 @@ def test_the_keys_are_the_codes():
     assert set(SluDataBlock.model_fields) == fields[SluData] - {"code_switch"}  # slu.code_switch and the method
     assert set(SluTraining.model_fields) == fields[TrainSettings] | {"train_layers"}
     assert set(CodeSwitch.model_fields) == {f.name for f in dataclasses.fields(CodeSwitchSettings)}
-    assert set(SluMethod.model_fields) == SPEC_KEYS | {"code_switch", "budget"}
+    assert set(SluMethod.model_fields) == SETTINGS_KEYS | {"code_switch", "budget"}
     assert set(SluLossWeights.model_fields) == set(LAJOINT_WEIGHTS)
     assert set(Margins.model_fields) == set(MARGINS)
     assert set(MclOptions.model_fields) == fields[MclData]
@@ -295,18 +324,26 @@ def test_the_keys_are_the_codes():
     assert METHOD_NAME_PATTERN == METHOD_NAME.pattern
 
 
-@pytest.mark.parametrize(
-    "spec",
-    [
-        {"method": "lajoint", "lrr": 1},
-        {"method": "joint"},
-        {"method": "slu", "loss_weights": {"word": 0}},
-    ],
-)
-def test_what_the_parser_refuses_the_model_refuses(spec: dict[str, Any]):
-    with pytest.raises(ValueError):
-        method, _, _ = method_settings("x", spec)
-        # a slu method's weights are read when it trains (training/slu.py:_method_config)
-        split_loss_weights(method, SLU_WEIGHTS, "slu.methods.x")
-    with pytest.raises(ParameterError):
-        validated(Slu, with_value(env_parameters(), "slu.methods.x", spec)["slu"], "slu")
+def test_code_switch_needs_a_ratio():
+    params = env_parameters()["slu"]
+    del params["code_switch"]["ratio"]
+    with pytest.raises(ParameterError, match=re.escape("slu.code_switch.ratio: is missing (required)")):
+        validated(Slu, params, "slu")
+
+
+@pytest.mark.parametrize("env", ENVS)
+def test_every_env_builds_its_settings(env: str):
+    # the values the loader hands the nodes (checked and typed by the model) build every method's settings as
+    # training/slu.py and training/lajmcl.py build them, with no check of their own
+    slu = env_parameters(env)["slu"]
+    encoder = SimpleNamespace(model=SimpleNamespace(config=SimpleNamespace(to_dict=dict)))
+    for name, spec in (slu.get("methods") or {"zsjoint": {}}).items():
+        method, training, data = method_settings(name, {k: v for k, v in spec.items() if k != "code_switch"})
+        if method_kind(spec) == "lajoint":
+            method_config(method, name, 2, ["a", "b"], encoder)
+        else:
+            _method_config(method, name, 2, 3, encoder)
+        TrainSettings(**{k: v for k, v in {**slu["training"], **training}.items() if k != "train_layers"})
+        SluData(**{**slu["data"], **{k: v for k, v in data.items() if k != "code_switch"}})
+        switch = {k: v for k, v in slu["code_switch"].items() if k != "languages"}
+        code_switch_settings({"languages": ["de"], **switch, **dict(data.get("code_switch") or {})})

@@ -13,7 +13,6 @@ from kedro.io import DataCatalog, MemoryDataset
 from kedro.runner import SequentialRunner
 
 from language_agnostic.datasets.embeddings import EmbeddingStoreDataset
-from language_agnostic.encoders.extraction import extraction_settings
 from language_agnostic.encoders.loading import load_encoder
 from language_agnostic.pipelines.embeddings.nodes import embed_pair_texts
 from language_agnostic.pipelines.embeddings.pipeline import create_pipeline
@@ -123,10 +122,8 @@ def test_pipeline_embeds_evaluates_and_reuses_the_cache(
     assert sorted(p.name for p in (namespace / "lists").iterdir()) == entries
 
 
-def test_bad_parameters_are_named(tiny_hub_model: Path, tmp_path: Path):
+def test_a_partition_the_pair_table_lacks_is_named(tiny_hub_model: Path, tmp_path: Path):
     encoder = load_encoder(str(tiny_hub_model))
     store = EmbeddingStoreDataset(str(tmp_path)).load()
     with pytest.raises(ValueError, match=r"embeddings.partitions: \['validation'\] not in the pair table"):
         embed_pair_texts(_pairs(), encoder, store, EXTRACTION, ["validation"])
-    with pytest.raises(ValueError, match=r"embeddings.extraction: unknown key\(s\) \['pooling'\]"):
-        extraction_settings({**EXTRACTION, "pooling": "mean"})

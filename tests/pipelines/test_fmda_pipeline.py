@@ -320,8 +320,6 @@ def test_selection_on_dev_retrieval_records_the_score(tiny_hub_model: Path, tmp_
     model.load_state_dict(trained["state_dict"])
     a, b = (encode_with_fmda(model, manifest["sets"][f"dev.{side}.utt"])["m"] for side in ("source", "target"))
     assert max(scores) == pytest.approx((acc(a, b) + acc(b, a)) / 2)
-    with pytest.raises(ValueError, match=r"fmda.training.select_on must be one of \['dev_loss', 'dev_retrieval'\]"):
-        nodes.train_fmda(manifest, pools, catalog["params:fmda.model"].load(), {}, {**TRAINING, "select_on": "test"})
 
 
 def _two_stage_catalog(tiny_hub_model: Path, tmp_path: Path) -> DataCatalog:
@@ -488,20 +486,6 @@ def test_two_stage_is_tested_against_its_all_together_twin(tiny_hub_model: Path,
     assert "mcnemar_p_vs_all_together" not in set(evaluate_fmda(manifest, two_stage, {"name": "tiny"})["metric"])
 
 
-def test_unknown_ablation_is_named(tiny_hub_model: Path, tmp_path: Path):
-    from language_agnostic.pipelines.fmda.nodes import train_fmda
-
-    with pytest.raises(ValueError, match="fmda.variants: ablation must be one of"):
-        train_fmda({"sets": {}}, pd.DataFrame(), {}, {"ablation": "no_everything"}, {"max_epochs": 1})
-
-
-def test_unknown_training_and_model_keys_are_named():
-    from language_agnostic.pipelines.fmda.nodes import train_fmda
-
-    with pytest.raises(ValueError, match=r"fmda.training: unknown key\(s\) \['epochs'\]"):
-        train_fmda({"sets": {}}, pd.DataFrame(), {}, {"ablation": "full"}, {"epochs": 3})
-
-
 def test_variants_name_their_mistakes():
     from language_agnostic.pipelines.fmda.pipeline import variant_pairs
 
@@ -510,8 +494,6 @@ def test_variants_name_their_mistakes():
         "b": ["en_es"],
         "c": ["en_de", "en_es"],
     }
-    with pytest.raises(ValueError, match=r"fmda.variants.b: unknown key\(s\) \['pair'\]"):
-        variant_pairs({"b": {"pair": ["en_de"]}}, ["en_de"])
     with pytest.raises(ValueError, match=r"fmda.variants.b.pairs: \['en_fr'\] not in massive.pairs"):
         variant_pairs({"b": {"pairs": ["en_fr"]}}, ["en_de"])
     with pytest.raises(ValueError, match="fmda.figure.pair 'en_de' needs the all_together variant"):
@@ -522,17 +504,7 @@ def test_variants_name_their_mistakes():
             figure_pair="en_de",
             methods={"dream": METHODS["dream"]},
         )
-    from language_agnostic.pipelines.fmda.pipeline import METHOD_KEYS
-
-    with pytest.raises(
-        ValueError,
-        match=r"fmda.methods.c.method must be one of \['dream', 'linear-infonce', 'dream-infonce'\], got 'linear'",
-    ):
-        variant_pairs({"c": {"method": "linear"}}, ["en_de"], "fmda.methods", METHOD_KEYS)
-    with pytest.raises(ValueError, match=r"fmda.methods.d: unknown key\(s\) \['lr'\]"):
-        variant_pairs({"d": {"method": "dream", "lr": 0.1}}, ["en_de"], "fmda.methods", METHOD_KEYS)
-    # the name is the method when none is given
-    assert variant_pairs({"dream": {"pooling": "cls"}}, ["en_de"], "fmda.methods", METHOD_KEYS) == {"dream": ["en_de"]}
+    assert variant_pairs({"dream": {"pooling": "cls"}}, ["en_de"], "fmda.methods") == {"dream": ["en_de"]}
 
 
 def test_paper_tables_from_hand_made_rows():
@@ -797,15 +769,6 @@ def test_heads_over_pooled_vectors_train_and_report_their_meaning(tiny_hub_model
     assert trained["negatives"] == "pool"
     with pytest.raises(ValueError, match=r"fmda.methods.dream.negatives is 'pool' but no negative pools were given"):
         nodes.train_pooled_head(manifest, None, {**capped, "negatives": "pool"}, training, LOSS, "dream")
-    with pytest.raises(ValueError, match=r"fmda.methods.dream.negatives must be one of \['pool', 'all'\], got 'bleu'"):
-        nodes.train_pooled_head(manifest, None, {**capped, "negatives": "bleu"}, training, LOSS, "dream")
-    with pytest.raises(
-        ValueError,
-        match=r"fmda.methods.x.method must be one of \['dream', 'linear-infonce', 'dream-infonce'\], got 'svd'",
-    ):
-        nodes.train_pooled_head(manifest, _pools(), {"method": "svd"}, TRAINING, LOSS, "x")
-    with pytest.raises(ValueError, match=r"fmda.methods.dream.training"):
-        nodes.train_pooled_head(manifest, _pools(), {"training": {"learning_rate": 0.1}}, TRAINING, LOSS, "dream")
 
 
 def test_table5_has_a_block_per_pair_with_the_contrastive_readings():

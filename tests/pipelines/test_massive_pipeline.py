@@ -62,11 +62,6 @@ def test_pair_with_a_locale_missing_from_the_archive(tiny_archive: Path):
         parse_massive(_load(tiny_archive), ["en-US"], pairs, INGEST)
 
 
-def test_pair_without_a_side(tiny_archive: Path):
-    with pytest.raises(CorpusFormatError, match="massive.pairs.en_de: missing 'target' locale"):
-        parse_massive(_load(tiny_archive), ["en-US"], {"en_de": {"source": "en-US"}}, INGEST)
-
-
 def test_bad_row_in_the_archive_names_member_and_line(tmp_path: Path):
     rows = tiny_rows("en-US")
     text = jsonl(rows[:2]) + "{not json\n" + jsonl(rows[2:])

@@ -210,7 +210,8 @@ def test_a_command_s_env_and_params_reach_the_checked_parameters(base: dict):
         PROJECT_ROOT,
         PIPELINES,
     )
-    assert params["embeddings"]["extraction"]["prefix"] is None  # Kedro reads `key=` as null; the check as ""
+    # Kedro reads `key=` as null; the models (and so every node) as "" (pipelines/config_loader.py)
+    assert params["embeddings"]["extraction"]["prefix"] == ""
 
 
 def _kedro_run(*args: str, **env: str) -> subprocess.CompletedProcess:

@@ -72,16 +72,6 @@ def test_missing_raw_data_through_the_catalog(project: Path, tmp_path: Path):
     assert "https://amazon-massive-nlu-dataset.s3.amazonaws.com/amazon-massive-dataset-1.1.tar.gz" in message
 
 
-def test_settings_from_params_names_the_parameter():
-    from language_agnostic.config import settings_from_params
-    from language_agnostic.methods.fmda import FmdaConfig
-
-    config = settings_from_params(FmdaConfig, {"ffn_layers": 2}, "fmda.model", dim=4, n_languages=2)
-    assert (config.dim, config.ffn_layers) == (4, 2)
-    with pytest.raises(ValueError, match=r"fmda.model: unknown key\(s\) \['depth'\]; known: \['activation'"):
-        settings_from_params(FmdaConfig, {"depth": 2}, "fmda.model", dim=4, n_languages=2)
-
-
 def _conf_with_env(
     tmp_path: Path, env: str, massive_pairs: dict, fmda: dict | None = None, paper: bool = False
 ) -> Path:

@@ -234,11 +234,6 @@ def test_the_tables_average_the_non_training_locales():
     assert "| zsjoint | 90.00 | 50.00 | 20.00 | 35.00 |" in markdown
 
 
-def test_a_bad_method_is_named():
-    with pytest.raises(ValueError, match=r"slu.methods.x: unknown key\(s\) \['lr'\]"):
-        create_pipeline(methods={"x": {"lr": 1}})
-
-
 ABLATION_METHODS = {
     "zsjoint": {"method": "slu"},
     "lajoint-cs+ucl": {

@@ -104,22 +104,6 @@ def test_a_row_without_claims_rows_says_why_and_shows_no_number():
     assert "| — (`centering/mean`) | — (`fmda-infonce/m`) |  | no claims row; [claims]" in headline_markdown(table)
 
 
-@pytest.mark.parametrize(
-    ("row", "message"),
-    [
-        ({**ROW, "ours": {"method": "seed"}}, r"headline.rows\[0\]: missing \[\], unknown \['ours'\]"),
-        ({k: v for k, v in ROW.items() if k != "claims"}, r"headline.rows\[0\]: missing \['claims'\]"),
-        (
-            {**ROW, "verdict": {"reports": ["report"], "method": "x", "metod": "y"}},
-            r"headline.rows\[0\].verdict: missing \['baseline'\], unknown \['metod'\]",
-        ),
-    ],
-)
-def test_a_bad_row_is_named(row, message):
-    with pytest.raises(ValueError, match=message):
-        headline_table([row], REPORTS)
-
-
 def test_claims_tables_are_read_back_as_the_report_wrote_them():
     report = _report([("`lajmcl` (this run)", "cosda", "EM, non-en", "14.83", "35.21", "<1e-6", "1", "fails")])
     assert parse_claims(report).values.tolist() == [

@@ -18,7 +18,6 @@ import torch
 from kedro.io import MemoryDataset
 from kedro.runner import SequentialRunner
 
-from language_agnostic.config import ParameterError
 from language_agnostic.datasets.torch_state import TrainedHeadDataset
 from language_agnostic.methods.trained import load_from_run, read_artifact
 from language_agnostic.pipelines.fmda.pipeline import create_pipeline
@@ -249,13 +248,6 @@ def test_a_training_killed_mid_way_is_not_reused(tmp_path: Path, monkeypatch):
     assert reuse.USAGE.reused == ["step"] and torch.equal(again["state_dict"]["w"], model["state_dict"]["w"])
     assert reuse.prune(store) == 1  # the killed run's temporary entry
     assert [p.name.startswith(".tmp-") for p in store.iterdir() if p.name != reuse.LOCKS] == [False]
-
-
-def test_reuse_settings_are_checked():
-    with pytest.raises(ParameterError, match=r"trained_models.reuse must be true or false, got 'no'"):
-        reuse.configure({"reuse": "no"})
-    with pytest.raises(ParameterError, match=r"trained_models: unknown key\(s\) \['reuse_models'\]"):
-        reuse.configure({"reuse_models": True})
 
 
 def test_a_reused_model_gets_its_own_child_run_linked_to_the_run_that_trained_it(tiny_hub_model, tmp_path: Path):

@@ -255,9 +255,6 @@ def test_max_train_is_a_seeded_sample(encoder):
 @pytest.mark.parametrize(
     ("method", "data", "dictionaries", "message"),
     [
-        ({}, {"batchsize": 2}, None, r"slu.data: unknown key\(s\) \['batchsize'\]"),
-        ({}, {"max_train": 0}, None, "slu.data.max_train must be >= 1 or null, got 0"),
-        ({}, {"batch_size": 0}, None, "slu.data.batch_size must be >= 1, got 0"),
         ({}, {"training_locale": "fr-FR"}, None, "slu.data.training_locale 'fr-FR': no train utterances"),
         ({}, {"dev_locale": "fr-FR"}, None, "slu.data.dev_locale 'fr-FR': no dev utterances"),
         (
@@ -266,49 +263,23 @@ def test_max_train_is_a_seeded_sample(encoder):
             None,
             r"slu.data.code_switch.languages: no dictionary for \['de'\]",
         ),
+        # slu.code_switch.languages: [] and no MUSE dictionary of a language of slu.locales
         (
             {},
-            {"code_switch": {"languages": ["de"]}},
-            DICTIONARIES,
-            r"slu.data.code_switch: missing key\(s\) \['ratio'\]",
-        ),
-        (
-            {},
-            {"code_switch": {"ratio": 2, "languages": ["de"]}},
-            DICTIONARIES,
-            r"slu.data.code_switch.ratio must be a number in \[0, 1\]",
-        ),
-        (
-            {},
-            {"code_switch": {"ratio": 0.5, "languages": "de"}},
+            {"code_switch": {"ratio": 0.5, "languages": []}},
             DICTIONARIES,
             "slu.data.code_switch.languages must be a non-empty list",
         ),
-        (
-            {},
-            {"code_switch": {"ratio": 0.5, "languages": ["de"], "keep_source": "yes"}},
-            DICTIONARIES,
-            "slu.data.code_switch.keep_source must be true or false, got 'yes'",
-        ),
-        (
-            {},
-            {"code_switch": {"ratio": 0.5, "languages": ["de"], "sed": 1}},
-            DICTIONARIES,
-            r"slu.data.code_switch: unknown key\(s\) \['sed'\]",
-        ),
-        ({"alfa": 1}, {}, None, r"slu.methods.x: unknown key\(s\) \['alfa'\]"),
-        ({"n_labels": 3}, {}, None, r"slu.methods.x: unknown key\(s\) \['n_labels'\]"),
-        ({"loss_weights": {"slots": 1}}, {}, None, r"slu.methods.x.loss_weights: unknown \['slots'\]"),
     ],
 )
 def test_bad_parameters_are_named(encoder, method, data, dictionaries, message):
+    # what the data lack is named here; a value's type, range and keys (loss weights too) are the model's
+    # (tests/parameters/test_slu.py)
     with pytest.raises(ValueError, match=message):
         prepare_slu(_table(), encoder, FineTuning("x", method, data, TRAINING, EXTRACTION), dictionaries)
 
 
-def test_bad_training_settings_and_tables_are_named(encoder):
-    with pytest.raises(ValueError, match=r"slu.training: unknown key\(s\) \['learning_rate'\]"):
-        prepare_slu(_table(), encoder, FineTuning("zsjoint", {}, {}, {"learning_rate": 1}, EXTRACTION))
+def test_a_table_without_a_column_is_named(encoder):
     with pytest.raises(ValueError, match=r"slu table: missing column\(s\) \['labels'\]"):
         prepare_slu(_table().drop(columns="labels"), encoder, FineTuning("zsjoint", {}, {}, TRAINING, EXTRACTION))
 
@@ -327,10 +298,6 @@ def test_method_settings_read_a_methods_entry():
         {"lr": 1e-3},
         {"code_switch": {"ratio": 0.9, "languages": ["de"]}},
     )
-    with pytest.raises(ValueError, match=r"slu.methods.a: unknown key\(s\) \['optons'\]"):
-        method_settings("a", {"optons": {}})
-    with pytest.raises(ValueError, match=r"slu.methods.a.method must be one of \['slu', 'lajoint'\], got 'emu'"):
-        method_settings("a", {"method": "emu"})
     assert code_switch_settings({"ratio": 1, "languages": ["de", "es"]}).languages == ("de", "es")
     assert code_switch_settings({"ratio": 1, "languages": ["de"], "keep_source": True}).keep_source is True
 
@@ -371,12 +338,11 @@ def test_train_layers_freezes_the_embeddings_and_bottom_layers_and_nothing_below
 @pytest.mark.parametrize(
     "value, match",
     [
-        (-1, "train_layers must be null .* or an integer >= 0"),
-        ("2", "train_layers must be null"),
+        (-1, r"train_layers must be null or in 0..2"),
         (3, r"train_layers must be null or in 0..2"),
     ],
 )
-def test_a_bad_train_layers_is_named(encoder, value, match):
+def test_a_train_layers_the_encoder_lacks_is_named(encoder, value, match):
     with pytest.raises(ValueError, match=f"slu.training.{match}"):
         prepare_slu(_table(), encoder, FineTuning("zsjoint", {}, {}, {**TRAINING, "train_layers": value}, EXTRACTION))
 
@@ -413,9 +379,8 @@ def test_every_slu_model_of_the_registry_has_its_trainer_and_no_other():
     from language_agnostic.training.slu_methods import TRAINERS, method_kind, trainer
 
     assert set(TRAINERS) == set(SLU_METHODS) == {"slu", "lajoint"}
-    assert method_kind(None, "zsjoint") == "slu" and trainer("lajoint").train.__name__ == "train_lajmcl"
-    with pytest.raises(ValueError, match=r"slu.methods.x.method must be one of \['slu', 'lajoint'\], got 'dream'"):
-        method_kind({"method": "dream"}, "x")
+    assert method_kind(None) == "slu" and method_kind({"method": "lajoint"}) == "lajoint"
+    assert trainer("lajoint").train.__name__ == "train_lajmcl"
     with pytest.raises(ValueError, match=r"no SLU trainer for method 'dream'; known: \['lajoint', 'slu'\]"):
         trainer("dream")
 

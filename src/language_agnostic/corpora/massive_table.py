@@ -39,7 +39,8 @@ def validate_massive_config(
 
     Args:
         locales: ``massive.locales``.
-        pairs: ``massive.pairs``: ``{namespace: {"source": locale, "target": locale}}``.
+        pairs: ``massive.pairs``: ``{namespace: {"source": locale, "target": locale}}`` (both keys: the run's
+            parameters are validated by ``parameters.massive.Massive`` when it starts).
         available: Locales that have a file in the archive.
         where: The parameter that lists ``locales``, for messages (``slu.locales`` for the SLU pipeline).
 
@@ -57,9 +58,7 @@ def validate_massive_config(
             )
     for name, pair in pairs.items():
         for side in ("source", "target"):
-            locale = pair.get(side) if isinstance(pair, Mapping) else None
-            if locale is None:
-                raise CorpusFormatError(f"massive.pairs.{name}: missing '{side}' locale")
+            locale = pair[side]
             check_locale_code(locale, f"massive.pairs.{name}.{side}")
             if locale not in locales:
                 raise CorpusFormatError(

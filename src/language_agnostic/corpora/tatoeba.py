@@ -109,7 +109,8 @@ def ingest_tatoeba(
     Args:
         files: File name → reader of ``tatoeba/v1`` (a ``TextDirectoryDataset``; ``source`` names the folder).
         params: ``tatoeba.ingest``: ``languages`` (``all`` or ISO 639-3 codes), ``expected_pairs``
-            (the number of languages ``all`` must find; ``null``: any) and ``on_bad_row``.
+            (the number of languages ``all`` must find; ``null``: any) and ``on_bad_row``; validated by
+            ``parameters.tatoeba.Ingest`` when the run starts (an unknown key here is ignored).
         seen_by: ``{training source: [ISO 639-3 codes]}``: which configured training data holds
             each language (``methods/apply.py:training_languages``); ``None``: none.
 
@@ -123,11 +124,6 @@ def ingest_tatoeba(
         CorpusFormatError: No pair found, a configured language without its files, another number
             of languages than ``expected_pairs``, or a bad file (see :func:`read_tatoeba_pair`).
     """
-    unknown = sorted(set(params) - {"languages", "expected_pairs", "on_bad_row"})
-    if unknown:
-        raise ValueError(
-            f"tatoeba.ingest: unknown key(s) {unknown}; known: ['expected_pairs', 'languages', 'on_bad_row']"
-        )
     folder = getattr(files, "source", "tatoeba/v1")
     present = available_languages(list(files))
     wanted = params.get("languages", "all")
@@ -142,8 +138,6 @@ def ingest_tatoeba(
                 f"says {int(expected)}; found: {languages}"
             )
     else:
-        if isinstance(wanted, str) or not wanted:
-            raise ValueError(f"tatoeba.ingest.languages must be 'all' or a list of ISO 639-3 codes, got {wanted!r}")
         languages = [str(lang) for lang in wanted]
     rejects = RejectLog(str(params.get("on_bad_row", "error")), logger=logger)
     tables, counts = [], {}

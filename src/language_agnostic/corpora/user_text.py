@@ -21,7 +21,8 @@ def read_utterances(spec: Mapping[str, Any], where: str) -> pd.DataFrame:
     kept as written (the encoder sees exactly them).
 
     Args:
-        spec: ``{"path": ..., "column": ..., "id_column": ...}`` (e.g. ``retrieve.queries``).
+        spec: ``{"path": ..., "column": ..., "id_column": ...}`` (e.g. ``retrieve.queries``), whose keys and
+            types are validated by ``parameters.retrieve.Texts`` when the run starts (another key is ignored).
         where: The parameter's name, for errors.
 
     Returns:
@@ -32,9 +33,6 @@ def read_utterances(spec: Mapping[str, Any], where: str) -> pd.DataFrame:
             ``id_column``), a text file given a ``column``, or no utterance in the file; each
             names ``where`` and the file.
     """
-    unknown = sorted(set(spec) - {"path", "column", "id_column"})
-    if unknown:
-        raise ValueError(f"{where}: unknown key(s) {unknown}; known: ['column', 'id_column', 'path']")
     if not spec.get("path"):
         raise ValueError(f"{where}.path: no file given")
     path = Path(str(spec["path"]))

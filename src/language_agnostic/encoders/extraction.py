@@ -27,7 +27,6 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from language_agnostic.config import settings_from_params
 from language_agnostic.encoders.backends import (
     PER_TEXT,
     backend_forward,
@@ -671,8 +670,9 @@ def _checked(found: EmbeddingSet, encoder: LoadedEncoder) -> EmbeddingSet:
 
 
 def extraction_settings(params: Mapping[str, Any], token_states: bool = False) -> ExtractionSettings:
-    """``ExtractionSettings`` from ``embeddings.extraction`` (unknown keys are an error)."""
-    return settings_from_params(ExtractionSettings, params, "embeddings.extraction", token_states=token_states)
+    """``ExtractionSettings`` from ``embeddings.extraction``, whose keys and values are validated by
+    ``parameters.embeddings.Extraction`` when the run starts; ``token_states`` is the caller's, not a parameter."""
+    return ExtractionSettings(**params, token_states=token_states)
 
 
 def vectors_of(manifest: Mapping[str, Any], name: str, pooling: str) -> np.ndarray:

@@ -136,9 +136,6 @@ def training_languages(params: Mapping[str, Any], sources: Sequence[str] = SOURC
         Keys ``qe``, ``sts``, every ``massive.pairs`` namespace (FMDA and its heads), ``unified``
         (when ``fmda_paper.unified.pairs`` lists pairs) and ``massive`` (EMU's locales).
     """
-    unknown = sorted(set(sources) - set(SOURCES))
-    if unknown:
-        raise ValueError(f"tatoeba.models.sources: unknown source(s) {unknown}; known: {list(SOURCES)}")
     out: dict[str, list[str]] = {}
     if "qe" in sources:
         out["qe"] = _codes(_pair_languages(((params.get("qe") or {}).get("corpus") or {}).get("pairs") or []))

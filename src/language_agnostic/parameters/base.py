@@ -19,9 +19,11 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
-# YAML and ``--params`` read ``no`` / ``off`` as false: a setting that takes a word gets the word back,
-# as the settings parser gives it (config.py)
-from language_agnostic.config import _YAML_WORDS, ParameterError
+from language_agnostic.config import ParameterError
+
+# YAML and ``--params`` read ``no`` / ``off`` as false: a setting that takes a word gets the word back
+# (``mixed_precision: no`` is ``"no"``), and the nodes get the word (root.normalised)
+_YAML_WORDS = {False: "no", True: "yes"}
 
 
 class Section(BaseModel):

@@ -3,8 +3,8 @@ its contrastive loss and training, the variants trained per language pair, the h
 (DREAM and the InfoNCE controls), the two-stage hold-out, Figure 4, and the paper-only experiment set.
 
 What reads them: ``pipelines/fmda/pipeline.py`` (variants, heads and their pairs, the figure's pair, the unified
-model's pairs), ``training/fmda.py`` (``_training_settings``, ``_variant_setup``, ``pooled_head_spec``,
-``train_pooled_head``), ``methods/fmda.py:FmdaConfig``, ``methods/contrastive.py:ContrastiveSettings``,
+model's pairs), ``training/fmda.py`` (``_training_settings``, ``_variant_setup``, ``train_pooled_head``),
+``methods/fmda.py:FmdaConfig``, ``methods/contrastive.py:ContrastiveSettings``,
 ``training/loop.py:TrainSettings``, ``pipelines/fmda/nodes.py:embed_template_pairs`` (the hold-out) and
 ``reporting/figures.py:plot_embeddings`` (the figure).
 
@@ -213,7 +213,7 @@ class FmdaHead(Section):
 
 
 def _method_from_name(heads: Any) -> Any:
-    """A head without ``method`` is the method of its name (``pooled_head_spec``)."""
+    """A head without ``method`` is the method of its name (as ``train_pooled_head`` reads it)."""
     if not isinstance(heads, Mapping):
         return heads
     return {

@@ -5,8 +5,7 @@ what is allowed (no traceback).
 What a parameter may be is stated once, by the typed models of ``language_agnostic/parameters/`` (one
 pydantic model per section: every key's type, range and choices, unknown keys refused, also inside a
 variant or a method). This module is the wiring: :func:`check_parameters` validates a run's parameters
-against them, then lets the parsers that build the training settings (``fmda``, the ``qe`` / ``sts``
-heads) read them once, so nothing they would refuse reaches a node.
+against them, so the code below ``pipelines/`` builds its settings from values that already passed.
 
 :func:`validate_command` checks a whole ``kedro run ...`` command line in-process (its pipelines, its
 ``--env`` and its ``--params``) without running a node; ``LANGUAGE_AGNOSTIC_VALIDATE_ONLY=1 kedro run
@@ -23,21 +22,15 @@ from typing import Any
 from language_agnostic.config import ParameterError
 from language_agnostic.parameters.root import check as check_models
 from language_agnostic.parameters.root import env_parameters
-from language_agnostic.training import fmda, heads
 
 
 def check_parameters(params: Mapping[str, Any]) -> None:
-    """A run's parameters (``conf/base``, its env and ``--params`` merged) against the typed models, then
-    parsed by the training parsers as their nodes parse them.
+    """A run's parameters (``conf/base``, its env and ``--params`` merged) against the typed models.
 
     Raises:
         ParameterError: the first wrong value, naming its parameter and what is allowed.
     """
     check_models(params)
-    fmda.check_parameters(params)
-    for pipeline in ("qe", "sts"):
-        if params.get(pipeline):
-            heads.check_parameters(params[pipeline], pipeline)
 
 
 class CommandError(ParameterError):

@@ -46,6 +46,7 @@ COLUMNS = [
     "verdict",
     "claims",
 ]
+# the keys read of a headline row and of its verdict (parameters/headline.py's models have exactly these: tested)
 ROW_KEYS = {"paper", "claim", "measure", "paper_figure", "claims", "verdict"}
 VERDICT_KEYS = {"reports", "method", "baseline", "where", "percent"}
 ORDER = ("holds", "tie", "fails", "not comparable")
@@ -95,17 +96,6 @@ def parse_compact_claims(markdown: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=PARSED).drop_duplicates(subset=same, ignore_index=True)
 
 
-def check_verdict(spec: Mapping[str, Any], where: str) -> None:
-    """A row's ``verdict``: ``reports``, ``method`` and ``baseline`` required, ``where`` and ``percent`` optional.
-
-    Raises:
-        ValueError: A missing or unknown key (naming ``where``).
-    """
-    missing, unknown = sorted({"reports", "method", "baseline"} - set(spec)), sorted(set(spec) - VERDICT_KEYS)
-    if missing or unknown:
-        raise ValueError(f"{where}: missing {missing}, unknown {unknown}; expected {sorted(VERDICT_KEYS)}")
-
-
 def claim_rows(claims: pd.DataFrame, spec: Mapping[str, Any]) -> pd.DataFrame:
     """The claims rows ``spec`` selects: its ``method`` and ``baseline``, and ``where`` in their *on* column.
 
@@ -146,18 +136,14 @@ def headline_table(rows: Sequence[Mapping[str, Any]], reports: Mapping[str, str]
     its reports exists; ``no claims row``: they exist without such a row), so the README does not drop
     the paper.
 
-    Raises:
-        ValueError: A missing or unknown key.
+    ``rows`` are validated by ``parameters.headline.Row`` (their keys, :data:`ROW_KEYS` and :data:`VERDICT_KEYS`,
+    and types): when a run starts, by ``python -m language_agnostic.parameters check`` and, for conf/base's
+    rows that ``make readme`` reads (:func:`configured_rows`), by the tests of every env's parameters.
     """
     claims = {name: _claims(markdown) for name, markdown in (reports or {}).items()}  # each report once
     out = []
-    for i, row in enumerate(rows):
-        where = f"headline.rows[{i}]"
-        missing, unknown = sorted(ROW_KEYS - set(row)), sorted(set(row) - ROW_KEYS)
-        if missing or unknown:
-            raise ValueError(f"{where}: missing {missing}, unknown {unknown}; expected {sorted(ROW_KEYS)}")
+    for row in rows:
         spec = row["verdict"]
-        check_verdict(spec, f"{where}.verdict")
         found = [name for name in spec["reports"] or [] if name in claims]
         picked = next((r for name in found if len(r := claim_rows(claims[name], spec))), None)
         scale = 100.0 if spec.get("percent") else 1.0

@@ -18,7 +18,6 @@ import numpy as np
 import pandas as pd
 import torch
 
-from language_agnostic.config import method_spec, settings_from_params
 from language_agnostic.encoders.extraction import Tokenised, padded_batch
 from language_agnostic.encoders.loading import LoadedEncoder
 from language_agnostic.evaluation.intent_nn import nearest_neighbour_correct
@@ -116,21 +115,14 @@ class EmuRun:
 
 
 def _emu_data(data: Mapping[str, Any]) -> EmuData:
-    """``emu.data`` parsed (locale lists as tuples) and its ``encoder_trainable`` checked."""
-    settings_data = settings_from_params(
-        EmuData,
-        {
+    """``emu.data`` (checked by ``parameters/emu.py`` when the run starts) with its locale lists as tuples."""
+    return EmuData(
+        **{
             **dict(data),
             "adversarial_locales": tuple(data.get("adversarial_locales") or ()),
             "labelled_locales": tuple(data.get("labelled_locales") or ()),
-        },
-        "emu.data",
+        }
     )
-    if settings_data.encoder_trainable not in TRAINABLE:
-        raise ValueError(
-            f"emu.data.encoder_trainable must be one of {list(TRAINABLE)}, got {settings_data.encoder_trainable!r}"
-        )
-    return settings_data
 
 
 def _labelled_rows(
@@ -175,11 +167,10 @@ def _adversarial_sets(
     """The critic's sentences, one tokenised set per adversarial locale (none without a critic).
 
     Raises:
-        ValueError: ``emu.data.adversarial`` is neither ``unlabelled`` nor ``parallel``.
+        ValueError: ``adversarial: parallel`` and a labelled sentence without its translation in an adversarial
+            locale.
     """
     adversarial: list[Tokenised] = []
-    if settings_data.adversarial not in ("unlabelled", "parallel"):
-        raise ValueError(f"emu.data.adversarial must be 'unlabelled' or 'parallel', got {settings_data.adversarial!r}")
     if needs_critic:
         for locale in adversarial_locales:
             # parallel: the translations of the labelled sample, row for row (same MASSIVE id)
@@ -246,14 +237,12 @@ def prepare_emu(utterances: pd.DataFrame, encoder: LoadedEncoder, variant: FineT
     """
     method, extraction, name = variant.method, variant.extraction, variant.name
     settings_data = _emu_data(variant.data)
-    settings = settings_from_params(TrainSettings, variant.training, "emu.training")
+    settings = TrainSettings(**variant.training)
     locales = settings_data.labelled_locales or (settings_data.training_locale,)
     train_rows, dev_sets = _labelled_rows(utterances, settings_data, locales)
     intents = sorted(set(train_rows["intent"]))
     index = {intent: i for i, intent in enumerate(intents)}
-    config = settings_from_params(
-        EmuConfig, {**dict(method), "n_intents": len(intents), "training_languages": locales[:1]}, f"emu.methods.{name}"
-    )
+    config = EmuConfig(**{**dict(method), "n_intents": len(intents), "training_languages": locales[:1]})
     adversarial_locales = settings_data.adversarial_locales or tuple(sorted(set(utterances["locale"]) - set(locales)))
     pad_id = int(encoder.tokenizer.pad_token_id)
     labelled = tokenise(encoder, train_rows["utt"].tolist(), extraction)
@@ -345,21 +334,20 @@ Returns:
     what was trained on (sizes, intents, locales, the kept dev accuracy)."""
 
 
-SPEC_KEYS = {"method", "loss", "loss_weights", "training", "data", "options"}
 # loss_weights of EMU map onto its config: λ (eq. 2) and γ (eq. 4)
 WEIGHT_FIELDS = {"center": "center_weight", "adversarial": "adversarial_weight"}
 
 
 def method_settings(name: str, spec: Mapping[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """``emu.methods.<name>``: ``{method: emu, loss, loss_weights, options, training, data}`` as
-    ``(EmuConfig fields, training overrides, data overrides)``.
+    ``(EmuConfig fields, training overrides, data overrides)``; its keys and values are checked by
+    ``parameters/emu.py:EmuMethod`` when the run starts.
 
     Raises:
-        ValueError: An unknown key, method or loss weight (naming the parameter).
+        ValueError: An unknown loss weight (naming the parameter).
     """
-    where = f"emu.methods.{name}"
-    spec = method_spec(spec, where, SPEC_KEYS, "emu", "the loss picks a baseline")
-    _, weights = split_loss_weights(spec, sorted(WEIGHT_FIELDS), where)
+    spec = dict(spec or {})
+    _, weights = split_loss_weights(spec)
     config = {**dict(spec.get("options") or {}), **{WEIGHT_FIELDS[k]: float(v) for k, v in weights.items()}}
     if "loss" in spec:
         config["loss"] = str(spec["loss"])

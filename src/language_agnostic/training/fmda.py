@@ -17,7 +17,6 @@ import numpy as np
 import pandas as pd
 import torch
 
-from language_agnostic.config import ParameterError, positive_int, settings_from_params
 from language_agnostic.evaluation.retrieval import retrieval_accuracy_at_1
 from language_agnostic.methods.apply import control_meaning
 from language_agnostic.methods.contrastive import ContrastiveSettings
@@ -33,7 +32,7 @@ from language_agnostic.methods.fmda import (
     method_name,
     two_stage_weights,
 )
-from language_agnostic.methods.registry import POOLED_METHODS, build_spec, get_method
+from language_agnostic.methods.registry import build_spec, get_method
 from language_agnostic.tracking import log_child_model, log_child_run
 from language_agnostic.training.data import InterleavedBatches, QuadrupletBatches
 from language_agnostic.training.fmda_data import FmdaBatches
@@ -42,19 +41,21 @@ from language_agnostic.training.loop import TrainResult, TrainSettings, history_
 
 logger = logging.getLogger(__name__)
 
+# what `select_on` may be: model selection on the dev loss or on dev accuracy@1 (parameters/fmda.py offers these)
 SELECTION = ("dev_loss", "dev_retrieval")
 
 
-def _training_settings(params: Mapping[str, Any], where: str) -> tuple[TrainSettings, int, bool]:
+def _training_settings(params: Mapping[str, Any]) -> tuple[TrainSettings, int, bool]:
+    """``fmda.training`` (a variant's or a head's overrides merged over it) as the loop's settings, the batch
+    size and ``length_buckets``; ``select_on`` is read where the model is selected (:func:`_dev_scorer`).
+
+    Its keys, types and ranges are checked by ``parameters/fmda.py``'s models when a run starts.
+    """
     params = dict(params)
-    batch_size = positive_int(params.pop("batch_size", 512), f"{where}.batch_size")
+    batch_size = params.pop("batch_size", 512)
     buckets = params.pop("length_buckets", False)
-    if not isinstance(buckets, bool):
-        raise ParameterError(f"{where}.length_buckets must be true or false, got {buckets!r}")
-    select_on = params.pop("select_on", "dev_loss")
-    if select_on not in SELECTION:
-        raise ParameterError(f"{where}.select_on must be one of {list(SELECTION)}, got {select_on!r}")
-    return settings_from_params(TrainSettings, params, where), batch_size, buckets
+    params.pop("select_on", None)
+    return TrainSettings(**params), batch_size, buckets
 
 
 def dev_retrieval(model: torch.nn.Module, *manifests: Mapping[str, Any]) -> float:
@@ -94,7 +95,7 @@ def _dev_scorer(
 def contrastive_settings(loss: Mapping[str, Any] | None, spec: Mapping[str, Any] | None = None) -> ContrastiveSettings:
     """``fmda.loss`` with the variant's ``loss`` overrides on top, as :class:`ContrastiveSettings`."""
     merged = {**dict(loss or {}), **dict((spec or {}).get("loss") or {})}
-    return settings_from_params(ContrastiveSettings, merged, "fmda.loss")
+    return ContrastiveSettings(**merged)
 
 
 def variant_training(training: Mapping[str, Any], spec: Mapping[str, Any]) -> dict[str, Any]:
@@ -125,7 +126,7 @@ def _variant_setup(
     """What every FMDA training node reads of a variant: merged training params, settings, batch size,
     buckets, loss weights and contrastive settings."""
     training = variant_training(training, spec)
-    settings, batch_size, buckets = _training_settings(training, "fmda.training")
+    settings, batch_size, buckets = _training_settings(training)
     return _VariantSetup(
         training, settings, batch_size, buckets, _variant_weights(spec), contrastive_settings(loss, spec)
     )
@@ -151,10 +152,8 @@ def _run_params(
 
 
 def _variant_weights(variant: Mapping[str, Any]) -> dict[str, float]:
-    ablation = str(variant.get("ablation", "full"))
-    if ablation not in ABLATIONS:
-        raise ValueError(f"fmda.variants: ablation must be one of {sorted(ABLATIONS)}, got {ablation!r}")
-    return {**ABLATIONS[ablation], **dict(variant.get("loss_weights") or {})}
+    """The variant's loss weights: its ``loss_weights`` over its ablation's (``methods/fmda.py:ABLATIONS``)."""
+    return {**ABLATIONS[str(variant.get("ablation", "full"))], **dict(variant.get("loss_weights") or {})}
 
 
 def pool_rows(ids: np.ndarray, pools: pd.DataFrame, locale: str, partition: str) -> np.ndarray:
@@ -215,7 +214,7 @@ def _fmda_batches(
 
 def _new_model(manifest: Mapping[str, Any], model_params: Mapping[str, Any], n_languages: int, seed: int) -> Fmda:
     dim = manifest["sets"]["train.source.utt"].dim
-    config = settings_from_params(FmdaConfig, model_params, "fmda.model", dim=dim, n_languages=n_languages)
+    config = FmdaConfig(**model_params, dim=dim, n_languages=n_languages)
     torch.manual_seed(seed)
     return Fmda(config)
 
@@ -464,21 +463,13 @@ def train_fmda_unified(
 NEGATIVES = ("pool", "all")
 
 
-def pooled_head_spec(spec: Mapping[str, Any] | None, name: str) -> HeadSpec:
-    """``fmda.methods.<name>`` parsed (the schema of ``qe.methods``, plus ``pairs``), method checked.
+def pooled_head_spec(spec: Mapping[str, Any] | None) -> HeadSpec:
+    """``fmda.methods.<name>`` as a :class:`HeadSpec` (the schema of ``qe.methods``); its ``pairs`` are read when
+    the pipeline is built and its ``negatives`` by :func:`train_pooled_head`.
 
-    Raises:
-        ValueError: An unknown key, or a method that is not one of :data:`POOLED_METHODS` (naming the parameter).
+    ``parameters/fmda.py:FmdaHead`` checks it when a run starts (a method of ``POOLED_METHODS``, known keys).
     """
-    given = {k: v for k, v in dict(spec or {}).items() if k not in ("pairs", "negatives")}
-    negatives = dict(spec or {}).get("negatives", "all")
-    if negatives not in NEGATIVES:
-        raise ValueError(f"fmda.methods.{name}.negatives must be one of {list(NEGATIVES)}, got {negatives!r}")
-    parsed = head_spec(given, f"fmda.methods.{name}")
-    method = parsed.method or name
-    if method not in POOLED_METHODS:
-        raise ValueError(f"fmda.methods.{name}.method must be one of {list(POOLED_METHODS)}, got {method!r}")
-    return parsed
+    return head_spec({k: v for k, v in dict(spec or {}).items() if k not in ("pairs", "negatives")})
 
 
 def _head_training(training: Mapping[str, Any], parsed: HeadSpec) -> dict[str, Any]:
@@ -616,10 +607,10 @@ def train_pooled_head(
         loss: ``fmda.loss``; its ``temperature`` is the InfoNCE temperature.
         name: The key in ``fmda.methods`` (runs and metric keys are named after the method).
     """
-    parsed = pooled_head_spec(spec, name)
+    parsed = pooled_head_spec(spec)
     method, pooling = parsed.method or name, parsed.pooling or "mean"
     params = _head_training(training, parsed)
-    settings, batch_size, _ = _training_settings(params, f"fmda.methods.{name}.training")
+    settings, batch_size, _ = _training_settings(params)
     options = _head_options(method, parsed, loss)
     weights = dict(parsed.loss_weights)
     sets = manifest["sets"]
@@ -652,33 +643,3 @@ def train_pooled_head(
     )
     head = _PooledHead(method, name, pooling, negatives, options, weights, params, dim)
     return _logged_head(manifest, head, result, dev_score(model))
-
-
-def check_parameters(params: Mapping[str, Any]) -> None:
-    """Parse ``fmda`` (model, loss, training, every variant of ``fmda`` and ``fmda_paper``, every head) as
-    the training nodes will, so that a wrong value stops a run before its first node.
-
-    Raises:
-        ParameterError: the first wrong value, naming its parameter.
-    """
-    fmda = dict(params.get("fmda") or {})
-    if not fmda:
-        return
-    training, loss = dict(fmda.get("training") or {}), fmda.get("loss")
-    settings_from_params(FmdaConfig, dict(fmda.get("model") or {}), "fmda.model", dim=1, n_languages=2)
-    contrastive_settings(loss)
-    _training_settings(training, "fmda.training")
-    for section in ("fmda", "fmda_paper"):
-        for name, spec in ((params.get(section) or {}).get("variants") or {}).items():
-            where = f"{section}.variants.{name}"
-            own = dict((spec or {}).get("training") or {})
-            _training_settings({**training, **own}, f"{where}.training")  # the variant's own values, named so
-            try:
-                _variant_setup(training, dict(spec or {}), loss)
-            except ParameterError:
-                raise
-            except ValueError as exc:
-                raise ParameterError(f"{where}: {exc}") from exc
-    for name, spec in (fmda.get("methods") or {}).items():
-        parsed = pooled_head_spec(spec, str(name))
-        _training_settings(_head_training(training, parsed), f"fmda.methods.{name}.training")

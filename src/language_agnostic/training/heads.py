@@ -16,7 +16,6 @@ import numpy as np
 import pandas as pd
 import torch
 
-from language_agnostic.config import ParameterError, positive_int, settings_from_params
 from language_agnostic.encoders.extraction import vectors_of
 from language_agnostic.methods.centering import fit_language_means
 from language_agnostic.methods.registry import TRAINED_METHODS, build, build_spec, check_ablations, get_method
@@ -29,7 +28,8 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class HeadSpec:
-    """``<pipeline>.methods.<name>``, parsed once: unknown keys are an error naming the parameter.
+    """``<pipeline>.methods.<name>``, parsed once (its keys and values checked by ``parameters/similarity.py``'s
+    heads, or ``parameters/fmda.py:FmdaHead``, when a run starts).
 
     Attributes:
         loss_weights: Overrides of the method's loss weights.
@@ -46,13 +46,9 @@ class HeadSpec:
     pooling: str | None = None
 
 
-def head_spec(spec: Mapping[str, Any] | None, where: str) -> HeadSpec:
+def head_spec(spec: Mapping[str, Any] | None) -> HeadSpec:
     """:class:`HeadSpec` from a parameter mapping (``None`` values mean the defaults)."""
-    given = {k: v for k, v in dict(spec or {}).items() if v is not None}
-    parsed = settings_from_params(HeadSpec, given, where)
-    if parsed.pooling not in (None, "mean", "cls"):
-        raise ParameterError(f"{where}.pooling must be 'mean' or 'cls', got {parsed.pooling!r}")
-    return parsed
+    return HeadSpec(**{k: v for k, v in dict(spec or {}).items() if v is not None})
 
 
 def corpus_languages(corpus: pd.DataFrame) -> list[str]:
@@ -161,10 +157,10 @@ def train_head(
         ``(model, history)``: weights and metadata, and per-epoch losses for MLflow.
     """
     name = name or method
-    parsed = head_spec(spec, f"{pipeline}.methods.{method}")
+    parsed = head_spec(spec)
     method = parsed.method or method
     pooling = parsed.pooling or pooling
-    settings, batch_size = head_training_settings(training, parsed, pipeline)
+    settings, batch_size = head_training_settings(training, parsed)
     languages = corpus_languages(corpus)
     activation = str(parsed.activation)
     options, weights = head_options(method, activation), dict(parsed.loss_weights)
@@ -232,24 +228,8 @@ def train_ablation(
     )
 
 
-def check_parameters(section: Mapping[str, Any] | None, pipeline: str) -> None:
-    """Parse ``<pipeline>.training`` with each method's ``training`` over it, as :func:`train_head` will,
-    so that a wrong value stops a run before its first node.
-
-    Raises:
-        ParameterError: the first wrong value, naming its parameter.
-    """
-    section = dict(section or {})
-    training = dict(section.get("training") or {})
-    for method, spec in {"": {}, **dict(section.get("methods") or {})}.items():
-        parsed = head_spec(dict(spec or {}), f"{pipeline}.methods.{method}") if method else None
-        head_training_settings(training, parsed, pipeline)
-
-
-def head_training_settings(
-    training: Mapping[str, Any], parsed: HeadSpec | None, pipeline: str
-) -> tuple[TrainSettings, int]:
+def head_training_settings(training: Mapping[str, Any], parsed: HeadSpec) -> tuple[TrainSettings, int]:
     """``<pipeline>.training`` with a method's ``training`` over it: the loop's settings and the batch size."""
-    params = {**dict(training), **dict(parsed.training if parsed else {})}
-    batch_size = positive_int(params.pop("batch_size", 512), f"{pipeline}.training.batch_size")
-    return settings_from_params(TrainSettings, params, f"{pipeline}.training"), batch_size
+    params = {**dict(training), **dict(parsed.training)}
+    batch_size = params.pop("batch_size", 512)
+    return TrainSettings(**params), batch_size

@@ -27,9 +27,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from language_agnostic.config import settings_from_params
 from language_agnostic.encoders.loading import LoadedEncoder
-from language_agnostic.methods.lajmcl import DEFAULT_LAMBDA, WEIGHTS, LajMcl, MclConfig, lajmcl_losses
+from language_agnostic.methods.lajmcl import DEFAULT_LAMBDA, LajMcl, MclConfig, lajmcl_losses
 from language_agnostic.methods.lajoint import (
     INIT_LAYERS,
     LAJoint,
@@ -107,29 +106,22 @@ def method_config(
     ``ignore_index``, ``abstract_texts``); ``margins``, ``head_dim``, ``slot_temperature``, ``slot_affinity``
     (:class:`~language_agnostic.methods.lajmcl.MclConfig`); ``mcl`` (:class:`MclData`);
     ``loss_weights`` (``intent``, ``slot``, ``utterance`` = λ1, ``slot_value`` = λ2, ``word`` = λ3;
-    unset λ: :data:`~language_agnostic.methods.lajmcl.DEFAULT_LAMBDA`).
+    unset λ: :data:`~language_agnostic.methods.lajmcl.DEFAULT_LAMBDA`). Their keys and values are checked by
+    ``parameters/slu.py:SluMethod`` when the run starts.
 
     Raises:
-        ValueError: an unknown key or weight, or a bad value, naming ``slu.methods.<name>...``.
+        ValueError: an unknown weight (naming ``slu.methods.<name>.loss_weights``), or a value the settings'
+            own checks refuse.
     """
-    where = f"slu.methods.{name}"
-    options, weights = split_loss_weights(method, WEIGHTS, where)
+    options, weights = split_loss_weights(method)
     # every MclConfig field is a method option: a field added there needs no edit here or in the artifact
     mcl_config = MclConfig(**{f.name: options.pop(f.name) for f in fields(MclConfig) if f.name in options})
-    mcl_data = settings_from_params(MclData, dict(options.pop("mcl", None) or {}), f"{where}.mcl")
-    config = settings_from_params(
-        LajointConfig,
-        options,
-        where,
-        n_intents=n_intents,
-        slots=tuple(slots),
-        encoder_config=encoder.model.config.to_dict(),
+    mcl_data = MclData(**dict(options.pop("mcl", None) or {}))
+    config = LajointConfig(
+        **options, n_intents=n_intents, slots=tuple(slots), encoder_config=encoder.model.config.to_dict()
     )
     full = {"intent": 1.0, "slot": 1.0, **dict.fromkeys(MCL_LEVELS, DEFAULT_LAMBDA)}
-    for k, v in weights.items():
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
-            raise ValueError(f"{where}.loss_weights.{k} must be a number >= 0, got {v!r}")
-        full[k] = float(v)
+    full.update({k: float(v) for k, v in weights.items()})
     return config, mcl_config, mcl_data, full
 
 

@@ -89,7 +89,6 @@ import numpy as np
 import pandas as pd
 import torch
 
-from language_agnostic.config import ParameterError
 from language_agnostic.encoders.bundled import file_sha256
 from language_agnostic.encoders.store import publish_directory
 from language_agnostic.encoders.versions import TRAINING_DISTRIBUTIONS, versions
@@ -166,20 +165,12 @@ def configure(params: Mapping[str, Any] | None, project: str | Path | None = Non
     """Set the run's reuse settings from ``trained_models`` (a relative store path is under ``project``),
     and read the package's sources: the session's code starts here.
 
-    Raises:
-        ParameterError: an unknown key or a value of the wrong type, naming ``trained_models.<key>``.
+    ``params`` is validated by ``parameters.project.TrainedModels`` when the run starts (its keys, that
+    ``reuse`` is true or false and ``store`` a non-empty path), so it is read here as given.
     """
     params = dict(params or {})
-    unknown = sorted(set(params) - {"reuse", "store"})
-    if unknown:
-        raise ParameterError(f"trained_models: unknown key(s) {unknown}; known: ['reuse', 'store']")
     reuse = params.get("reuse", True)
-    if not isinstance(reuse, bool):
-        raise ParameterError(f"trained_models.reuse must be true or false, got {reuse!r}")
-    store = params.get("store") or DEFAULT_STORE
-    if not isinstance(store, str):
-        raise ParameterError(f"trained_models.store must be a path, got {store!r}")
-    path = Path(store)
+    path = Path(params.get("store") or DEFAULT_STORE)
     if project is not None and not path.is_absolute():
         path = Path(project) / path
     SETTINGS.reuse, SETTINGS.store = reuse, path

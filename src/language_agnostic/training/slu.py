@@ -19,12 +19,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from language_agnostic.config import settings_from_params
 from language_agnostic.corpora.massive_slu import label_vocabulary
 from language_agnostic.encoders.loading import LoadedEncoder
 from language_agnostic.evaluation.slu import exact_match, slu_scores
 from language_agnostic.methods.registry import build_spec
-from language_agnostic.methods.slu import WEIGHTS, JointSlu, SluConfig, slu_losses
+from language_agnostic.methods.slu import JointSlu, SluConfig, slu_losses
 from language_agnostic.text.code_switch import CodeSwitcher
 from language_agnostic.training.finetune import (
     FineTuning,
@@ -95,21 +94,18 @@ class CodeSwitchSettings:
 
 
 def code_switch_settings(params: Mapping[str, Any], where: str = "slu.data.code_switch") -> CodeSwitchSettings:
-    """``{ratio, languages, seed}`` checked, naming ``where`` on a missing, unknown or bad key."""
+    """``{ratio, languages, seed, keep_source}`` as settings (their keys and values are checked by
+    ``parameters/slu.py:CodeSwitch`` when the run starts).
+
+    Raises:
+        ValueError: no language to switch into (``slu.code_switch.languages: []`` and no MUSE dictionary of a
+            language of ``slu.locales``), naming ``where``.
+    """
     params = dict(params)
-    missing = [k for k in ("ratio", "languages") if k not in params]
-    if missing:
-        raise ValueError(f"{where}: missing key(s) {missing}; needs ratio and languages (and optionally seed)")
-    languages = params["languages"]
-    if isinstance(languages, str) or not languages:
-        raise ValueError(f"{where}.languages must be a non-empty list of languages, got {languages!r}")
-    if not isinstance(params.get("keep_source", False), bool):
-        raise ValueError(f"{where}.keep_source must be true or false, got {params['keep_source']!r}")
-    ratio = params["ratio"]
-    if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0.0 <= float(ratio) <= 1.0:
-        raise ValueError(f"{where}.ratio must be a number in [0, 1], got {ratio!r}")
-    return settings_from_params(
-        CodeSwitchSettings, {**params, "languages": tuple(str(x) for x in languages), "ratio": float(ratio)}, where
+    if not params.get("languages"):
+        raise ValueError(f"{where}.languages must be a non-empty list of languages, got {params.get('languages')!r}")
+    return CodeSwitchSettings(
+        **{**params, "languages": tuple(str(x) for x in params["languages"]), "ratio": float(params["ratio"])}
     )
 
 
@@ -163,11 +159,8 @@ def slu_trainer(prepare: Callable[P, SluRun]) -> Callable[P, tuple[torch.nn.Modu
 def _method_config(
     method: Mapping[str, Any], name: str, n_intents: int, n_labels: int, encoder: LoadedEncoder
 ) -> tuple[SluConfig, dict[str, float]]:
-    where = f"slu.methods.{name}"
-    fields, weights = split_loss_weights(method, WEIGHTS, where)
-    config = settings_from_params(
-        SluConfig, fields, where, n_intents=n_intents, n_labels=n_labels, encoder_config=encoder.model.config.to_dict()
-    )
+    fields, weights = split_loss_weights(method)
+    config = SluConfig(**fields, n_intents=n_intents, n_labels=n_labels, encoder_config=encoder.model.config.to_dict())
     return config, {k: float(v) for k, v in weights.items()}
 
 
@@ -263,29 +256,20 @@ class SluSplit:
 
 
 def slu_split(table: pd.DataFrame, data: Mapping[str, Any], training: Mapping[str, Any]) -> SluSplit:
-    """``slu.data`` and ``slu.training`` checked; the training locale's train rows (a seeded
-    ``max_train`` sample) and the dev locale's dev rows; the intents and BIO labels trained.
+    """``slu.data`` and ``slu.training`` as settings (checked by ``parameters/slu.py`` when the run starts);
+    the training locale's train rows (a seeded ``max_train`` sample) and the dev locale's dev rows; the
+    intents and BIO labels trained.
 
     Raises:
-        ValueError: a missing column, a bad setting or a split without rows, naming the parameter.
+        ValueError: a missing column, a split without rows or fewer than 2 intents, naming the parameter.
     """
     missing = [c for c in REQUIRED_COLUMNS if c not in table.columns]
     if missing:
         raise ValueError(f"slu table: missing column(s) {missing} (has {list(table.columns)})")
-    settings_data = settings_from_params(SluData, data, "slu.data")
-    if settings_data.batch_size < 1:
-        raise ValueError(f"slu.data.batch_size must be >= 1, got {settings_data.batch_size}")
-    if settings_data.max_train is not None and settings_data.max_train < 1:
-        raise ValueError(f"slu.data.max_train must be >= 1 or null, got {settings_data.max_train}")
+    settings_data = SluData(**data)
     training = dict(training)
     train_layers = training.pop("train_layers", None)  # the encoder's, not the loop's: applied by freeze_below
-    if train_layers is not None and (
-        isinstance(train_layers, bool) or not isinstance(train_layers, int) or train_layers < 0
-    ):
-        raise ValueError(
-            f"slu.training.train_layers must be null (every layer trains) or an integer >= 0, got {train_layers!r}"
-        )
-    settings = settings_from_params(TrainSettings, training, "slu.training")
+    settings = TrainSettings(**training)
     dev_locale = settings_data.dev_locale or settings_data.training_locale
     train_rows = partition_rows(table, settings_data.training_locale, "train")
     if train_rows.empty:

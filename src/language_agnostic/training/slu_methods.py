@@ -16,15 +16,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from language_agnostic.config import method_spec
 from language_agnostic.encoders.loading import LoadedEncoder
-from language_agnostic.methods.registry import SLU_METHODS
 from language_agnostic.training.lajmcl import lajmcl_artifact, lajmcl_intent_vectors, predict_lajmcl, train_lajmcl
 from language_agnostic.training.loop import TrainResult
 from language_agnostic.training.slu import slu_artifact, train_slu
 from language_agnostic.training.slu_predict import intent_vectors, predict_slu
-
-SPEC_KEYS = {"method", "loss_weights", "options", "training", "data"}
 
 Rows = pd.DataFrame | Sequence[Sequence[str]]
 
@@ -90,16 +86,10 @@ TRAINERS: dict[str, SluTrainer] = {
 }
 
 
-def method_kind(spec: Mapping[str, Any] | None, name: str) -> str:
-    """``slu.methods.<name>.method``: one of the registry's SLU models (``slu``, the default, or ``lajoint``).
-
-    Raises:
-        ValueError: another value, naming the parameter.
-    """
-    kind = dict(spec or {}).get("method", "slu")
-    if kind not in SLU_METHODS:
-        raise ValueError(f"slu.methods.{name}.method must be one of {list(SLU_METHODS)}, got {kind!r}")
-    return str(kind)
+def method_kind(spec: Mapping[str, Any] | None) -> str:
+    """A ``slu.methods`` entry's ``method``: one of the registry's SLU models (``slu``, the default, or ``lajoint``;
+    ``parameters/slu.py:SluMethod`` refuses another when the run starts)."""
+    return str(dict(spec or {}).get("method", "slu"))
 
 
 def trainer(kind: str) -> SluTrainer:
@@ -119,12 +109,10 @@ def method_settings(name: str, spec: Mapping[str, Any] | None) -> tuple[dict[str
 
     zsjoint is ``{method: slu}``; cosda is ``{method: slu, data: {code_switch: {...}}}``; LAJ-MCL's
     variants are ``{method: lajoint, options: {...}, loss_weights: {...}}``
-    (:func:`~language_agnostic.training.lajmcl.method_config` reads them).
-
-    Raises:
-        ValueError: an unknown key or method (naming the parameter).
+    (:func:`~language_agnostic.training.lajmcl.method_config` reads them). Its keys and values are checked by
+    ``parameters/slu.py:SluMethod`` when the run starts.
     """
-    spec = method_spec(spec, f"slu.methods.{name}", SPEC_KEYS, method_kind(spec, name), "the data make a variant")
+    spec = dict(spec or {})
     method = dict(spec.get("options") or {})
     if spec.get("loss_weights"):
         method["loss_weights"] = dict(spec["loss_weights"])

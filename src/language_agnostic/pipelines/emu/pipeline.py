@@ -57,8 +57,6 @@ def _create_pipeline(
         methods = _configured_methods(params)
     if save_encoders is None:
         save_encoders = [str(n) for n in params.get("save_encoders") or [] if n in methods]
-    for name, spec in methods.items():
-        nodes.method_settings(str(name), spec)  # unknown keys named now, not an hour into the run
     missing = sorted(set(save_encoders) - set(methods))
     if missing:
         raise ValueError(f"emu.save_encoders: {missing} not in emu.methods ({sorted(methods)})")

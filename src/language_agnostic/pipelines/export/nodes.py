@@ -38,7 +38,6 @@ from language_agnostic.tracking import log_exported_model
 
 logger = logging.getLogger(__name__)
 
-EXPORT_KEYS = {"sources", "only", "out_dir", "log_to_mlflow"}
 SOURCES = ("qe", "sts", "fmda", "emu")  # the pipelines whose trained meaning models are exported
 KINDS = ("head", "encoder", "fmda")  # every trained meaning model (centring is a per-language shift, not a model)
 # what a served or loaded model needs, pinned to the versions it was written with
@@ -79,19 +78,14 @@ def plan_exports(
     """The heads over pooled vectors, FMDA's models and the fine-tuned encoders (EMU's ``save_encoders``) the configured
     ``export.sources`` train, as the tatoeba plan finds them.
 
+    ``export``'s keys, types and ``sources`` are validated by ``parameters.export.Export`` when the run starts;
+    only the ``only`` names, which depend on what the sources train, are checked here.
+
     Raises:
-        PipelineConfigurationError: an unknown key or source, or an ``only`` name no source trains.
+        PipelineConfigurationError: an ``only`` name no source trains.
     """
     export = dict(export or {})
-    unknown = sorted(set(export) - EXPORT_KEYS)
-    if unknown:
-        raise PipelineConfigurationError(f"export: unknown key(s) {unknown}; known: {sorted(EXPORT_KEYS)}")
     sources = [str(s) for s in export.get("sources") or SOURCES]
-    other = sorted(set(sources) - set(SOURCES))
-    if other:
-        raise PipelineConfigurationError(
-            f"export.sources: {other} have no trained meaning models to export; known: {list(SOURCES)}"
-        )
     params = model_sections(sections)
     heads = [s for s in expected_models(params, sources) if s.kind in KINDS]
     try:

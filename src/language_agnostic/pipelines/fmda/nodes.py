@@ -29,14 +29,13 @@ from language_agnostic.encoders.loading import LoadedEncoder
 from language_agnostic.evaluation import fmda as fmda_evaluation
 from language_agnostic.evaluation.fmda import evaluate_baselines
 from language_agnostic.methods.fmda import ALL_TOGETHER, method_name
+from language_agnostic.methods.registry import POOLED_METHODS
 from language_agnostic.reporting.figures import plot_embeddings
 from language_agnostic.reporting.fmda import fmda_tables
 from language_agnostic.tracking import log_child_metrics, metric_key
 from language_agnostic.training.fmda import (
-    POOLED_METHODS,
     SELECTION,
     pool_rows,
-    pooled_head_spec,
     train_fmda,
     train_fmda_two_stage,
     train_fmda_unified,
@@ -55,7 +54,6 @@ __all__ = [
     "method_name",
     "plot_embeddings",
     "pool_rows",
-    "pooled_head_spec",
     "report_fmda",
     "train_fmda",
     "train_fmda_two_stage",

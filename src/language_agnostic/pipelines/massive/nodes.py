@@ -189,18 +189,14 @@ def build_negative_pools(utterances: pd.DataFrame, params: Mapping[str, Any]) ->
         params: ``massive.negative_pool``: ``partitions`` (default ``[train, dev]``),
             ``threshold`` (BLEU 0–1 scale), ``direction``, ``smooth_method``, ``smooth_value``,
             ``effective_order``, ``lowercase``, ``tokenize`` (``{default: 13a, ja-JP: ja-mecab,
-            ...}``), ``block_size``.
+            ...}``), ``block_size``; validated by ``parameters.massive.NegativePool`` when the run starts.
 
     Returns:
         ``(pool, counts)``: ``locale, partition, id, utt`` of every pooled utterance, and pool
         sizes per locale and partition (``{locale: {partition: {in, pool_out, pool_fraction}}}``).
     """
     tokenize = params.get("tokenize", {})
-    if isinstance(tokenize, str):
-        tokenize = {"default": tokenize}
-    partitions = params.get("partitions", [params["partition"]] if "partition" in params else ["train", "dev"])
-    if isinstance(partitions, str) or not partitions:
-        raise ValueError(f"massive.negative_pool.partitions must be a non-empty list, got {partitions!r}")
+    partitions = params.get("partitions", ["train", "dev"])
     frames = []
     counts: dict[str, Any] = {}
     for locale, group in utterances.groupby("locale", sort=False):

@@ -17,8 +17,6 @@ from language_agnostic.methods.trained import ModelLookupError, check_encoder, l
 
 logger = logging.getLogger(__name__)
 
-MODEL_KEYS = {"path", "run_id", "artifact"}
-
 
 def read_texts(spec: Mapping[str, Any], where: str) -> pd.DataFrame:
     """``retrieve.queries`` / ``retrieve.corpus``: the utterances (``id``, ``text``)."""
@@ -30,17 +28,16 @@ def read_texts(spec: Mapping[str, Any], where: str) -> pd.DataFrame:
 def load_model(model: Mapping[str, Any], mode: str, identity: Mapping[str, Any]) -> dict[str, Any]:
     """The trained model ``retrieve.model`` names (a file, or an MLflow run's artifact), checked against the encoder.
 
+    ``model``'s keys and types are validated by ``parameters.retrieve.Model`` when the run starts.
+
     Returns:
         ``{"mode", "source", "saved"}``; ``saved`` is ``None`` in raw mode (no model is read).
 
     Raises:
-        ModelLookupError: Unknown keys, both or neither of ``path`` and ``run_id`` in a trained mode,
+        ModelLookupError: Both or neither of ``path`` and ``run_id`` in a trained mode,
             a missing or unreadable file, an unknown run or one without the model, a model of another
             encoder or one without the mode's embedding (named; a run prints the message alone).
     """
-    unknown = sorted(set(model) - MODEL_KEYS)
-    if unknown:
-        raise ModelLookupError(f"retrieve.model: unknown key(s) {unknown}; known: {sorted(MODEL_KEYS)}")
     if mode == "raw":
         check_mode(mode, None, "retrieve")
         return {"mode": mode, "source": f"the raw encoder {identity.get('name')}", "saved": None}

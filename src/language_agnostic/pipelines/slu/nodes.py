@@ -161,7 +161,7 @@ def train_slu_variant(
             **dict(data_overrides.get("code_switch") or {}),
         }
     training = {**dict(training), **training_overrides}
-    kind = trainer(method_kind(spec, name))
+    kind = trainer(method_kind(spec))
     model, result, info = kind.train(rows, encoder, FineTuning(name, method, data, training, extraction), dictionaries)
     run_id = log_child_run(f"slu/{name}", {"name": name, **method, **training, **data}, result.history)
     artifact = kind.artifact(

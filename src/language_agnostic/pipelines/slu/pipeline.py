@@ -68,15 +68,13 @@ def _create_pipeline(methods: Mapping[str, Any], figure: Mapping[str, Any]) -> P
 
 
 def _method_keys(methods: Mapping[str, Any]) -> dict[str, str]:
-    """``{method: node-name key}``, each method's settings checked.
+    """``{method: node-name key}`` (a method's settings are checked when the run starts: ``parameters/slu.py``).
 
     Raises:
-        ValueError: a method's settings are wrong, or two methods would get the same node names.
+        ValueError: a name that is not a node name, or two methods that would get the same node names.
     """
     keys: dict[str, str] = {}
-    for name, spec in methods.items():
-        # unknown keys named now, not an hour into the run
-        nodes.method_settings(str(name), {k: v for k, v in dict(spec or {}).items() if k != "code_switch"})
+    for name in methods:
         key = nodes.method_key(str(name))
         if key in keys.values():
             other = next(n for n, k in keys.items() if k == key)

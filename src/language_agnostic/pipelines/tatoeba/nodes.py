@@ -29,17 +29,6 @@ from language_agnostic.reporting import tatoeba as report
 
 logger = logging.getLogger(__name__)
 
-MODEL_KEYS = {"sources", "only"}
-EVALUATION_KEYS = {"poolings", "margin_k", "progress"}
-
-
-def _check(params: Mapping[str, Any], known: set[str], where: str) -> dict[str, Any]:
-    params = dict(params or {})
-    unknown = sorted(set(params) - known)
-    if unknown:
-        raise ValueError(f"{where}: unknown key(s) {unknown}; known: {sorted(known)}")
-    return params
-
 
 def plan_tatoeba_models(
     models: Mapping[str, Any],
@@ -49,14 +38,14 @@ def plan_tatoeba_models(
 
     Args:
         models: ``tatoeba.models``: ``sources`` (which pipelines' models) and ``only`` (``null``, or
-            the ``<method>@<source>`` names to keep).
+            the ``<method>@<source>`` names to keep); validated by ``parameters.tatoeba.Models`` when the run starts.
         *sections: The parameter sections of ``methods/apply.py:MODEL_SECTIONS`` (qe, sts, massive, fmda,
             fmda_paper, emu), in that order.
 
     Returns:
         ``{"sources": {source: [ISO 639-3]}, "models": [ModelSpec as dict]}`` (JSON-able).
     """
-    models = _check(models, MODEL_KEYS, "tatoeba.models")
+    models = dict(models or {})
     sources = [str(s) for s in models.get("sources") or SOURCES]
     params = model_sections(sections)
     languages = training_languages(params, sources)
@@ -122,8 +111,11 @@ def evaluate_tatoeba_node(
     models: Mapping[str, Any],
     evaluation: Mapping[str, Any],
 ) -> pd.DataFrame:
-    """Accuracy@1 of every method on every language, both directions, cosine and ratio margin."""
-    evaluation = _check(evaluation, EVALUATION_KEYS, "tatoeba.evaluation")
+    """Accuracy@1 of every method on every language, both directions, cosine and ratio margin.
+
+    ``evaluation`` (``tatoeba.evaluation``) is validated by ``parameters.tatoeba.Evaluation`` when the run starts.
+    """
+    evaluation = dict(evaluation or {})
     return evaluate_tatoeba(
         pairs,
         raw["sets"]["raw"],
@@ -167,8 +159,11 @@ def report_tatoeba(
 def plot_tatoeba_node(
     scores: pd.DataFrame, languages: pd.DataFrame, models: Mapping[str, Any], figure: Mapping[str, Any]
 ) -> Any:
-    """The per-language figure of ``tatoeba.figure.methods`` (``auto``: raw/mean and each training source's best)."""
-    figure = _check(figure, {"methods", "scoring"}, "tatoeba.figure")
+    """The per-language figure of ``tatoeba.figure.methods`` (``auto``: raw/mean and each training source's best).
+
+    ``figure`` (``tatoeba.figure``) is validated by ``parameters.tatoeba.Figure`` when the run starts.
+    """
+    figure = dict(figure or {})
     methods = figure.get("methods", "auto")
     if methods == "auto":
         methods = report.auto_figure_methods(scores, spec_rows(models["models"]))
