@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from slu_trainer_equivalence import ENCODER, tiny_encoder  # noqa: E402  (the same tiny encoder, written once)
+from slu_trainer_equivalence import ENCODER, write_tiny_hub_model  # noqa: E402  (the same tiny encoder, written once)
 
 SKIP = ("mlflow_run_id", "seconds", "time")
 
@@ -43,7 +43,7 @@ def runs(tree: Path) -> dict[str, Any]:
 
     torch.set_num_threads(1)
     if not (ENCODER / "config.json").is_file():
-        tiny_encoder(ENCODER)
+        write_tiny_hub_model(ENCODER)
     catalog = t._two_stage_catalog(ENCODER, Path(tempfile.mkdtemp()))
     manifest, pools = catalog["en_de.fmda_inputs"].load(), catalog["massive_negative_pools"].load()
     pairs = catalog["en_de.fmda_template_pairs"].load()
