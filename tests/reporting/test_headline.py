@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import pytest
 
 from language_agnostic.reporting.claims import claims_section, parse_claims
 from language_agnostic.reporting.headline import (
+    _claims,
+    claim_rows,
     configured_rows,
     findings_reports,
     headline_figure,
@@ -33,8 +37,10 @@ def _report(rows: list[tuple[str, str, str, str, str, str, str, str]]) -> str:
     """A report with one claims table in claims_section's layout: (method, baseline, on, method %,
     baseline %, p, seeds, verdict)."""
     quoted = lambda name: name if "`" in name else f"`{name}`"  # noqa: E731
+    # Δ as a report prints it: the difference, to the values' own decimals
+    delta = lambda mv, bv: f"{float(mv) - float(bv):+.{len(mv.split('.')[1])}f}"  # noqa: E731
     body = [
-        ["a claim", "XLM-R", "1 vs 0", quoted(m), quoted(b), on, mv, bv, "+1", p, s, v]
+        ["a claim", "XLM-R", "1 vs 0", quoted(m), quoted(b), on, mv, bv, delta(mv, bv), p, s, v]
         for m, b, on, mv, bv, p, s, v in rows
     ]
     return "# Report\n\n" + "\n".join(claims_section("Claims", "intro", body)) + "\nafter the table\n"
@@ -55,12 +61,15 @@ REPORTS = {
 
 def test_a_row_is_the_mean_of_its_claims_rows_with_their_verdicts_and_seeds():
     table = headline_table([ROW], REPORTS)
-    # (78 + 80 + 62) / 3 = 73.33 %, (72 + 77 + 63) / 3 = 70.67 %: both against centering, both over 3 seeds
-    assert table.loc[0, ["ours", "baseline", "rows", "seeds"]].tolist() == [0.733, 0.707, 3, "3"]
-    assert table.loc[0, "verdict"] == "holds 2/3, tie 1/3 vs `centering/mean` (3 seeds, p ≤ 0.6)"
+    # (78 + 80 + 62) / 3 = 73.33 %, (72 + 77 + 63) / 3 = 70.67 %: both against centering, both over 3 seeds;
+    # Δ the mean of the rows' Δ (+6, +3, -1) = +2.667 points, rounded last: +0.027 (not 0.733 - 0.707 = 0.026)
+    assert table.loc[0, ["ours", "baseline", "delta"]].tolist() == pytest.approx([0.73333, 0.70667, 0.02667], abs=1e-5)
+    assert table.loc[0, ["rows", "seeds"]].tolist() == [3, "3"]
+    # each verdict with the largest p of its own rows: the tie's 0.6 is not the holding rows'
+    assert table.loc[0, "verdict"] == "holds 2/3 (p ≤ 0.003), tie 1/3 (p = 0.6) vs `centering/mean` (3 seeds)"
     assert headline_markdown(table).splitlines()[2] == (
         "| FMDA | meaning beats centring | accuracy@1 | 0.594 vs 0.182 | 0.707 (`centering/mean`) "
-        "| 0.733 (`fmda/m`) | +0.026 | holds 2/3, tie 1/3 vs `centering/mean` (3 seeds, p ≤ 0.6); "
+        "| 0.733 (`fmda/m`) | +0.027 | holds 2/3 (p ≤ 0.003), tie 1/3 (p = 0.6) vs `centering/mean` (3 seeds); "
         "[claims](docs/findings/fmda.md) |"
     )
 
@@ -75,11 +84,13 @@ def test_where_picks_rows_by_their_on_column_and_correlations_stay_as_they_are()
     verdict = {"reports": ["qe"], "method": "seed/meaning", "baseline": "raw/mean", "where": "ar-en"}
     line = headline_markdown(headline_table([{**ROW, "verdict": verdict}], {"qe": report})).splitlines()[2]
     assert (
-        "| 0.630 (`raw/mean`) | 0.679 (`seed/meaning`) | +0.049 | holds 1/1 vs `raw/mean` (1 seed, p ≤ 0.0008);" in line
+        "| 0.630 (`raw/mean`) | 0.679 (`seed/meaning`) | +0.049 | holds 1/1 (p = 0.0008) vs `raw/mean` (1 seed);"
+        in line
     )
     both = headline_table([{**ROW, "verdict": {**verdict, "where": None}}], {"qe": report})
-    assert both.loc[0, ["ours", "baseline", "seeds"]].tolist() == [0.54, 0.45, "1/3"]
-    assert both.loc[0, "verdict"] == "holds 2/2 vs `raw/mean` (1–3 seeds, p ≤ 0.0008)"
+    assert both.loc[0, ["ours", "baseline", "delta"]].tolist() == pytest.approx([0.54, 0.45, 0.09])
+    assert both.loc[0, "seeds"] == "1/3"
+    assert both.loc[0, "verdict"] == "holds 2/2 (p ≤ 0.0008) vs `raw/mean` (1–3 seeds)"
 
 
 def test_an_empty_cell_of_a_findings_page_repeats_the_one_above():
@@ -88,11 +99,10 @@ def test_an_empty_cell_of_a_findings_page_repeats_the_one_above():
     )
     assert "| | | | | | DE→EN" in report
     table = headline_table([ROW], {"report": report})
-    assert table.loc[0, ["ours", "baseline", "rows", "verdict"]].tolist() == [
-        0.733,
-        0.707,
+    assert table.loc[0, ["ours", "baseline"]].tolist() == pytest.approx([0.73333, 0.70667], abs=1e-5)
+    assert table.loc[0, ["rows", "verdict"]].tolist() == [
         3,
-        "holds 2/3, tie 1/3 vs `centering/mean` (3 seeds, p ≤ 0.6)",
+        "holds 2/3 (p ≤ 0.003), tie 1/3 (p = 0.6) vs `centering/mean` (3 seeds)",
     ]
 
 
@@ -107,7 +117,20 @@ def test_a_row_without_claims_rows_says_why_and_shows_no_number():
 def test_claims_tables_are_read_back_as_the_report_wrote_them():
     report = _report([("`lajmcl` (this run)", "cosda", "EM, non-en", "14.83", "35.21", "<1e-6", "1", "fails")])
     assert parse_claims(report).values.tolist() == [
-        ["a claim", "XLM-R", "1 vs 0", "lajmcl", "cosda", "EM, non-en", "14.83", "35.21", "+1", "<1e-6", "1", "fails"]
+        [
+            "a claim",
+            "XLM-R",
+            "1 vs 0",
+            "lajmcl",
+            "cosda",
+            "EM, non-en",
+            "14.83",
+            "35.21",
+            "-20.38",
+            "<1e-6",
+            "1",
+            "fails",
+        ]
     ]
 
 
@@ -123,13 +146,8 @@ def test_a_findings_page_compact_claims_table_is_read_once_per_test():
     verdict = {"reports": ["slu"], "method": "lajmcl", "baseline": "cosda", "percent": True}
     table = headline_table([{**ROW, "verdict": verdict}], {"slu": page})
     # the row without a method name is left out; the repeated test counts once
-    assert table.loc[0, ["baseline", "ours", "rows", "seeds", "verdict"]].tolist() == [
-        0.352,
-        0.148,
-        1,
-        "1",
-        "fails 1/1 vs `cosda` (1 seed, p < 1e-6)",
-    ]
+    assert table.loc[0, ["baseline", "ours", "delta"]].tolist() == pytest.approx([0.3521, 0.1483, -0.2038])
+    assert table.loc[0, ["rows", "seeds", "verdict"]].tolist() == [1, "1", "fails 1/1 (p < 1e-6) vs `cosda` (1 seed)"]
     assert "| 0.352 (`cosda`) | 0.148 (`lajmcl`) | -0.204 | fails 1/1" in headline_markdown(table)
 
 
@@ -157,7 +175,7 @@ def test_the_command_writes_the_csv_the_readme_shows(tmp_path, monkeypatch):
     csv = tmp_path / "headline.csv"
     headline_table([ROW], REPORTS).to_csv(csv, index=False)
     assert main([str(readme), str(csv)]) == 0
-    assert "| 0.707 (`centering/mean`) | 0.733 (`fmda/m`) | +0.026 |" in readme.read_text()
+    assert "| 0.707 (`centering/mean`) | 0.733 (`fmda/m`) | +0.027 |" in readme.read_text()
 
 
 COMMITTED = pd.read_csv(PROJECT_ROOT / "docs" / "headline.csv", dtype={"seeds": str})
@@ -182,4 +200,21 @@ def test_each_committed_row_has_one_baseline_and_one_set_of_seeds(i):
         return
     seeds = str(row["seeds"])
     shown = f"{seeds} seed{'s' if seeds != '1' else ''}" if "/" not in seeds else seeds.replace("/", "–") + " seeds"
-    assert f" vs `{row['baseline_label']}` ({shown}," in row["verdict"]
+    assert row["verdict"].endswith(f" vs `{row['baseline_label']}` ({shown})")
+
+
+@pytest.mark.parametrize("i", range(len(COMMITTED)))
+def test_the_readme_delta_is_the_findings_page_mean_delta_to_the_last_printed_digit(i):
+    """Each README row's Δ against its findings page: the mean of the Δ column of the rows it summarises,
+    read off the page here (the first number of each cell), rounded once."""
+    row = COMMITTED.iloc[i]
+    if pd.isna(row["seeds"]):
+        return
+    spec = configured_rows(PROJECT_ROOT)[i]["verdict"]
+    pages = findings_reports(PROJECT_ROOT)
+    name = next(n for n in spec["reports"] if n in pages and len(claim_rows(_claims(pages[n]), spec)))
+    cells = claim_rows(_claims(pages[name]), spec)["delta"]
+    deltas = [float(re.match(r"[+\-−]?[\d.]+", c).group().replace("−", "-")) for c in cells]
+    page_mean = sum(deltas) / len(deltas) / (100.0 if spec.get("percent") else 1.0)
+    shown = readme_block((PROJECT_ROOT / "README.md").read_text()).splitlines()[2 + i].split("|")[7].strip()
+    assert shown == f"{page_mean:+.3f}"

@@ -2,7 +2,9 @@
 
 Every number of a row comes from the same rows of a claims table (``reporting/claims.py``, the
 reports' one layout): ``ours`` and ``baseline`` are the means of their *method* and *baseline*
-columns, Δ their difference, and the verdict, the seeds and the largest p summarise the same rows.
+columns, Δ the mean of their Δ column (each row's Δ as the page prints it, so the headline's Δ is the
+page's mean Δ), every mean rounded only when printed; the verdict gives each verdict's count with the
+largest p of its own rows, and the seeds.
 So a row's Δ and its verdict are always against the same baseline, over the same seeds (a
 claims row's figures are its means over the seeds it was tested on).
 
@@ -41,6 +43,7 @@ COLUMNS = [
     "baseline_label",
     "ours",
     "ours_label",
+    "delta",
     "rows",
     "seeds",
     "verdict",
@@ -109,23 +112,37 @@ def claim_rows(claims: pd.DataFrame, spec: Mapping[str, Any]) -> pd.DataFrame:
     return rows
 
 
+def _p_text(ps: pd.Series) -> str:
+    """`` (p = 0.96)`` for one row, `` (p ≤ 0.018)`` for the largest of several, `` (p < 1e-6)`` for a bound,
+    as the page printed them; empty without a p."""
+    shown = [(float(p.lstrip("<")), p) for p in ps if p not in ("—", "")]
+    if not shown:
+        return ""
+    largest = max(shown)[1]
+    if largest.startswith("<"):
+        return f" (p < {largest[1:]})"
+    return f" (p = {largest})" if len(shown) == 1 else f" (p ≤ {largest})"
+
+
 def verdict_summary(rows: pd.DataFrame, baseline: str) -> str:
-    """``holds 5/6, tie 1/6 vs `centering/mean` (3 seeds, p ≤ 0.6)`` from claims rows (at least one)."""
-    counts = rows["verdict"].value_counts()
-    verdicts = ", ".join(f"{v} {counts[v]}/{len(rows)}" for v in ORDER if v in counts)
+    """``holds 5/6 (p ≤ 0.018), tie 1/6 (p = 0.96) vs `centering/mean` (3 seeds)`` from claims rows (at least
+    one): each verdict with the largest p of its own rows, so a tie's p is not read as the holding rows'."""
+    verdicts = ", ".join(
+        f"{v} {len(mine)}/{len(rows)}{_p_text(mine['p'])}"
+        for v in ORDER
+        if len(mine := rows[rows["verdict"] == v])
+    )
     seeds = sorted(set(rows["seeds"].astype(int)))
     seed_text = f"{seeds[0]} seed{'s' if seeds[0] != 1 else ''}" if len(seeds) == 1 else f"{seeds[0]}–{seeds[-1]} seeds"
-    # the largest p as the report printed it: "<1e-6" stays a bound
-    shown = [(float(p.lstrip("<")), p) for p in rows["p"] if p not in ("—", "")]
-    largest = max(shown)[1] if shown else ""
-    p_text = "" if not largest else f", p < {largest[1:]}" if largest.startswith("<") else f", p ≤ {largest}"
-    return f"{verdicts} vs `{baseline}` ({seed_text}{p_text})"
+    return f"{verdicts} vs `{baseline}` ({seed_text})"
 
 
 def _mean(values: pd.Series, scale: float) -> float | None:
-    """The mean of the cells that hold a number (``—``: not measured), divided by ``scale``, to 3 decimals."""
-    numbers = pd.to_numeric(values.str.replace("−", "-", regex=False), errors="coerce").dropna()
-    return round(float(numbers.mean()) / scale, 3) if len(numbers) else None
+    """The mean of the cells' first number (``+6.29 ± 0.24`` is 6.29; ``—``: not measured), divided by
+    ``scale``, unrounded (the table rounds when it prints)."""
+    first = values.astype(str).str.replace("−", "-", regex=False).str.extract(r"^\s*([+-]?\d+(?:\.\d+)?)")[0]
+    numbers = pd.to_numeric(first, errors="coerce").dropna()
+    return float(numbers.mean()) / scale if len(numbers) else None
 
 
 def headline_table(rows: Sequence[Mapping[str, Any]], reports: Mapping[str, str] | None = None) -> pd.DataFrame:
@@ -147,11 +164,16 @@ def headline_table(rows: Sequence[Mapping[str, Any]], reports: Mapping[str, str]
         found = [name for name in spec["reports"] or [] if name in claims]
         picked = next((r for name in found if len(r := claim_rows(claims[name], spec))), None)
         scale = 100.0 if spec.get("percent") else 1.0
-        values = {"baseline": None, "ours": None, "rows": 0, "seeds": None}
+        values = {"baseline": None, "ours": None, "delta": None, "rows": 0, "seeds": None}
         if picked is not None:
+            baseline, ours = _mean(picked["baseline_value"], scale), _mean(picked["method_value"], scale)
+            delta = _mean(picked["delta"], scale)
+            if delta is None and baseline is not None and ours is not None:
+                delta = ours - baseline  # rows without a printed Δ
             values = {
-                "baseline": _mean(picked["baseline_value"], scale),
-                "ours": _mean(picked["method_value"], scale),
+                "baseline": baseline,
+                "ours": ours,
+                "delta": delta,
                 "rows": len(picked),
                 "seeds": "/".join(str(s) for s in sorted(set(picked["seeds"].astype(int)))),
             }
@@ -192,8 +214,7 @@ def headline_markdown(headline: pd.DataFrame) -> str:
     """The README's table: paper, claim, measure, the paper's figure, baseline, ours, Δ, verdicts."""
     rows = []
     for r in headline.itertuples(index=False):
-        both = not (pd.isna(r.baseline) or pd.isna(r.ours))
-        delta = f"{float(r.ours) - float(r.baseline):+.3f}" if both else ""
+        delta = "" if pd.isna(r.delta) else f"{float(r.delta):+.3f}"
         rows.append(
             [
                 r.paper,
