@@ -128,9 +128,7 @@ def verdict_summary(rows: pd.DataFrame, baseline: str) -> str:
     """``holds 5/6 (p ≤ 0.018), tie 1/6 (p = 0.96) vs `centering/mean` (3 seeds)`` from claims rows (at least
     one): each verdict with the largest p of its own rows, so a tie's p is not read as the holding rows'."""
     verdicts = ", ".join(
-        f"{v} {len(mine)}/{len(rows)}{_p_text(mine['p'])}"
-        for v in ORDER
-        if len(mine := rows[rows["verdict"] == v])
+        f"{v} {len(mine)}/{len(rows)}{_p_text(mine['p'])}" for v in ORDER if len(mine := rows[rows["verdict"] == v])
     )
     seeds = sorted(set(rows["seeds"].astype(int)))
     seed_text = f"{seeds[0]} seed{'s' if seeds[0] != 1 else ''}" if len(seeds) == 1 else f"{seeds[0]}–{seeds[-1]} seeds"
