@@ -30,11 +30,12 @@ COLUMNS = [
 MCNEMAR = "McNemar p ≤ 0.05 (exact, on the same test queries)"
 BOOTSTRAP = "paired-bootstrap p ≤ 0.05 (the same sentence pairs resampled for both, within each language pair)"
 VERDICT_RULE = (
-    "Verdict: *holds* when our Δ has the claimed sign with {test} in every seed; *fails* when it has "
-    "the other sign under the same conditions; *tie* otherwise (a seed or p > 0.05 could flip it); "
-    "*not comparable* without paired outcomes. A claim the paper made on another backbone than ours "
-    "(multilingual-e5-small, of the XLM-R family) is judged against the paper's XLM-R or mE5 figures "
-    "where it has them."
+    "Verdict ([the rule](../results.md#how-a-claim-is-judged)): a claim that the method is better *holds* "
+    "when our Δ is above 0 with {test} in every seed, *fails* when it is below 0 under the same "
+    "conditions, and is a *tie* otherwise (a seed or p > 0.05 could flip it); a claim that it is no better "
+    "(no worse) holds unless every seed has it above (below) with p ≤ 0.05; *not comparable* without paired "
+    "outcomes. A claim the paper made on another backbone than ours (multilingual-e5-small, of the XLM-R "
+    "family) is judged against the paper's XLM-R or mE5 figures where it has them."
 )
 
 
