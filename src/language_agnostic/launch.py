@@ -57,7 +57,7 @@ def set_default_processes(processes: int) -> None:
 
 def checked_processes(processes: Any, name: str) -> int:
     """``processes`` as a positive int, or a ValueError naming the parameter ``name``."""
-    if isinstance(processes, bool) or not isinstance(processes, int) or processes < 1:
+    if processes < 1:
         raise ValueError(f"{name} must be a whole number >= 1, got {processes!r}")
     return processes
 

@@ -57,8 +57,6 @@ def test_label_names_and_slot_texts_follow_the_label_vocabulary():
         ({"n_intents": 1}, "n_intents"),
         ({"slots": ()}, "slots"),
         ({"slots": ("a", "a")}, "distinct"),
-        ({"compressor": "yes"}, "compressor"),
-        ({"projector": 1}, "projector"),
         ({"dropout": 1.0}, "dropout"),
         ({"ignore_index": 2}, "ignore_index"),
         ({"abstract_texts": ("o", "b")}, "abstract_texts"),

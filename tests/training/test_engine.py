@@ -334,7 +334,6 @@ def test_auto_precision_is_bf16_only_on_a_cpu_that_computes_it(
         ({"eval_every_steps": 0}, "eval_every_steps must be >= 1 or null, got 0"),
         ({"max_grad_norm": 0.0}, "max_grad_norm must be > 0 or null, got 0.0"),
         ({"device": "tpu"}, "device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got 'tpu'"),
-        ({"fused": "yes"}, "fused must be true or false, got 'yes'"),
     ],
 )
 def test_bad_settings_name_the_field(kwargs, message):

@@ -148,7 +148,6 @@ def test_ja_style_rows_are_predicted_as_their_text_reads(encoder):
         ),
         # the settings' own checks (their __post_init__)
         ({**METHOD, "mcl": {"p_s": 0}}, SWITCH, "mcl.p_s must be an integer >= 1"),
-        ({**METHOD, "projector": "no"}, SWITCH, "projector must be true or false, got 'no'"),
         ({**METHOD, "margins": {"word": -1}}, SWITCH, "margins.word"),
     ],
 )

@@ -298,17 +298,14 @@ class MclConfig:
 
     def __post_init__(self) -> None:
         margins = {**dict.fromkeys(MARGINS, DEFAULT_MARGIN), **dict(self.margins or {})}
-        unknown = sorted(set(margins) - set(MARGINS))
-        if unknown:
-            raise ValueError(f"margins: unknown {unknown}; known: {list(MARGINS)}")
         for k, v in margins.items():
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+            if not math.isfinite(v) or v < 0:
                 raise ValueError(f"margins.{k} must be a number >= 0, got {v!r}")
         object.__setattr__(self, "margins", {k: float(v) for k, v in margins.items()})
         if self.head_dim is not None and self.head_dim < 1:
             raise ValueError(f"head_dim must be >= 1 or null, got {self.head_dim}")
         t = self.slot_temperature
-        if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t <= 0:
+        if not math.isfinite(t) or t <= 0:
             raise ValueError(f"slot_temperature must be a number > 0, got {t!r}")
         object.__setattr__(self, "slot_temperature", float(t))
         if self.slot_affinity not in AFFINITIES:
@@ -340,7 +337,7 @@ def _weights(weights: Mapping[str, float] | None) -> dict[str, float]:
     check_loss_weights(weights, WEIGHTS, "LAJ-MCL")
     w = {"intent": 1.0, "slot": 1.0, "utterance": DEFAULT_LAMBDA, "slot_value": DEFAULT_LAMBDA, "word": DEFAULT_LAMBDA}
     for k, v in dict(weights or {}).items():
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+        if not math.isfinite(v) or v < 0:
             raise ValueError(f"loss_weights.{k} must be a number >= 0, got {v!r}")
         w[k] = float(v)
     return w

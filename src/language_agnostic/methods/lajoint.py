@@ -109,9 +109,6 @@ class LajointConfig:
             raise ValueError(f"slots must be distinct, got {list(self.slots)}")
         if len(self.abstract_texts) != 3:
             raise ValueError(f"abstract_texts must be 3 texts (O, B, I), got {list(self.abstract_texts)}")
-        for name in ("compressor", "projector"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
         check_dropout_and_ignore_index(self.dropout, self.ignore_index, self.n_labels)
 
     @property

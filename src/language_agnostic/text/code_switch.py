@@ -123,7 +123,7 @@ class CodeSwitcher:
     def __init__(self, dictionaries: Mapping[str, Mapping[str, Sequence[str]]], ratio: float, seed: int = 0) -> None:
         if not dictionaries:
             raise ValueError("dictionaries: no language given")
-        if not isinstance(ratio, (int, float)) or math.isnan(ratio) or not 0.0 <= ratio <= 1.0:
+        if math.isnan(ratio) or not 0.0 <= ratio <= 1.0:
             raise ValueError(f"ratio must be a number in [0, 1], got {ratio!r}")
         self.ratio = float(ratio)
         # sorted, so that the language drawn for a seed does not depend on the config's order

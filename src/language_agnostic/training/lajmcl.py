@@ -89,7 +89,7 @@ class MclData:
             if f.name == "pool_values" and value is None:
                 continue
             low = 0 if f.name == "p_v" else 1
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            if value < low:
                 raise ValueError(f"mcl.{f.name} must be an integer >= {low}, got {value!r}")
 
 

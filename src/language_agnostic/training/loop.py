@@ -161,10 +161,6 @@ class TrainSettings:
             raise ValueError(f"eval_every_steps must be >= 1 or null, got {self.eval_every_steps}")
         if self.max_grad_norm is not None and self.max_grad_norm <= 0:
             raise ValueError(f"max_grad_norm must be > 0 or null, got {self.max_grad_norm}")
-        if not isinstance(self.keep_initial, bool):
-            raise ValueError(f"keep_initial must be true or false, got {self.keep_initial!r}")
-        if not isinstance(self.fused, bool):
-            raise ValueError(f"fused must be true or false, got {self.fused!r}")
         if self.processes is not None:
             checked_processes(self.processes, "training.processes")
         if self.device not in ("auto", "cpu") and not self.device.startswith("cuda"):
