@@ -5,7 +5,9 @@ from __future__ import annotations
 import io
 import json
 import os
+import sys
 import tarfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,30 @@ def trained_model_store(tmp_path_factory: pytest.TempPathFactory, monkeypatch: p
     monkeypatch.setattr(reuse.SETTINGS, "store", store)
     monkeypatch.setattr(reuse.SETTINGS, "reuse", True)
     return store
+
+
+@pytest.fixture(autouse=True)
+def mlflow_tracking_state() -> Iterator[None]:
+    """MLflow's tracking URI and active experiment put back as they were after each test.
+
+    A test that points MLflow at its own store must not leave the next test logging into it, or into
+    ``./mlruns``: MLflow has no public call that unsets the URI (``set_tracking_uri("")`` means the
+    file store ``./mlruns``, which MLflow 3 refuses), so its two module globals are restored. Nothing
+    is imported here: a test that never imports MLflow leaves nothing to restore.
+    """
+    tracking = sys.modules.get("mlflow.tracking._tracking_service.utils")
+    fluent = sys.modules.get("mlflow.tracking.fluent")
+    uri = tracking._tracking_uri if tracking else None
+    experiment = fluent._active_experiment_id if fluent else None
+    yield
+    tracking = sys.modules.get("mlflow.tracking._tracking_service.utils")
+    fluent = sys.modules.get("mlflow.tracking.fluent")
+    if tracking:
+        tracking._tracking_uri = uri
+    if fluent:
+        while fluent.active_run():  # a run a failed test left open would swallow the next test's runs
+            fluent.end_run()
+        fluent._active_experiment_id = experiment
 
 
 def massive_row(

@@ -236,7 +236,7 @@ def test_a_model_from_an_mlflow_run(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         assert loaded["source"] == f"MLflow run {parent.info.run_id} (fmda_all_together.safetensors)"
         assert set(loaded["saved"]["state_dict"]) == set(_fmda(None)["state_dict"])
     finally:
-        mlflow.set_tracking_uri("")
+        mlflow.end_run()  # the URI and the experiment: conftest's mlflow_tracking_state puts them back
 
 
 def test_faiss_search_finds_what_exact_search_finds():
