@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata as metadata
-import re
 from pathlib import Path
 
 from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 KINDS = Path("/work/.library/device/KINDS.md")
 # what `kedro run` imports: the project's runtime dependencies that the image may lack, with the
@@ -50,11 +50,6 @@ EXTRAS = {
 }
 
 
-def canonical(name: str) -> str:
-    """A distribution's name as pip compares them (PEP 503)."""
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 def image_packages(text: str) -> set[str]:
     """The distributions a ``KINDS.md`` says the image holds: its line starting ``Packages:``.
 
@@ -64,7 +59,7 @@ def image_packages(text: str) -> set[str]:
     for line in text.splitlines():
         if "Packages: " in line:
             listed = line.split("Packages: ", 1)[1].strip().rstrip(".")
-            return {canonical(name) for name in listed.split(", ") if name}
+            return {canonicalize_name(name) for name in listed.split(", ") if name}
     raise ValueError("no 'Packages: ...' line in the machine description")
 
 
@@ -73,7 +68,7 @@ def missing(present: set[str], roots: tuple[str, ...] = ROOTS) -> list[str]:
     seen: dict[str, str | None] = {}
     stack = list(roots)
     while stack:
-        name = canonical(stack.pop())
+        name = canonicalize_name(stack.pop())
         if name in seen:
             continue
         try:
