@@ -224,3 +224,28 @@ def test_parse_tables_reads_headings_alignment_and_skips_code_blocks():
     assert parsed.rows == (("en-de", "1", r"a \| b"),)
     assert parsed.lines == (9,)
     assert cell_spans("| a | b |") == [(1, 4), (5, 8)]
+
+
+SEEDS = REPORT.replace("0.781", "0.777").replace("0.339", "0.331")  # the same code's report, another run
+
+
+def test_a_report_named_for_a_section_serves_that_section_alone(tmp_path, capsys):
+    # the page: Table 2 from the default run, Table 3 (under "Seeds") from a seeds run of the same code,
+    # whose headings equal the default report's: only the section names tell them apart
+    page_text = REPORT.replace("## Table 3", "## Seeds\n\n### Table 3").replace("0.339", "0.331")
+    page = _write(tmp_path, "page.md", page_text)
+    default, seeds = _write(tmp_path, "default.md", REPORT), _write(tmp_path, "seeds.md", SEEDS)
+    code, out = _run(capsys, "check", page, default, f"{seeds}#Seeds")
+    assert code == 0
+    assert out[-1] == f"{page}: 2 tables, 8 cells checked, 0 differ"
+    code, out = _run(capsys, "check", page, default, seeds)  # unscoped: the two runs disagree on cells
+    assert code == 0 and "ambiguous" in out[-1]
+
+
+def test_a_section_the_page_does_not_have_is_an_error(tmp_path, capsys):
+    page, report = _write(tmp_path, "page.md", REPORT), _write(tmp_path, "report.md", REPORT)
+    assert main(["check", str(page), f"{report}#Table 7"]) == 2
+    assert (
+        capsys.readouterr().err.strip()
+        == f"error: {page} has no table under a heading 'Table 7' (from {report}#Table 7)"
+    )

@@ -12,6 +12,12 @@ matches on the label columns it kept, by title. Where report tables disagree on 
 heading shares the most words with the page table's wins; a tie is *ambiguous* (shown, not a
 difference). Cells are compared exactly after :func:`normalise`: no tolerance, the point is
 bit-exact reproduction.
+
+A page whose sections come from different runs (a default run, a seeds run) names the section a
+report is for: ``REPORT.md#The paper's claims`` is read only for the page tables under that heading
+(any level), and those tables read only the reports named for them; a report without ``#`` serves
+every other table. Two reports written by the same code have the same headings, so this, not the
+headings' words, is what tells their tables apart.
 """
 
 from __future__ import annotations
@@ -34,10 +40,11 @@ def normalise(cell: str) -> str:
 
 @dataclass(frozen=True)
 class Source:
-    """A report table and the file it was read from."""
+    """A report table, the file it was read from and the page section it is for (None: any)."""
 
     path: str
     table: ParsedTable
+    section: str | None = None
 
 
 @dataclass(frozen=True)
@@ -165,13 +172,30 @@ def _resolve(page: ParsedTable, value: str, candidates: list[tuple[Source, str]]
 
 
 def check_page(markdown: str, reports: Sequence[Source]) -> list[TableResult]:
-    """Each table of a page's ``markdown``, checked against ``reports``."""
-    return [check_table(table, reports) for table in parse_tables(markdown)]
+    """Each table of a page's ``markdown``, checked against the reports for its section (or the rest)."""
+    sections = {normalise(s.section) for s in reports if s.section is not None}
+    results = []
+    for table in parse_tables(markdown):
+        mine = sections & {normalise(h) for h in table.headings}
+        chosen = [s for s in reports if (normalise(s.section) in mine if s.section is not None else not mine)]
+        results.append(check_table(table, chosen))
+    return results
 
 
-def read_reports(paths: Sequence[Path]) -> list[Source]:
-    """Every table of every report, with its file."""
-    return [Source(str(path), table) for path in paths for table in parse_tables(path.read_bytes().decode("utf-8"))]
+def split_report(argument: str) -> tuple[Path, str | None]:
+    """``REPORT.md#Section`` → (path, section); a plain path → (path, None)."""
+    path, _, section = argument.partition("#")
+    return Path(path), (section or None)
+
+
+def read_reports(arguments: Sequence[str | Path]) -> list[Source]:
+    """Every table of every report (``REPORT.md`` or ``REPORT.md#Page section``), with its file and section."""
+    sources = []
+    for argument in arguments:
+        path, section = split_report(str(argument))
+        text = path.read_bytes().decode("utf-8")
+        sources += [Source(str(path), table, section) for table in parse_tables(text)]
+    return sources
 
 
 def _label(cell: Cell, result: TableResult) -> str:
@@ -250,13 +274,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("command", choices=["check", "update"])
     parser.add_argument("page", type=Path)
-    parser.add_argument("reports", type=Path, nargs="+")
+    parser.add_argument("reports", nargs="+", help="REPORT.md, or REPORT.md#Page section for one section's tables")
     args = parser.parse_args(argv)
-    for path in [args.page, *args.reports]:
+    for path in [args.page, *(split_report(r)[0] for r in args.reports)]:
         if not path.is_file():
             print(f"error: no such file: {path}", file=sys.stderr)
             return 2
     markdown = args.page.read_bytes().decode("utf-8")  # bytes, so "\r\n" and the rest survive an update
+    headings = {normalise(h) for t in parse_tables(markdown) for h in t.headings}
+    for report in args.reports:
+        section = split_report(report)[1]
+        if section is not None and normalise(section) not in headings:  # a typo would check nothing
+            print(f"error: {args.page} has no table under a heading '{section}' (from {report})", file=sys.stderr)
+            return 2
     results = check_page(markdown, read_reports(args.reports))
     if args.command == "check":
         print("\n".join(check_lines(str(args.page), results)))
