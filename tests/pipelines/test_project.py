@@ -383,10 +383,12 @@ def test_the_emu_languages_env_restates_base_but_for_the_study(project: Path, fo
     base_emu, study_emu = load("base", "emu")["emu"], load("emu_languages", "emu")["emu"]
     assert study_emu["data"] == base_emu["data"] and study_emu["training"] == base_emu["training"]
     with KedroSession.create(PROJECT_ROOT, env="emu_languages") as session:
-        session.load_context()
+        context = session.load_context()
         names = {n.name for n in register_pipelines()["emu"].nodes}
+        report = context.catalog["emu_tables_markdown"]
     assert {f"train_emu_no_ld_{x}_node" for x in ("en", "de", "fr", "en_de", "en_fr", "de_fr", "en_de_fr")} <= names
     assert "train_emu_node" not in names and "plot_emu_figure_node" not in names
+    assert "emu_languages_tables.md" in str(report._describe())  # beside the default run's tables
 
 
 def test_the_paper_env_trains_slu_at_paper_scale_and_nothing_else_differs(project: Path, forget_env):
