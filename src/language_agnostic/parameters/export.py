@@ -21,13 +21,13 @@ class Export(Section):
     """
 
     sources: Annotated[list[Source], Field(min_length=1)] = list(SOURCES)
-    """Whose models: qe, sts, fmda (its variants and pooled heads), emu (its save_encoders)."""
+    """Whose models: qe, sts, fmda (variants and heads), emu (its save_encoders)."""
     only: Annotated[list[NonEmpty], Field(min_length=1)] | None = None
-    """The models to export by name, e.g. [dream@qe, fmda@en_de]; null: every model found."""
+    """Models to export, e.g. [dream@qe, fmda@en_de]; null: every model found."""
     out_dir: NonEmpty = "data/06_models/exported"
     """Directory of the exports."""
     log_to_mlflow: bool = True
-    """Also log each export as an MLflow model of the run that trained it (else of this run)."""
+    """Log each export to the MLflow run that trained it (else to this run)."""
 
 
 SECTIONS: dict[str, type[Section]] = {"export": Export}

@@ -47,17 +47,17 @@ class FmdaModel(Section):
     """The choices §3 leaves open (``methods/fmda.py:FmdaConfig``); argued in docs/fmda.md."""
 
     ffn_layers: Annotated[int, Field(ge=1)] = 1
-    """Linear layers in each of the four token FFNs (1 = affine FFNs, computed in the input space)."""
+    """Linear layers in each of the four token FFNs (1: affine, computed in the input space)."""
     mlp_layers: Annotated[int, Field(ge=1)] = 1
     """Linear layers in MLP_lang, MLP_m and MLP_rec."""
     activation: Literal[tuple(ACTIVATIONS)] = "gelu"
-    """Activation between the layers of a multi-layer FFN or MLP."""
+    """Activation between layers of a multi-layer FFN or MLP."""
     attention_scale: Literal["sqrt_d", "none"] = "sqrt_d"
-    """sqrt_d: Q·Kᵀ scaled by 1/√D (as in Transformers); none: unscaled, as the paper writes it."""
+    """sqrt_d: Q·Kᵀ scaled by 1/√D; none: unscaled, as printed."""
     utterance_target: Literal["cls", "mean", "tokens"] = "cls"
-    """What the utterance reconstruction compares with: the first-token state, the mean token state, or every token."""
+    """The utterance reconstruction's target: the first-token state, the mean token state, or every token."""
     init: Literal["pytorch", "identity"] = "pytorch"
-    """identity: every D x D layer starts as the identity with zero bias; pytorch: nn.Linear's random init."""
+    """identity: every D x D layer starts as the identity, zero bias; pytorch: random."""
 
 
 # ---------------------------------------------------------------------------- fmda.loss
@@ -69,7 +69,7 @@ class FmdaLoss(Section):
     contrastive: Literal[CONTRASTIVE_KINDS] = "pairwise"
     """pairwise: eq. 3-4, one pool negative per side; infonce: in-batch negatives."""
     negative: Literal[NEGATIVE_TERMS] = "hinge"
-    """For pairwise: hinge, max(0, cos - margin), as DREAM's released code; linear: cos, eq. 3-4 as printed."""
+    """pairwise's negative term: hinge, max(0, cos - margin), as DREAM's code; linear: cos, as printed."""
     margin: Annotated[float, Field(ge=-1, lt=1)] = 0.0
     """The hinge's margin (cosine)."""
     temperature: Annotated[float, Field(gt=0)] = 0.05
@@ -91,14 +91,14 @@ class FmdaHeadTraining(Training):
     batch_size: Annotated[int, Field(ge=1)] = 512
     """Pairs per batch."""
     select_on: Literal[SELECTION] = "dev_loss"
-    """dev_retrieval: mean dev accuracy@1 of emb_m (or a head's meaning embedding), both directions; dev_loss."""
+    """dev_retrieval: mean dev accuracy@1 (both directions) of the meaning embedding; or dev_loss."""
 
 
 class FmdaTraining(FmdaHeadTraining):
     """Training of every FMDA model and head; early stopping and selection on the MASSIVE dev split only."""
 
     length_buckets: bool = False
-    """Batches of similar lengths (less padding); dev batches are never bucketed. Not read by the pooled heads."""
+    """Training batches of similar lengths (less padding); not read by the pooled heads."""
 
 
 FmdaTrainingOverrides = overrides(
@@ -143,13 +143,13 @@ class FmdaVariant(Section):
     (fmda for all_together)."""
 
     pairs: Pairs = "all"
-    """The pair namespaces of massive.pairs it is trained on; all: every pair."""
+    """Pairs of massive.pairs it trains on; all: every pair."""
     ablation: Literal[tuple(ABLATIONS)] = "full"
     """Table 4's ablation: the losses it sets to weight 0."""
     two_stage: bool = False
-    """Two-stage training (§4.6): the template losses on monolingual template pairs first."""
+    """Two-stage training (§4.6): template losses on template pairs first."""
     loss_weights: dict[Literal[tuple(LOSS_WEIGHTS)], LossWeight] = {}
-    """Loss weights over the ablation's and the defaults (every loss 1)."""
+    """Loss weights over the ablation's and the defaults (all 1)."""
     loss: FmdaLossOverrides = FmdaLossOverrides()
     """Overrides of fmda.loss."""
     training: FmdaTrainingOverrides = FmdaTrainingOverrides()
@@ -162,11 +162,11 @@ class FmdaUnified(Section):
     """One FMDA on the mixture of several pairs (Appendix C / Table 9), one language id per locale."""
 
     pairs: list[str] = []
-    """The pair namespaces of massive.pairs it is trained on together; []: no unified model."""
+    """Pairs of massive.pairs trained on together; []: no unified model."""
     ablation: Literal[tuple(ABLATIONS)] = "full"
     """Table 4's ablation: the losses it sets to weight 0."""
     loss_weights: dict[Literal[tuple(LOSS_WEIGHTS)], LossWeight] = {}
-    """Loss weights over the ablation's and the defaults (every loss 1)."""
+    """Loss weights over the ablation's and the defaults (all 1)."""
     loss: FmdaLossOverrides = FmdaLossOverrides()
     """Overrides of fmda.loss."""
     training: FmdaTrainingOverrides = FmdaTrainingOverrides()
@@ -190,17 +190,17 @@ class FmdaHead(Section):
     model_config = ConfigDict(json_schema_extra=_nothing_required)
 
     method: Literal[POOLED_METHODS]
-    """dream (the baseline), linear-infonce or dream-infonce (controls of fmda-infonce); absent: the entry's name."""
+    """dream, linear-infonce or dream-infonce (controls of fmda-infonce); absent: the entry's name."""
     pairs: Pairs = "all"
-    """The pair namespaces of massive.pairs it is trained on; all: every pair."""
+    """Pairs of massive.pairs it trains on; all: every pair."""
     pooling: Literal["mean", "cls"] = "mean"
     """The sentence vector it reads."""
     negatives: Literal[NEGATIVES] = "all"
-    """Where the partners s', t' come from: all: any utterance of the split (DREAM's rule); pool: FMDA's BLEU pool."""
+    """Source of the partners s', t': all: any utterance of the split (DREAM); pool: FMDA's BLEU pool."""
     activation: Literal[tuple(DREAM_ACTIVATIONS)] = "none"
-    """DREAM's activation between layers (dream, dream-infonce); none: single linear layers."""
+    """DREAM's activation between layers; none: single linear layers."""
     loss_weights: dict[Literal[tuple(DREAM_WEIGHTS)], LossWeight] = {}
-    """DREAM's loss weights over its defaults (dream, dream-infonce; language_push is 0 by default)."""
+    """DREAM's loss weights over its defaults (language_push: 0)."""
     training: FmdaHeadTrainingOverrides = FmdaHeadTrainingOverrides()
     """Overrides of fmda.training for this head."""
 
@@ -238,13 +238,13 @@ class FmdaFigure(Section):
     """Figure 4: t-SNE plots of FMDA's language, meaning and template embeddings."""
 
     pair: Blank = ""
-    """A pair namespace of massive.pairs, or first: the first of massive.pairs; empty: no figure."""
+    """A pair of massive.pairs, or first; empty: no figure."""
     n_pairs: Annotated[int, Field(ge=1)] = 800
-    """Test pairs drawn for panels a, b (at most; fewer when the split has fewer)."""
+    """Test pairs drawn for panels a, b (at most)."""
     split: Literal[SPLITS] = "test"
     """Panels c, d: utterances of this split of the pair."""
     intent: str = "auto"
-    """auto: the intent with the most templates of per_template utterances; or a MASSIVE intent."""
+    """auto: the intent with most templates of per_template utterances; or an intent."""
     n_templates: Annotated[int, Field(ge=2)] = 4
     """Templates shown (at most); fewer than 2 usable is an error."""
     per_template: Annotated[int, Field(ge=1)] = 3
@@ -263,17 +263,17 @@ class Fmda(Section):
     model: FmdaModel = FmdaModel()
     """The choices §3 leaves open."""
     loss: FmdaLoss = FmdaLoss()
-    """The contrastive terms tp_con / m_con (eq. 3-4); a variant's loss overrides it."""
+    """The contrastive terms tp_con / m_con (eq. 3-4)."""
     variants: dict[str, FmdaVariant] = {ALL_TOGETHER: FmdaVariant()}
-    """Every FMDA trained, by name (rows method=fmda for all_together, fmda-<name> otherwise); empty: all_together."""
+    """Every FMDA trained, by name (rows fmda-<name>; all_together's: fmda); empty: all_together."""
     methods: dict[str, FmdaHead] = {}
-    """Heads over the pair's pooled sentence vectors, by name (the DREAM baseline and the InfoNCE controls)."""
+    """Heads over pooled sentence vectors, by name (DREAM and the InfoNCE controls)."""
     template_pairs_holdout: TemplatePairsHoldout = TemplatePairsHoldout()
-    """Two-stage, stage 1: template pairs held out for its early stopping."""
+    """Two-stage, stage 1: template pairs held out for early stopping."""
     figure: FmdaFigure = FmdaFigure()
     """Figure 4: t-SNE plots."""
     training: FmdaTraining = FmdaTraining()
-    """Training of every model and head; early stopping on the MASSIVE dev split only."""
+    """Every model's and head's training; early stopping on MASSIVE dev."""
 
     @field_validator("methods", mode="before")
     @classmethod
@@ -286,9 +286,9 @@ class FmdaPaper(Section):
     default; ``--env=paper`` fills it in. Its variants have fmda.variants' schema and other names."""
 
     variants: dict[str, FmdaVariant] = {}
-    """More FMDA variants, by name (none may share a name of fmda.variants)."""
+    """More FMDA variants, by name (not fmda.variants' names)."""
     unified: FmdaUnified = FmdaUnified()
-    """Appendix C / Table 9: one model on the mixture of its pairs."""
+    """Appendix C / Table 9: one model on a mixture of pairs."""
 
 
 SECTIONS: dict[str, type[Section]] = {"fmda": Fmda, "fmda_paper": FmdaPaper}

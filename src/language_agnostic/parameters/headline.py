@@ -14,15 +14,15 @@ class Verdict(Section):
     """``headline.rows[i].verdict``: the claims rows (``reporting/claims.py``'s layout) a headline row summarises."""
 
     reports: Annotated[list[NonEmpty], Field(min_length=1)]
-    """Reports of data/08_reporting/ by name, preferred first (a seeds run's): the first with the rows is used."""
+    """Reports of data/08_reporting/, preferred first: the first with the rows is used."""
     method: NonEmpty
     """The method as the claims table names it (e.g. fmda/m)."""
     baseline: NonEmpty
     """The baseline as the claims table names it (e.g. centering/mean)."""
     where: NonEmpty | None = None
-    """A part of the claims rows' "on" column that selects them (e.g. en-zh); null: all of them."""
+    """Selects the claims rows whose "on" column contains it (e.g. en-zh); null: all."""
     percent: bool = False
-    """The claims table is in % (shown as a fraction, like the correlations)."""
+    """The claims table is in % (shown as a fraction)."""
 
 
 class Row(Section):
@@ -39,7 +39,7 @@ class Row(Section):
     claims: NonEmpty
     """A markdown link to the page with the claims table."""
     verdict: Verdict
-    """The claims rows the row's numbers and verdict come from."""
+    """The claims rows behind the row's numbers and verdict."""
 
 
 class Headline(Section):

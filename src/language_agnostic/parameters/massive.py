@@ -37,18 +37,18 @@ class Ingest(Section):
     """``massive.ingest``: how the locale files are read (also by the slu pipeline)."""
 
     on_bad_row: OnBadRow = "error"
-    """error: stop at the first bad row, naming file and line; skip: log, count and write it to the rejects."""
+    """error: stop at the first bad row (file, line); skip: log, count, write it to the rejects."""
     whitespace_insensitive_locales: list[Locale] = []
-    """Locales whose annotations add spaces that `utt` does not have (compared ignoring whitespace)."""
+    """Locales whose annotations add spaces `utt` lacks (compared ignoring whitespace)."""
 
 
 class Masking(Section):
     """``massive.masking``: FMDA's template (slots masked) and residual (carrier masked) texts."""
 
     mask_token: NonEmpty = "auto"
-    """auto: the mask token of embeddings.encoder (<mask> for e5 / XLM-R, [MASK] for mBERT); or a literal token."""
+    """auto: embeddings.encoder's mask token (<mask> for e5 / XLM-R, [MASK] for mBERT); or a literal token."""
     unit: MaskUnit = "token"
-    """token: one mask per masked word; span: one mask per run of masked words."""
+    """token: a mask per masked word; span: a mask per run of them."""
 
 
 class NTargets(Section):
@@ -68,7 +68,7 @@ class TemplateRetrieval(Section):
     partition: Partition
     """The partition whose utterances are the sources."""
     value_partitions: Annotated[list[Partition], Field(min_length=1)]
-    """Replacement slot values: values of the same slot type seen in these partitions."""
+    """Replacement slot values come from these partitions."""
     n_targets: NTargets
     """Targets per source of each set."""
 
@@ -81,7 +81,7 @@ class TemplatePairs(Section):
     partition: Partition
     """The partition whose utterances are the sources."""
     value_partitions: Annotated[list[Partition], Field(min_length=1)]
-    """Replacement slot values: values of the same slot type seen in these partitions."""
+    """Replacement slot values come from these partitions."""
 
 
 class NegativePool(Section):
@@ -92,11 +92,11 @@ class NegativePool(Section):
     """
 
     partitions: Annotated[list[Partition], Field(min_length=1)] = ["train", "dev"]
-    """The partitions pooled (FMDA draws train negatives from the train pool, dev negatives from the dev pool)."""
+    """The partitions pooled (train negatives come from the train pool, dev from dev)."""
     threshold: Annotated[float, Field(ge=0, le=1)]
     """Pool threshold on BLEU's 0-1 scale (0.1 = 10 sacreBLEU points)."""
     direction: Direction = "both"
-    """Score each utterance as hypothesis, as reference, or both (both must be below the threshold)."""
+    """Score each utterance as hypothesis, reference, or both (both below the threshold)."""
     smooth_method: SmoothMethod = "none"
     """sacreBLEU's smoothing: none, exp, floor or add-k."""
     smooth_value: Annotated[float, Field(gt=0)] | None = None
@@ -106,18 +106,18 @@ class NegativePool(Section):
     lowercase: bool = False
     """Lowercase before tokenising."""
     tokenize: dict[TokenizeKey, Tokenizer] = {}
-    """sacreBLEU tokenizer per locale, and for the others under `default` (13a when absent)."""
+    """sacreBLEU tokenizer per locale; others: `default` (13a when absent)."""
     block_size: Count = 1024
-    """Hypotheses scored at once (memory about 60 B x block x utterances)."""
+    """Hypotheses scored at once (memory ~60 B x block x utterances)."""
 
 
 class Massive(Section):
     """``massive``: MASSIVE 1.1 ingestion and the texts FMDA is trained and evaluated on."""
 
     locales: Annotated[list[Locale], Field(min_length=1)]
-    """Locales to read from the tarball (any MASSIVE locale code whose file is present)."""
+    """Locales read from the tarball (any MASSIVE locale present)."""
     pairs: dict[PairName, Pair]
-    """Language pairs; each key is a namespace of the pipeline (data/03_primary/<key>/...)."""
+    """Language pairs; each key is a namespace (data/03_primary/<key>/)."""
     ingest: Ingest
     """How the locale files are read."""
     masking: Masking

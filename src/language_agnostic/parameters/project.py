@@ -23,9 +23,9 @@ class TrainedModels(Section):
     """
 
     reuse: bool = True
-    """Reuse a stored model of the same fingerprint; false trains every model again and replaces the stored copy."""
+    """Reuse a stored model of the same fingerprint; false retrains and replaces it."""
     store: NonEmpty = DEFAULT_STORE
-    """Directory of the stored models (relative: under the project root)."""
+    """Directory of the stored models."""
 
 
 SECTIONS: dict[str, type[Section]] = {"trained_models": TrainedModels}

@@ -23,11 +23,11 @@ class Texts(Section):
     """``retrieve.queries`` / ``retrieve.corpus``: a text file (one utterance per line) or a .csv file."""
 
     path: NonEmpty
-    """The file: .csv (with a header), or any other name for UTF-8 text with one utterance per line."""
+    """A .csv file (with a header), or UTF-8 text with one utterance per line."""
     column: NonEmpty | None = None
     """The .csv file's column of utterances; null for a text file."""
     id_column: NonEmpty | None = None
-    """The .csv file's column of ids; null: the row number (a text file: the line number)."""
+    """The .csv column of ids; null: the row (or line) number."""
 
     @model_validator(mode="after")
     def _format(self) -> Texts:
@@ -50,11 +50,11 @@ class Model(Section):
     """``retrieve.model``: the trained model, a file or an MLflow run's artifact (unused in raw mode)."""
 
     path: Blank = ""
-    """A trained model file (.safetensors); empty: the model comes from run_id."""
+    """A trained model file (.safetensors); empty: from run_id."""
     run_id: NonEmpty | None = None
-    """An MLflow run id whose artifact below is downloaded; null: the model is path."""
+    """An MLflow run id whose artifact is the model; null: path is."""
     artifact: Blank = ""
-    """The run's artifact holding the model (with run_id); empty with path."""
+    """The run_id's artifact holding the model."""
 
 
 class Faiss(Section):
@@ -63,7 +63,7 @@ class Faiss(Section):
     hnsw_m: Count = _FAISS["hnsw_m"].default
     """Neighbours per node of the HNSW graph."""
     ef_search: Count = _FAISS["ef_search"].default
-    """Candidates kept while searching (more: closer to exact, slower)."""
+    """Candidates kept while searching (more: nearer exact, slower)."""
 
 
 class Retrieve(Section):
@@ -74,15 +74,15 @@ class Retrieve(Section):
     corpus: Texts
     """The utterances searched, any language."""
     model: Model
-    """The trained model (exactly one of path and run_id, unless mode is raw)."""
+    """The trained model (one of path and run_id, unless mode is raw)."""
     mode: Mode
-    """meaning (cross-lingual / paraphrase retrieval), template (FMDA only) or raw (the encoder alone)."""
+    """meaning (cross-lingual / paraphrase), template (FMDA only) or raw (the encoder alone)."""
     raw_pooling: Pooling
     """The raw mode's pooling: cls or mean."""
     top_k: Count
     """Neighbours listed per query."""
     search: Search
-    """exact (dense product, ties to the lower corpus index) or faiss (approximate HNSW; pip install faiss-cpu)."""
+    """exact (ties to the lower index) or faiss (approximate HNSW; pip install faiss-cpu)."""
     faiss: Faiss
     """The faiss search's index."""
 

@@ -1,7 +1,8 @@
 """The whole of ``conf/``'s parameters as one model, and what is generated from it: the editors' JSON Schema
-(``conf/parameters.schema.json``) and the docs' parameter tables (``docs/parameters.md``).
+(``conf/parameters.schema.json``) and the docs' parameter reference (``docs/parameters.md``).
 
-``python -m language_agnostic.parameters schema`` / ``docs`` regenerate them; a test checks both match the models.
+``python -m language_agnostic.parameters write`` (``make parameters``) regenerates both; a test checks they match
+the models.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import copy
 import functools
 import importlib
 import json
+import re
 import types
 import typing
 from collections.abc import Iterator, Mapping
@@ -154,6 +156,10 @@ def _describing(prop: Mapping[str, Any]) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------- the docs' tables
 
+TRAINING_LINK = "training-keys"  # the page.listed entry of the training keys' section
+LONG_VALUE = 100  # a conf/base value longer than this (as JSON) is left to its file
+SEED_MAX = 2**32 - 1  # a seed's upper bound, left out of the page
+
 
 def _inner(hint: Any) -> tuple[Any, list[Any]]:
     """``(type, constraints)`` of a hint without its ``Annotated`` layers."""
@@ -171,6 +177,7 @@ def _options(hint: Any) -> list[Any]:
 
 
 def _type_name(hint: Any) -> str:
+    """The type as the docs say it, a choice as its words: ``int or null``, ``list of `cls`, `mean```."""
     hint, _ = _inner(hint)
     names = []
     for option in _options(hint):
@@ -179,7 +186,7 @@ def _type_name(hint: Any) -> str:
         if option is type(None):
             names.append("null")
         elif origin is Literal:
-            names.append("choice")
+            names.append(", ".join(f"`{a}`" for a in typing.get_args(option)))
         elif origin in (list, tuple):
             args = [a for a in typing.get_args(option) if a is not Ellipsis]
             names.append(f"list of {_type_name(args[0])}" if args else "list")
@@ -192,21 +199,35 @@ def _type_name(hint: Any) -> str:
     return " or ".join(dict.fromkeys(names))
 
 
-def _allowed(field: FieldInfo) -> str:
-    parts = []
+def _bounds(metadata: list[Any]) -> str:
+    """``≥ 1``, ``> 0, < 1``: the bounds in ``metadata`` (a ``Field(...)`` unpacked)."""
+    items = [*metadata, *(more for item in metadata if isinstance(item, FieldInfo) for more in item.metadata)]
+    bounds = []
+    for item in items:
+        for attr, sign in (("gt", ">"), ("ge", "≥"), ("lt", "<"), ("le", "≤")):
+            value = getattr(item, attr, None)
+            if value is not None and value != SEED_MAX:
+                bounds.append(f"{sign} {value}")
+    return ", ".join(dict.fromkeys(bounds))
+
+
+def _non_empty(metadata: list[Any]) -> bool:
+    items = [*metadata, *(more for item in metadata if isinstance(item, FieldInfo) for more in item.metadata)]
+    return any(getattr(item, "min_length", None) == 1 for item in items)
+
+
+def _kind(field: FieldInfo) -> str:
+    """The type and its constraints: ``int ≥ 1``, ``float ≥ 0 or null``, ``non-empty list of str``."""
     hint, metadata = _inner(field.annotation)
+    options = []
     for option in _options(hint):
         option, more = _inner(option)
-        metadata += more
-        if typing.get_origin(option) is Literal:
-            parts.append(", ".join(f"`{a}`" for a in typing.get_args(option)))
-    for item in [*field.metadata, *metadata]:
-        for attr, sign in (("gt", ">"), ("ge", "≥"), ("lt", "<"), ("le", "≤")):
-            if getattr(item, attr, None) is not None:
-                parts.append(f"{sign} {getattr(item, attr)}")
-        if getattr(item, "min_length", None) == 1:
-            parts.append("not empty")
-    return "; ".join(parts)
+        options.append(
+            ("non-empty " if _non_empty(more) else "") + " ".join(filter(None, [_type_name(option), _bounds(more)]))
+        )
+    metadata = [*field.metadata, *metadata]
+    kind = " ".join(filter(None, [" or ".join(dict.fromkeys(options)), _bounds(metadata)]))
+    return ("non-empty " if _non_empty(metadata) else "") + kind
 
 
 def _models_in(hint: Any) -> list[type[BaseModel]]:
@@ -250,105 +271,162 @@ def _lookup(base: Any, path: list[str]) -> Any:
 _MISSING = object()
 
 
-def _default(base: Mapping[str, Any], path: list[str]) -> str:
-    if "<name>" in path or "[]" in path:
-        return ""
-    value = _lookup(base, path)
-    if value is _MISSING or isinstance(value, Mapping):
-        return ""
-    return f"`{json.dumps(value, ensure_ascii=False)}`"
+class _Page:
+    """What the tables are written from: ``conf/base``'s values, the file each section is in, and the blocks
+    already listed (``(link, the signatures of its keys)``) that a later block with the same keys points at."""
+
+    def __init__(self, base: Mapping[str, Any], files: Mapping[str, str]) -> None:
+        self.base, self.files = base, files
+        self.listed: list[tuple[str, frozenset[tuple[Any, ...]], list[str]]] = []
+
+    def value(self, path: list[str]) -> str:
+        """``conf/base``'s value at ``path`` as JSON ("" when unset or a mapping; a long one: its file)."""
+        if "<name>" in path or "[]" in path:
+            return ""
+        value = _lookup(self.base, path)
+        if value is _MISSING or isinstance(value, Mapping):
+            return ""
+        text = json.dumps(value, ensure_ascii=False)
+        return f"in {self.files.get(path[0], 'conf/base')}" if len(text) > LONG_VALUE else text
 
 
 def _markdown(text: str) -> str:
-    """A docstring as one line of Markdown (reST's double backticks as single ones)."""
-    return " ".join(text.split()).replace("``", "`")
+    """A docstring as one line of Markdown (reST's double backticks as single ones; a ``<`` outside code
+    escaped, so that ``<pipeline>`` is not read as an HTML tag)."""
+    parts = " ".join(text.split()).replace("``", "`").split("`")
+    return "`".join(part if i % 2 else part.replace("<", "&lt;") for i, part in enumerate(parts))
 
 
-def rows(model: type[BaseModel], path: list[str], base: Mapping[str, Any]) -> Iterator[list[str]]:
-    """One table row per key under ``model`` (nested blocks and named entries unfolded), ``path`` its prefix."""
+def _signatures(model: type[BaseModel]) -> dict[str, tuple[Any, ...]]:
+    """``{key: what makes two keys the same}`` (name, description, type and nested models) of ``model``."""
+    return {
+        name: (name, field.description, _kind(field), tuple(_models_in(field.annotation)))
+        for name, field in model.model_fields.items()
+    }
+
+
+def _blocks(field: FieldInfo, here: list[str]) -> list[tuple[type[BaseModel], list[str]]]:
+    """The models listed under a key: a nested block, a named entry (``<name>``), a list's item (``[]``)."""
+    nested = [(sub, here) for sub in _models_in(field.annotation) if sub not in OVERRIDDEN]
+    entries = [(sub, [*here, "<name>"]) for sub in dict.fromkeys(_entries_in(field.annotation))]
+    items = [(sub, [*here, "[]"]) for sub in dict.fromkeys(_items_in(field.annotation))]
+    return nested + entries + items
+
+
+class _Row(typing.NamedTuple):
+    """One key of the page: its depth under the section, path, type, ``conf/base``'s value, what it does."""
+
+    depth: int
+    key: str
+    kind: str
+    value: str
+    description: str
+
+    def markdown(self) -> str:
+        """``- `key` (type; `value`): what it does``, indented by depth (a block's type, mapping, left out)."""
+        about = "; ".join(filter(None, ["" if self.kind == "mapping" else self.kind, self.value]))
+        return f"{'  ' * self.depth}- `{self.key}`{f' ({about})' if about else ''}: {self.description}"
+
+
+def _unfold(model: type[BaseModel], path: list[str], page: _Page) -> tuple[str, list[str], list[_Row]]:
+    """``model``'s keys under ``path``, as ``(note, values, rows)``: where an earlier block has two or more of
+    the same keys, the note points at it, ``values`` are ``conf/base``'s values of those keys here and ``rows``
+    the other keys'."""
+    signatures = _signatures(model)
+    mine = set(signatures.values())
+    earlier = [found for found in page.listed if len(found[1] & mine) >= min(2, len(found[1]))]
+    if len(signatures) > 1:
+        page.listed.append((f"[`{'.'.join(path)}`](#{path[0]})", frozenset(mine), path))
+    if not earlier:
+        return "", [], list(rows(model, path, page))
+    link, keys, where = max(earlier, key=lambda found: len(found[1] & mine))
+    same = [name for name, signature in signatures.items() if signature in keys]
+    values = {
+        row.key[len(".".join(path)) + 1 :]: row.value.strip("`")
+        for row in rows(model, path, _Page(page.base, page.files), only=set(same))
+        if row.value.startswith("`") and "=" not in row.value
+    }
+    # values all equal to the earlier block's are not repeated
+    shared = all(page.value([*where, *key.split(".")]) == value for key, value in values.items())
+    new = [] if shared else [f"`{key}={value}`" for key, value in values.items()]
+    rest = list(rows(model, path, page, only=set(signatures) - set(same)))
+    which = "the keys" if keys <= mine else ", ".join(f"`{name}`" for name in same)
+    of = "the [training keys](#training-keys)" if link == TRAINING_LINK else f"{which} of {link}"
+    of += " (same values)" if values and not new else ""
+    return f" Takes {of}{', and:' if rest else '.'}", new, rest
+
+
+def rows(model: type[BaseModel], path: list[str], page: _Page, only: set[str] | None = None) -> Iterator[_Row]:
+    """One row per key under ``model``, ``path`` its prefix; nested blocks and named entries unfolded once, a
+    block with the keys of an earlier one pointing at it."""
     for name, field in model.model_fields.items():
+        if only is not None and name not in only:
+            continue
         here = [*path, name]
         description = _markdown(field.description or "")
-        nested, entries = _models_in(field.annotation), _entries_in(field.annotation)
-        if any(sub in OVERRIDDEN for sub in nested):
+        if description.startswith("The "):  # a reference line: "Locales drawn", not "The locales drawn"
+            description = description[4:5].upper() + description[5:]
+        if any(sub in OVERRIDDEN for sub in _models_in(field.annotation)):
             # a variant's `training` takes the keys of the block it overrides: listed there, not again
-            description += " Any of that block's keys, each optional (unset: the block's value)."
-            nested = [sub for sub in nested if sub not in OVERRIDDEN]
-        yield [
-            "`" + ".".join(here) + "`",
-            _type_name(field.annotation),
-            _default(base, here),
-            _allowed(field),
-            description,
-        ]
-        for sub in nested:
-            yield from rows(sub, here, base)
-        for sub in dict.fromkeys(entries):
-            yield from rows(sub, [*here, "<name>"], base)
-        for sub in dict.fromkeys(_items_in(field.annotation)):
-            yield from rows(sub, [*here, "[]"], base)
+            description += " Any of its keys."
+        value, below = page.value(here), []
+        for sub, where in _blocks(field, here):
+            note, values, sub_rows = _unfold(sub, where, page)
+            description += note
+            value = value or ", ".join(values)
+            below += sub_rows
+        value = value if not value or value.startswith(("in ", "`")) else f"`{value}`"
+        depth = len([part for part in here if part not in ("<name>", "[]")]) - 2
+        yield _Row(depth, ".".join(here), _kind(field), value, description)
+        yield from below
 
 
-def docs(base: Mapping[str, Any]) -> str:
-    """``docs/parameters.md``: a table per section (key, type, ``conf/base``'s value, allowed values, what it does)."""
+def _first_sentence(text: str) -> str:
+    """``text`` up to its first full stop before a capital or a code span ("et al. 2022" is not one)."""
+    return re.split(r"\.\s(?=[A-Z`])", text, maxsplit=1)[0].rstrip(".") + "."
+
+
+def _training_keys() -> list[str]:
+    """The section of the keys every ``training`` block takes (``training/loop.py:TrainSettings``)."""
+    training = importlib.import_module("language_agnostic.parameters.emu").Training
+    return [
+        "## Training keys",
+        "",
+        "Every `training` block and its overrides take these keys; the default applies where `conf/` sets none.",
+        "",
+        *(
+            _Row(
+                0, name, _kind(field), f"default `{json.dumps(field.default)}`", _markdown(field.description or "")
+            ).markdown()
+            for name, field in training.model_fields.items()
+        ),
+        "",
+    ]
+
+
+def docs(base: Mapping[str, Any], files: Mapping[str, str] | None = None) -> str:
+    """``docs/parameters.md``: every key of a section as ``- `key` (type; conf/base's value): what it does``."""
+    page = _Page(base, files or {})
+    training = importlib.import_module("language_agnostic.parameters.emu").Training
+    page.listed.append((TRAINING_LINK, frozenset(_signatures(training).values()), []))
     lines = [
         "# Parameters",
         "",
-        "Every key of `conf/`'s parameters, generated from the typed models in `src/language_agnostic/parameters/`",
-        "by `make parameters` (a test checks this page matches them). A run checks its",
-        "parameters against these models when it starts: a wrong value stops it with one line naming the key.",
-        "`<name>` stands for a key you choose (a variant, a method, a language pair). The value column is",
-        "`conf/base`'s; an experiment set (`--env`) or `--params` changes it.",
+        "Every key of `conf/`, generated from `src/language_agnostic/parameters/` by `make parameters`, as",
+        "``- `key` (type; its value in `conf/base`): what it does``; `--env` or `--params` changes the value.",
+        "A run stops on a wrong value with one line naming the key. `<name>` is a key you choose. Editors:",
+        "every `parameters*.yml` points at the JSON Schema `conf/parameters.schema.json`.",
         "",
-        "Editors: `conf/parameters.schema.json` is the JSON Schema of every `parameters*.yml` (each file's first",
-        "line points at it for editors with the YAML language server, e.g. VS Code's YAML extension). A stock",
-        "validator reads it as an editor does; this is its verdict on a fraction where a count is meant and on",
-        "an unknown key inside a variant (computed when this page was generated):",
-        "",
-        "```python",
-        *_validator_example(),
-        "```",
-        "",
+        *_training_keys(),
     ]
     for key, model in sections().items():
-        lines += [f"## `{key}`", "", _markdown(model.__doc__ or ""), ""]
-        lines += ["| key | type | conf/base | allowed | what it does |", "|---|---|---|---|---|"]
-        lines += [
-            "| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows(model, [key], base)
-        ]
-        lines.append("")
-    lines += ["## Top-level values", "", "| key | type | conf/base | what it does |", "|---|---|---|---|"]
+        lines += [f"## `{key}`", "", _first_sentence(_markdown(model.__doc__ or "")), ""]
+        lines += [*(row.markdown() for row in rows(model, [key], page)), ""]
+    lines += ["## Top-level values", ""]
     for key, (hint, description, _) in scalars().items():
-        lines.append(f"| `{key}` | {_type_name(hint)} | {_default(base, [key])} | {description} |")
+        value = f"`{page.value([key])}`" if page.value([key]) else ""
+        lines.append(_Row(0, key, _type_name(hint), value, description).markdown())
     return "\n".join(lines) + "\n"
-
-
-def _validator_example() -> list[str]:
-    """A stock JSON-Schema validator (``jsonschema``) run on two wrong values, as code and its output."""
-    import jsonschema
-
-    wrong = {"fmda": {"figure": {"n_pairs": 800.5}, "variants": {"infonce": {"lrr": 1}}}}
-    validator = jsonschema.Draft202012Validator(json_schema())
-    lines = [
-        ">>> import json, jsonschema",
-        '>>> schema = json.load(open("conf/parameters.schema.json"))',
-        ">>> validator = jsonschema.Draft202012Validator(schema)",
-        f">>> wrong = {wrong!r}",
-        ">>> def reasons(errors):  # an env's file may also null a block: the reasons are under anyOf",
-        "...     for error in errors:",
-        "...         yield from reasons(error.context) if error.context else [error]",
-        ">>> for reason in reasons(validator.iter_errors(wrong)):",
-        '...     if reason.validator_value != "null":',
-        '...         print(reason.json_path, "→", reason.message)',
-    ]
-    found = _reasons(validator.iter_errors(wrong))
-    lines += [f"{r.json_path} → {r.message}" for r in found if r.validator_value != "null"]
-    return lines
-
-
-def _reasons(errors: Any) -> Iterator[Any]:
-    for error in errors:
-        yield from _reasons(error.context) if error.context else [error]
 
 
 def write(project: Path) -> list[Path]:
@@ -356,9 +434,12 @@ def write(project: Path) -> list[Path]:
     import yaml
 
     base: dict[str, Any] = {}
+    files: dict[str, str] = {}
     for path in sorted((project / "conf" / "base").glob("parameters*.yml")):
-        base.update(yaml.safe_load(path.read_text()) or {})
+        found = yaml.safe_load(path.read_text()) or {}
+        base.update(found)
+        files.update(dict.fromkeys(found, f"conf/base/{path.name}"))
     schema_path, docs_path = project / "conf" / SCHEMA_FILE, project / "docs" / DOCS_FILE
     schema_path.write_text(json.dumps(json_schema(), indent=1, ensure_ascii=False) + "\n")
-    docs_path.write_text(docs(copy.deepcopy(base)))
+    docs_path.write_text(docs(copy.deepcopy(base), files))
     return [schema_path, docs_path]

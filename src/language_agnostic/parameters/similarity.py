@@ -89,7 +89,7 @@ class QeTest(Section):
     pairs: Annotated[list[QePair], Field(min_length=1)] = list(QE_PAIRS)
     """The language pairs evaluated (one wmt20_qe_test_<pair> archive each)."""
     on_bad_row: OnBadRow = "error"
-    """error: stop at the first bad row (file:line); skip: log it, count it, report it."""
+    """error: stop at the first bad row (file:line); skip: log, count, report it."""
 
 
 class StsTest(Section):
@@ -97,9 +97,9 @@ class StsTest(Section):
     from its corpus."""
 
     tracks: Annotated[list[StsTrack], Field(min_length=1)] = list(STS_DEFAULT_TRACKS)
-    """The tracks evaluated (corpora/sts17.py:TRACKS; es-en is track 4a, tr-en the 250 scored lines)."""
+    """The tracks evaluated (es-en: track 4a; tr-en: the 250 scored lines)."""
     on_bad_row: OnBadRow = "error"
-    """error: stop at the first bad row (file:line); skip: log it, count it, report it."""
+    """error: stop at the first bad row (file:line); skip: log, count, report it."""
 
 
 # ---------------------------------------------------------------------------- training corpus
@@ -109,9 +109,9 @@ class _Corpus(Section):
     """How the training pairs are cleaned and split (``corpora/evaluation_sets.py:clean_and_split``)."""
 
     laser_tatoeba: LaserLanguages = "all"
-    """Pairs with a side in these LASER Tatoeba test sets are dropped: all, or a list of ISO 639-3 codes."""
+    """Drop pairs with a side in these LASER Tatoeba test sets: all, or ISO 639-3 codes."""
     validation_fraction: Annotated[float, Field(gt=0, lt=1)] = 0.1
-    """Share of each language pair held out for validation (early stopping), seeded."""
+    """Share of each pair held out for validation (seeded)."""
     seed: int = 0
     """Seeds the train/validation split."""
 
@@ -130,7 +130,7 @@ class QeCorpus(_Corpus):
     is decided from it when the pipeline is built."""
 
     pairs: Annotated[list[QePair], Field(min_length=1)]
-    """The language pairs of the corpus (one mlqe_pe_<split>_<pair> archive per split)."""
+    """The corpus's language pairs (an mlqe_pe_<split>_<pair> archive per split)."""
     mlqe_pe_splits: Annotated[list[Literal[MLQE_PE_SPLITS]], Field(min_length=1)]
     """The MLQE-PE splits read (source + human post-edit, Moses-detokenised)."""
     flores: Flores = Flores()
@@ -141,11 +141,11 @@ class StsCorpus(_Corpus):
     """``sts.corpus``: the OPUS-MT Tatoeba test sets used as training pairs ``<xx>-en``."""
 
     languages: Annotated[dict[OpusLanguage, LanguageCode], Field(min_length=1)]
-    """The languages paired with English: {ISO 639-3 code of the OPUS-MT set: code in the pair name}."""
+    """Languages paired with English: {OPUS-MT ISO 639-3 code: code in the pair name}."""
     version: NonEmpty = OPUS_TATOEBA_VERSION
     """The OPUS-MT Tatoeba test-set release (the files' name prefix)."""
     keep_labels: dict[OpusLanguage, list[str]] = {}
-    """{language: the .labels values kept} over the defaults (ara: [ara], zho: [cmn_Hans, cmn_Hant])."""
+    """{language: .labels values kept} over the defaults (ara: [ara], zho: [cmn_Hans, cmn_Hant])."""
 
 
 # ---------------------------------------------------------------------------- training and heads
@@ -156,7 +156,7 @@ class HeadsTraining(Training):
     on the validation split only."""
 
     batch_size: Annotated[int, Field(ge=1)] = 512
-    """Parallel pairs per batch (each with a random partner sentence in either language)."""
+    """Parallel pairs per batch (each with random partners in both languages)."""
 
 
 HeadTrainingOverrides = overrides(
@@ -172,9 +172,9 @@ class DreamWeights(Section):
     meaning: LossWeight = DREAM_WEIGHTS["meaning"]
     """L_M: translations share their meaning embedding, random sentences do not."""
     language: LossWeight = DREAM_WEIGHTS["language"]
-    """L_L: sentences of a language share their language embedding, which identifies the language."""
+    """L_L: a language's sentences share a language embedding that identifies it."""
     language_push: LossWeight = DREAM_WEIGHTS["language_push"]
-    """The released code's push-apart of the two sides' language embeddings (left out of its total: 0)."""
+    """The released code's push-apart of the two sides' language embeddings (not in its total: 0)."""
 
 
 class MeatWeights(Section):
@@ -187,18 +187,18 @@ class MeatWeights(Section):
     language_push: LossWeight = MEAT_WEIGHTS["language_push"]
     """Push-apart of the two sides' language embeddings."""
     uniform: LossWeight = MEAT_WEIGHTS["uniform"]
-    """The adversarial term: the language discriminator's prediction on the meaning embedding made uniform."""
+    """Adversarial: the language discriminator's prediction on the meaning embedding made uniform."""
 
 
 class SeedWeights(Section):
     """SEED's loss weights (``methods/seed.py``, eq. 3; all 1 in the paper)."""
 
     meaning: LossWeight = SEED_WEIGHTS["meaning"]
-    """L_M (eq. 4): translations share their meaning embedding, random sentences do not."""
+    """L_M (eq. 4): translations share a meaning embedding, random sentences do not."""
     language: LossWeight = SEED_WEIGHTS["language"]
     """L_L (eq. 5): sentences of a language share their language embedding."""
     cross: LossWeight = SEED_WEIGHTS["cross"]
-    """L_C (eq. 6): meaning and language apart, and sentences rebuilt across the pair."""
+    """L_C (eq. 6): meaning and language apart, sentences rebuilt across the pair."""
 
 
 # each head's loss weights: an ablation's are checked against its base's
@@ -211,25 +211,25 @@ class _Head(Section):
     training: HeadTrainingOverrides = HeadTrainingOverrides()
     """Overrides of <pipeline>.training for this head."""
     pooling: Pooling | None = None
-    """The sentence vector this head reads (mean or cls); null: <pipeline>.pooling."""
+    """This head's sentence vector; null: <pipeline>.pooling."""
 
 
 class DreamHead(_Head):
     """DREAM (Tiyajamorn et al. 2021): meaning and language single-layer networks, reconstruction."""
 
     method: Literal["dream"] = "dream"
-    """The registered method trained: the head's own (the key names it)."""
+    """The method trained: the head's own."""
     activation: Literal[tuple(DREAM_ACTIVATIONS)] = "none"
-    """The activation after each single-layer network; none: linear layers, as in the paper."""
+    """Activation after each single-layer network; none: linear, as in the paper."""
     loss_weights: DreamWeights = DreamWeights()
-    """Its loss weights over the defaults ({}: all as in the paper)."""
+    """Loss weights over the defaults ({}: the paper's)."""
 
 
 class MeatHead(_Head):
     """MEAT (Kuroda et al. 2022): DREAM's heads against an adversarial language discriminator."""
 
     method: Literal["meat"] = "meat"
-    """The registered method trained: the head's own (the key names it)."""
+    """The method trained: the head's own."""
     loss_weights: MeatWeights = MeatWeights()
     """Its loss weights over the defaults ({}: all 1)."""
 
@@ -238,9 +238,9 @@ class SeedHead(_Head):
     """SEED (Fukushima et al. 2025): one meaning network, the language embedding the rest."""
 
     method: Literal["seed"] = "seed"
-    """The registered method trained: the head's own (the key names it)."""
+    """The method trained: the head's own."""
     loss_weights: SeedWeights = SeedWeights()
-    """Its loss weights over the defaults ({}: all 1, as in the paper)."""
+    """Loss weights over the defaults ({}: all 1, as in the paper)."""
 
 
 class Heads(Section):
@@ -259,9 +259,9 @@ class Ablation(Section):
     seed run: the claims' seeds); its own node, run and rows."""
 
     base: Literal[TRAINED_METHODS]
-    """The head retrained, with its own settings (<pipeline>.methods.<base>) under these."""
+    """The head retrained (its <pipeline>.methods settings under these)."""
     loss_weights: dict[str, LossWeight] = {}
-    """Its loss weights changed over the base's ({meaning: 0}: L_M off); {}: none (a seed run)."""
+    """Loss weights over the base's ({meaning: 0}: L_M off; {}: a seed run)."""
     seed: int | None = None
     """The training seed; null: the base's."""
 
@@ -299,7 +299,7 @@ class Figure(Section):
     DREAM Fig. 5)."""
 
     pair: str
-    """The evaluation pair plotted (one of the section's test pairs or tracks)."""
+    """The evaluation pair plotted."""
     n_pairs: Count = 1000
     """Sentence pairs drawn from it (all when it has fewer)."""
     seed: Seed = 0
@@ -324,17 +324,17 @@ class Claim(Section):
     claim: NonEmpty
     """The claim in a few words, with its paper's table."""
     method: MethodEmbedding
-    """The head the claim is about, as method/embedding (e.g. seed/meaning)."""
+    """The head, as method/embedding (e.g. seed/meaning)."""
     baseline: MethodEmbedding
-    """What it is compared with, as method/embedding (e.g. raw/mean)."""
+    """The baseline, as method/embedding (e.g. raw/mean)."""
     backbone: str
     """The encoders the paper made the claim on."""
     paper: str
     """The paper's figures behind it."""
     direction: Literal[DIRECTIONS] = ">"
-    """>: the method above the baseline; not >: no better; not <: no worse."""
+    """>: method above baseline; not >: no better; not <: no worse."""
     table: NonEmpty = Field(default=None)
-    """The report table (a key of report.tables) whose pairs it is judged on; absent: the first table."""
+    """The report.tables key whose pairs judge it; absent: the first."""
 
 
 class _Report(Section):
@@ -347,15 +347,15 @@ class _Report(Section):
     title: NonEmpty
     """The report's heading."""
     tables: Annotated[dict[str, Annotated[list[str], Field(min_length=1)]], Field(min_length=1)]
-    """{title: [evaluation pairs]}: one Pearson table each, methods as rows, these pairs then their average."""
+    """{title: [evaluation pairs]}: a Pearson table each, these pairs then their average."""
     ablation_tables: dict[Literal[TRAINED_METHODS], NonEmpty] = {}
-    """{head: title}: the head's loss ablations (<pipeline>.ablations) as a table over the first table's pairs."""
+    """{head: title}: a table of the head's ablations over the first table's pairs."""
     bootstrap: Bootstrap = Bootstrap()
     """The claims' paired bootstrap."""
     claims: list[Claim] = []
     """The papers' claims checked on this run."""
     paper_corpus_sizes: dict[str, dict[str, Annotated[int, Field(ge=0)]]] = {}
-    """{paper's table: {pair: training pairs}}: the sizes the papers report, shown next to ours."""
+    """{paper's table: {pair: training pairs}}: the papers' sizes, shown beside ours."""
 
     @model_validator(mode="after")
     def _claims_on_a_table(self) -> _Report:
@@ -369,7 +369,7 @@ class QeReport(_Report):
     """``qe.report``: the QE report (SEED Table 1 / DREAM Table 2 layout) and its rows' identity."""
 
     pipeline: Literal["qe"]
-    """The pipeline named in the rows, metric keys and runs."""
+    """The pipeline named in rows, metric keys and runs."""
     task: Literal[MAIN["qe"][0]]
     """The task named in the rows."""
 
@@ -378,7 +378,7 @@ class StsReport(_Report):
     """``sts.report``: the STS report (SEED Table 4 / DREAM Tables 4-5 layout) and its rows' identity."""
 
     pipeline: Literal["sts"]
-    """The pipeline named in the rows, metric keys and runs."""
+    """The pipeline named in rows, metric keys and runs."""
     task: Literal[MAIN["sts"][0]]
     """The task named in the rows."""
 
@@ -394,13 +394,13 @@ class _Similarity(Section):
     corpus: _Corpus
     """The training pairs; which files are read is decided from it when the pipeline is built."""
     pooling: Pooling
-    """The sentence vector the heads and mean centring read: mean or cls."""
+    """The sentence vector the heads and mean centring read."""
     training: HeadsTraining
-    """Shared by every head; early stopping on the validation split only."""
+    """Every head's; early stopping on the validation split."""
     methods: Heads
     """Each head's loss weights and overrides of training."""
     ablations: dict[AblationName, Ablation]
-    """{name: ablation}: a head retrained with loss terms off or another seed, each its own head ({}: none)."""
+    """{name: ablation}: a head retrained with loss terms off or another seed ({}: none)."""
     leakage: Leakage
     """The language-ID probe."""
     figure: Figure
@@ -429,11 +429,11 @@ class Qe(_Similarity):
     """``qe``: WMT20 sentence-level QE with meaning embeddings (DREAM §4.1, SEED §3): ``kedro run --pipelines=qe``."""
 
     test: QeTest
-    """The evaluation sets (gold = z_mean); read by sts too, for overlap removal."""
+    """The evaluation sets (gold z_mean; sts reads them too, for overlap removal)."""
     corpus: QeCorpus
     """The training pairs."""
     report: QeReport
-    """The Pearson tables, ablation tables, claims and corpus sizes of the report."""
+    """The report's Pearson and ablation tables, claims and corpus sizes."""
 
     def evaluation_pairs(self) -> tuple[str, list[str]]:
         return "qe.test.pairs", list(self.test.pairs)
@@ -443,7 +443,7 @@ class Sts(_Similarity):
     """``sts``: SemEval-2017 STS with meaning embeddings (DREAM §4.2, SEED §3): ``kedro run --pipelines=sts``."""
 
     test: StsTest
-    """The evaluation tracks; read by qe too, for overlap removal."""
+    """The evaluation tracks (qe reads them too)."""
     corpus: StsCorpus
     """The training pairs (OPUS-MT Tatoeba test sets)."""
     report: StsReport

@@ -63,15 +63,15 @@ class SluDataBlock(Section):
     """``slu.data`` (``training/slu.py:SluData``): what the model trains and is selected on (strict zero-shot)."""
 
     training_locale: Locale = _DATA.training_locale
-    """Its train split is the training data, its dev split selects the checkpoint (no other locale's dev)."""
+    """Its train split trains, its dev split selects the checkpoint."""
     dev_locale: Locale | None = _DATA.dev_locale
-    """Whose dev split selects the checkpoint; null: the training locale (strict zero-shot)."""
+    """Whose dev split selects the checkpoint; null: the training locale's."""
     batch_size: Annotated[int, Field(ge=1)] = _DATA.batch_size
     """Utterances per step."""
     group_by_length: bool = _DATA.group_by_length
     """Batches of utterances of similar length (less padding)."""
     max_train: Annotated[int, Field(ge=1)] | None = _DATA.max_train
-    """A seeded sample of this many train utterances; null: the whole train split."""
+    """A seeded sample of this many train utterances; null: all."""
     seed: Seed = _DATA.seed
     """Seeds the max_train sample."""
 
@@ -82,11 +82,11 @@ class CodeSwitch(Section):
     ratio: Annotated[float, Field(ge=0, le=1)]
     """Per-word replacement probability (every sentence is switched)."""
     languages: list[NonEmpty] = []
-    """MUSE dictionaries (muse/en-<xx>.txt); []: the MUSE languages that are also languages of slu.locales."""
+    """MUSE dictionaries (muse/en-<xx>.txt); []: those of slu.locales' languages."""
     seed: Seed = 0
-    """Combined with each epoch's seed: a new switch every epoch, the same on every run."""
+    """With each epoch's seed: a new switch every epoch, the same every run."""
     keep_source: bool = False
-    """Each batch holds the English utterances beside their switched versions; false: the switched ones only."""
+    """Batches hold the English beside the switched utterances; false: switched only."""
 
 
 _CodeSwitchOverrides = overrides(CodeSwitch, "_CodeSwitchOverrides", "")
@@ -96,7 +96,7 @@ class CodeSwitchOverrides(_CodeSwitchOverrides):
     """Overrides of slu.code_switch for this method (unset: slu.code_switch's)."""
 
     languages: Annotated[list[NonEmpty], Field(min_length=1)] = None
-    """The MUSE languages switched into (each loaded by slu.code_switch); unset: every one loaded."""
+    """MUSE languages switched into (loaded by slu.code_switch); unset: all loaded."""
 
 
 _SluDataOverrides = overrides(SluDataBlock, "_SluDataOverrides", "")
@@ -106,7 +106,7 @@ class SluDataOverrides(_SluDataOverrides):
     """Overrides of slu.data for this method (unset: slu.data's)."""
 
     code_switch: CodeSwitchOverrides = CodeSwitchOverrides()
-    """Overrides of slu.code_switch (with code_switch: true only), e.g. keep_source: false."""
+    """Overrides of slu.code_switch (with code_switch: true)."""
 
 
 # ---------------------------------------------------------------------------- slu.training
@@ -117,7 +117,7 @@ class SluTraining(Training):
     selection on the training locale's dev exact match."""
 
     train_layers: Annotated[int, Field(ge=0)] | None = None
-    """Only the top N encoder layers train (embeddings and lower layers frozen); null: every layer."""
+    """Only the top N encoder layers train; null: every layer."""
 
 
 TrainingOverrides = overrides(
@@ -169,7 +169,7 @@ class MclOptions(Section):
     init_layers: Annotated[int, Field(ge=1)] = _MCL_DATA.init_layers
     """Bottom encoder layers the label embeddings are initialised from."""
     pool_values: Annotated[int, Field(ge=1)] | None = _MCL_DATA.pool_values
-    """Frequent values per similar slot that make the negative pool V_k; null: p_v (as Algorithm 1 writes it)."""
+    """Frequent values per similar slot in the negative pool V_k; null: p_v (Algorithm 1)."""
 
 
 class SluOptions(Section):
@@ -179,9 +179,9 @@ class SluOptions(Section):
     dropout: Annotated[float, Field(ge=0, lt=1)] = _SLU.dropout
     """Dropout on the encoder's outputs before the heads."""
     ignore_index: Annotated[int, Field(lt=0)] = _SLU.ignore_index
-    """The slot label id the loss skips (negative: never a label's)."""
+    """The slot label id the loss skips (negative)."""
     compressor: bool = _LAJOINT.compressor
-    """The label compressor (eq. 2-3); false: the parameter-free average (Table 4's - compressor)."""
+    """The label compressor (eq. 2-3); false: a plain average (Table 4's - compressor)."""
     projector: bool = _LAJOINT.projector
     """The projector (eq. 4-5); false: H = E (Table 4's - projector)."""
     abstract_texts: Annotated[list[str], Field(min_length=3, max_length=3)] = list(ABSTRACT_TEXTS)
@@ -189,7 +189,7 @@ class SluOptions(Section):
     margins: Margins = Margins()
     """MCL's margins."""
     head_dim: Annotated[int, Field(ge=1)] | None = _MCL.head_dim
-    """Hidden and output width of MCL's projection heads g_u, g_s, g_w; null: the encoder's."""
+    """Width of MCL's projection heads g_u, g_s, g_w; null: the encoder's."""
     slot_temperature: Annotated[float, Field(gt=0), Finite] = _MCL.slot_temperature
     """τ_s dividing eq. 10's affinities (1: the paper as printed)."""
     slot_affinity: Literal[AFFINITIES] = _MCL.slot_affinity
@@ -211,7 +211,7 @@ class SluMethod(Section):
     method: Literal[SLU_METHODS] = "slu"
     """slu: the joint baseline (ZSJoint, CoSDA-ML); lajoint: LAJoint / LAJ-MCL."""
     code_switch: bool = False
-    """Trained on CoSDA-ML code-switched English (slu.code_switch; with keep_source, the English beside it)."""
+    """Trained on CoSDA-ML code-switched English (slu.code_switch)."""
     loss_weights: SluLossWeights = SluLossWeights()
     """The loss weights."""
     options: SluOptions = SluOptions()
@@ -221,8 +221,7 @@ class SluMethod(Section):
     data: SluDataOverrides = SluDataOverrides()
     """Overrides of slu.data (and of slu.code_switch)."""
     budget: str | None = None
-    """A name of slu.budgets: its data / training under this method's own (expanded when conf/ is loaded);
-    null: none."""
+    """A name of slu.budgets, whose data / training this method's own override; null: none."""
 
     def mcl_levels(self) -> list[str]:
         """The MCL levels on (weighted > 0; ``training/lajmcl.py:mcl_levels``)."""
@@ -277,11 +276,11 @@ class SluFigure(Section):
     method."""
 
     methods: list[str] = []
-    """Names of slu.methods, one panel each (those not in slu.methods are left out); []: no figure."""
+    """slu.methods names, a panel each (unknown ones left out); []: no figure."""
     intent: NonEmpty = "play_music"
     """The intent whose parallel test utterances are drawn."""
     n_utterances: Annotated[int, Field(ge=1)] = 100
-    """Parallel utterances drawn (a seeded sample; all if fewer)."""
+    """Parallel utterances drawn (seeded)."""
     locales: list[Locale] = []
     """The locales drawn (one colour each); []: slu.locales."""
     seed: Seed = 0
@@ -297,19 +296,19 @@ class Slu(Section):
     pipeline is built."""
 
     locales: Annotated[list[Locale], Field(min_length=1)]
-    """The training locale and the test locales, read from the MASSIVE archive for this pipeline only."""
+    """The training and test locales (read from the MASSIVE archive for slu alone)."""
     data: SluDataBlock
-    """What every method trains on (a method's data overrides it)."""
+    """What every method trains on."""
     code_switch: CodeSwitch
     """CoSDA-ML code-switching, for the methods with code_switch: true."""
     training: SluTraining
-    """Every method's training (a method's training overrides it)."""
+    """Every method's training."""
     figure: SluFigure = SluFigure()
     """Figure 3: t-SNE of [CLS] of parallel test utterances."""
     budgets: dict[str, SluBudget] = {}
-    """Training settings stated once, by name, that a method takes by budget: <name>."""
+    """Named training settings a method takes by budget: <name>."""
     methods: dict[MethodName, SluMethod] = {"zsjoint": SluMethod(), "cosda": SluMethod(code_switch=True)}
-    """Every model trained, by name (rows method=<name>); empty: zsjoint and cosda."""
+    """Every model trained, by name; empty: zsjoint and cosda."""
 
     @model_validator(mode="after")
     def _methods_agree(self) -> Slu:

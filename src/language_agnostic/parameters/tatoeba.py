@@ -25,29 +25,29 @@ class Ingest(Section):
     """``tatoeba.ingest``: which pairs of tatoeba/v1 (under the raw-data root) are read."""
 
     languages: word_or_list("all", Language) = "all"
-    """all: every tatoeba.<xxx>-eng.<xxx> file; or a list of ISO 639-3 codes (each paired with English)."""
+    """all: every tatoeba.<xxx>-eng.<xxx> file; or ISO 639-3 codes (paired with English)."""
     expected_pairs: Count | None = None
-    """How many languages `all` must find (the LASER set has 112); null: any number."""
+    """Languages `all` must find (LASER has 112); null: any number."""
     on_bad_row: OnBadRow = "error"
-    """error: stop at an empty sentence, naming file:line; skip: log, count, write it to tatoeba_rejects.csv."""
+    """error: stop at an empty sentence (file:line); skip: log, count, write it to tatoeba_rejects.csv."""
 
 
 class Models(Section):
     """``tatoeba.models``: whose trained models are evaluated (the files follow from those pipelines' parameters)."""
 
     sources: Annotated[list[Source], Field(min_length=1)] = list(SOURCES)
-    """The pipelines whose models are evaluated; they also decide which languages count as seen in training."""
+    """The pipelines whose models are evaluated (they also decide which languages are seen)."""
     only: Annotated[list[NonEmpty], Field(min_length=1)] | None = None
-    """The models to evaluate by name, e.g. [dream@qe, fmda@en_de]; null: every expected model."""
+    """Models to evaluate, e.g. [dream@qe, fmda@en_de]; null: every expected one."""
 
 
 class Evaluation(Section):
     """``tatoeba.evaluation``: what is scored."""
 
     poolings: Annotated[list[Pooling], Field(min_length=1)] = ["mean", "cls"]
-    """The raw encoder's sentence vectors scored (cls: the first token)."""
+    """The raw encoder's poolings scored."""
     margin_k: Count = 4
-    """Ratio margin's neighbours on each side (Artetxe & Schwenk 2019: k = 4)."""
+    """Ratio margin's neighbours per side (Artetxe & Schwenk: k = 4)."""
     progress: bool = True
     """Show a progress bar."""
 
@@ -63,7 +63,7 @@ class Figure(Section):
     """``tatoeba.figure``: data/08_reporting/tatoeba_per_language.png."""
 
     methods: word_or_list("auto", NonEmpty) = "auto"
-    """auto: raw/mean and each training source's best method; or a list such as [raw/mean, dream@qe/meaning]."""
+    """auto: raw/mean and each source's best method; or a list, e.g. [raw/mean, dream@qe/meaning]."""
     scoring: Scoring = "cosine"
     """The accuracy drawn: cosine or (ratio) margin."""
 
