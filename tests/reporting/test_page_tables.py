@@ -249,3 +249,13 @@ def test_a_section_the_page_does_not_have_is_an_error(tmp_path, capsys):
         capsys.readouterr().err.strip()
         == f"error: {page} has no table under a heading 'Table 7' (from {report}#Table 7)"
     )
+
+
+def test_a_subsection_named_for_its_own_report_takes_it_over_its_section(tmp_path, capsys):
+    # "Seeds" is the seeds run's, but its subsection "One seed" shows the default run's Table 3
+    page_text = REPORT.replace("## Table 3", "## Seeds\n\n### One seed\n\n#### Table 3")
+    page = _write(tmp_path, "page.md", page_text)
+    default, seeds = _write(tmp_path, "default.md", REPORT), _write(tmp_path, "seeds.md", SEEDS)
+    code, out = _run(capsys, "check", page, default, f"{seeds}#Seeds", f"{default}#One seed")
+    assert code == 0
+    assert out[-1] == f"{page}: 2 tables, 8 cells checked, 0 differ"

@@ -15,9 +15,10 @@ bit-exact reproduction.
 
 A page whose sections come from different runs (a default run, a seeds run) names the section a
 report is for: ``REPORT.md#The paper's claims`` is read only for the page tables under that heading
-(any level), and those tables read only the reports named for them; a report without ``#`` serves
-every other table. Two reports written by the same code have the same headings, so this, not the
-headings' words, is what tells their tables apart.
+(any level), and those tables read only the reports named for it (for the nearest such heading, so
+a subsection can name its own); a report without ``#`` serves every other table. Two reports
+written by the same code have the same headings, so this, not the headings' words, tells their
+tables apart.
 """
 
 from __future__ import annotations
@@ -176,8 +177,9 @@ def check_page(markdown: str, reports: Sequence[Source]) -> list[TableResult]:
     sections = {normalise(s.section) for s in reports if s.section is not None}
     results = []
     for table in parse_tables(markdown):
-        mine = sections & {normalise(h) for h in table.headings}
-        chosen = [s for s in reports if (normalise(s.section) in mine if s.section is not None else not mine)]
+        # the nearest heading above the table that a report is named for: a subsection's report wins
+        mine = next((h for h in map(normalise, reversed(table.headings)) if h in sections), None)
+        chosen = [s for s in reports if (s.section is None if mine is None else normalise(s.section or "") == mine)]
         results.append(check_table(table, chosen))
     return results
 
