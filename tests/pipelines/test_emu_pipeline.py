@@ -212,6 +212,27 @@ def test_raw_rows_equal_an_independent_computation(tiny_hub_model: Path, tmp_pat
     assert got == pytest.approx(expected, abs=1e-6)
 
 
+def test_raw_is_encoded_as_the_methods_are(tiny_hub_model: Path, tmp_path: Path):
+    """Under bf16 autocast, a method whose encoder did not move (encoder_lr 0) gives raw's vectors and
+    outcomes exactly: raw and the methods differ by their training alone, not by their arithmetic."""
+    catalog = _catalog(tiny_hub_model, tmp_path)
+    training = {**catalog["params:emu.training"].load(), "mixed_precision": "bf16"}
+    catalog["params:emu.training"] = MemoryDataset(training)
+    frozen = {"frozen": {"loss": "softmax", "training": {"encoder_lr": 0}}}
+    catalog["params:emu.methods.frozen"] = MemoryDataset(frozen["frozen"])
+    figure = {**FIGURE, "methods": ["raw", "frozen"]}
+    catalog["params:emu.figure"] = MemoryDataset(figure)
+    pipeline = create_pipeline(methods=frozen, save_encoders=[], figure=figure)
+    # up to the evaluations, so their sets and outcomes are the run's last outputs (kept, not released)
+    pipeline = pipeline.to_outputs("emu_figure_sets_raw", "emu_figure_sets_frozen")
+    SequentialRunner().run(pipeline, catalog)
+    raw, tuned = catalog["emu_figure_sets_raw"].load(), catalog["emu_figure_sets_frozen"].load()
+    for locale in ("en-US", "de-DE"):
+        assert np.array_equal(raw[locale].vectors, tuned[locale].vectors), locale
+    outcomes = [catalog[f"emu_outcomes_{m}"].load().drop(columns="method") for m in ("raw", "frozen")]
+    pd.testing.assert_frame_equal(outcomes[0].reset_index(drop=True), outcomes[1].reset_index(drop=True))
+
+
 def test_configuration_mistakes_are_named():
     # a method's keys and values are checked when the run starts (tests/parameters/test_emu.py)
     with pytest.raises(ValueError, match=r"emu.save_encoders: \['npair'\] not in emu.methods"):

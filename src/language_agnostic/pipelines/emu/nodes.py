@@ -142,12 +142,20 @@ def evaluate_raw(
     identity: Mapping[str, Any],
     evaluation: Mapping[str, Any] | None = None,
     figure: Mapping[str, Any] | None = None,
+    training: Mapping[str, Any] | None = None,
     pooling: str = "mean",
 ) -> tuple[pd.DataFrame, dict[str, np.ndarray], dict[str, LocaleSet], pd.DataFrame]:
     """The raw encoder's nearest-neighbour intent accuracy, its per-query results for the paired tests, Figure 2's
-    sets and its per-query outcomes (the claims' paired tests)."""
+    sets and its per-query outcomes (the claims' paired tests).
+
+    Encoded under ``emu.training``'s ``mixed_precision``, as every fine-tuned encoder's test is
+    (:func:`evaluate_emu_variant`): a method and raw then differ by their training alone, and a method
+    that kept epoch 0 (no epoch beat the raw encoder on dev) gives raw's rows exactly.
+    """
     locales = evaluation_locales(utterances, data, evaluation)
-    sets = _embed(PooledEncoder(encoder.model, pooling), encoder, _test_sets(utterances, locales), extraction)
+    precision = str((training or {}).get("mixed_precision", "no"))
+    tests = _test_sets(utterances, locales)
+    sets = _embed(PooledEncoder(encoder.model, pooling), encoder, tests, extraction, precision)
     correct = intent_nn_correct(sets, locales[0], _which(evaluation))
     return (
         intent_nn_rows(correct, "raw", str(identity.get("name")), pooling),

@@ -72,6 +72,7 @@ def _create_pipeline(
                 "encoder_identity",
                 "params:emu.evaluation",
                 "params:emu.figure",
+                "params:emu.training",  # raw is encoded under the methods' autocast
             ],
             outputs=["emu_rows_raw", "emu_raw_correct", "emu_figure_sets_raw", "emu_outcomes_raw"],
             name="evaluate_emu_raw_node",
