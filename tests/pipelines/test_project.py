@@ -166,8 +166,10 @@ def test_the_paper_env_adds_the_ablations_and_the_unified_model(project: Path, f
     from language_agnostic.pipeline_registry import register_pipelines
 
     with KedroSession.create(PROJECT_ROOT, env="paper") as session:
-        session.load_context()
+        context = session.load_context()
         paper = {n.name for n in register_pipelines()["fmda"].nodes}
+        reports = [str(context.catalog[f"{p}_tables_markdown"]._describe()) for p in ("fmda", "slu")]
+    assert "fmda_paper_tables.md" in reports[0] and "slu_paper_tables.md" in reports[1]  # beside the default's
     forget_env_now()
     with KedroSession.create(PROJECT_ROOT) as session:
         session.load_context()
