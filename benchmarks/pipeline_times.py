@@ -4,7 +4,7 @@
 empty ``data/`` (cold: nothing encoded, converted or trained; warm: the same command again) and keeps
 ``LOGS/<P>_cold.log`` and ``LOGS/<P>_warm.log``. This prints one markdown row per pipeline: the wall
 times (GNU time's "Elapsed (wall clock)"), the cold run's peak memory, the texts the cold run encoded
-(the extraction's "encoding N texts" lines) and the models each run trained and reused (the tracking
+(the embedding store's "encoding N texts" lines; EMU encodes with its fine-tuned encoders, outside the store) and the models each run trained and reused (the tracking
 hook's last line).
 
     .venv/bin/python benchmarks/pipeline_times.py LOGS emu fmda tatoeba qe sts
@@ -95,7 +95,7 @@ COLUMNS = [
     "cold",
     "warm",
     "warm / cold",
-    "texts encoded (cold / warm)",
+    "texts encoded into the store (cold / warm)",
     "models trained / reused, cold",
     "warm",
     "peak memory (cold)",
