@@ -3,9 +3,9 @@
 ``benchmarks/cold_warm.sh P ...`` runs each pipeline twice under ``/usr/bin/time -v`` from its own
 empty ``data/`` (cold: nothing encoded, converted or trained; warm: the same command again) and keeps
 ``LOGS/<P>_cold.log`` and ``LOGS/<P>_warm.log``. This prints one markdown row per pipeline: the wall
-times (GNU time's "Elapsed (wall clock)"), the cold run's peak memory, the texts the cold run encoded
-(the embedding store's "encoding N texts" lines; EMU encodes with its fine-tuned encoders, outside the store) and the models each run trained and reused (the tracking
-hook's last line).
+times (GNU time's "Elapsed (wall clock)"), the cold run's peak memory, the texts each run encoded
+into the embedding store (its "encoding N texts" lines; EMU encodes with its fine-tuned encoders,
+outside the store) and the models each run trained and reused (the tracking hook's last line).
 
     .venv/bin/python benchmarks/pipeline_times.py LOGS emu fmda tatoeba qe sts
 """
