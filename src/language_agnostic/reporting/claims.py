@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from language_agnostic.evaluation.claims import Paired, verdict
-from language_agnostic.reporting.markdown import table
+from language_agnostic.reporting.markdown import parse_tables, table
 
 COLUMNS = [
     "claim",
@@ -187,16 +187,11 @@ def parse_claims(markdown: str) -> pd.DataFrame:
     them back from here, so a verdict is never restated by hand.
     """
     rows: list[list[str]] = []
-    lines = markdown.splitlines()
-    for i, line in enumerate(lines):
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if cells[:2] != COLUMNS[:2] or len(cells) != len(PARSED):
+    for parsed in parse_tables(markdown):
+        if list(parsed.header[:2]) != COLUMNS[:2] or len(parsed.header) != len(PARSED):
             continue
-        for body in lines[i + 2 :]:  # after the separator line
-            if not body.startswith("|"):
-                break
-            row = [c.strip() for c in body.strip().strip("|").split("|")]
-            if len(row) == len(PARSED):
-                row[3], row[4] = _name(row[3]), _name(row[4])
-                rows.append(row)
+        for cells in parsed.rows:
+            row = list(cells)
+            row[3], row[4] = _name(row[3]), _name(row[4])
+            rows.append(row)
     return pd.DataFrame(rows, columns=PARSED)

@@ -32,7 +32,7 @@ import pandas as pd
 import yaml
 
 from language_agnostic.reporting.claims import PARSED, parse_claims
-from language_agnostic.reporting.markdown import table
+from language_agnostic.reporting.markdown import parse_tables, table
 
 COLUMNS = [
     "paper",
@@ -79,16 +79,12 @@ def parse_compact_claims(markdown: str) -> pd.DataFrame:
     The verdict is its first word (``fails, at unequal budgets`` → ``fails``).
     """
     rows: list[list[str]] = []
-    lines = markdown.splitlines()
-    for i, line in enumerate(lines):
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) != 7 or cells[0] != "claim" or cells[4:] != ["McNemar p", "seeds", "verdict"]:
+    for parsed in parse_tables(markdown):
+        header = list(parsed.header)
+        if len(header) != 7 or header[0] != "claim" or header[4:] != ["McNemar p", "seeds", "verdict"]:
             continue
-        for body in lines[i + 2 :]:
-            if not body.startswith("|"):
-                break
-            row = [c.strip() for c in body.strip().strip("|").split("|")]
-            if len(row) == 7 and (match := COMPACT.match(row[2])):
+        for row in parsed.rows:
+            if match := COMPACT.match(row[2]):
                 verdict = row[6].split(",")[0].strip()
                 rows.append(
                     [row[0], row[1], "", match["method"], match["baseline"], "", match["method_value"]]
