@@ -448,18 +448,20 @@ def _slu(env: str) -> dict:
     return resolved(env)["slu"] if env != "base" else yaml_base("parameters_slu.yml")["slu"]
 
 
-def test_the_default_slu_run_has_the_laj_methods_in_a_reduced_setting(project: Path, forget_env):
+def test_the_default_slu_run_trains_every_method_alike_on_all_the_data(project: Path, forget_env):
     from language_agnostic.pipeline_registry import register_pipelines
 
     base = _slu("base")
-    assert LAJ < set(base["methods"]) and {"zsjoint", "cosda"} < set(base["methods"])
-    reduced = [(base["methods"][m]["training"], base["methods"][m]["data"]) for m in sorted(LAJ)]
-    assert all(r == reduced[0] for r in reduced)
-    assert reduced[0] == (
+    assert set(base["methods"]) == LAJ | {"zsjoint", "cosda"}
+    budgets = [(base["methods"][m]["training"], base["methods"][m]["data"]) for m in sorted(base["methods"])]
+    assert all(b == budgets[0] for b in budgets)  # one budget and one recipe for every method
+    assert budgets[0] == (
         {"max_epochs": 1, "train_layers": 6, "lr": 5.0e-3, "encoder_lr": 1.0e-4},
-        {"max_train": 2000, "batch_size": 8},
-    )  # docs/slu.md, as measured
-    assert "training" not in base["methods"]["zsjoint"] and "training" not in base["methods"]["cosda"]
+        {"max_train": None, "batch_size": 8},
+    )  # docs/decisions.md, chosen on en-US dev
+    # the quick / ablation budget: the same recipe on the 2,000-utterance sample
+    assert base["budgets"]["laj"]["training"] == base["budgets"]["all_data"]["training"]
+    assert base["budgets"]["laj"]["data"] == {"max_train": 2000, "batch_size": 8}
     assert base["methods"]["lajmcl"].get("loss_weights") is None  # λ1 = λ2 = λ3 = 0.5
     assert set(base["methods"]["lajoint-cs"]["loss_weights"].values()) == {0}
     assert (
@@ -474,22 +476,31 @@ def test_the_default_slu_run_has_the_laj_methods_in_a_reduced_setting(project: P
     assert "slu_figure" in pipeline.outputs()
 
 
-@pytest.mark.parametrize("env", ["slu_ablations", "slu_grid", "slu_scl"])
+@pytest.mark.parametrize("env", ["slu_quick", "slu_ablations", "slu_grid", "slu_scl"])
 def test_the_ablation_and_grid_envs_restate_base_but_for_their_methods(project: Path, forget_env, env: str):
     from language_agnostic.pipeline_registry import register_pipelines
     from language_agnostic.pipelines.slu.nodes import method_key
 
     base, study = _slu("base"), _slu(env)
-    # slu_scl draws no figure: its one figure method (lajoint-cs) would overwrite the default run's four panels
-    own = {"methods", "figure"} if env == "slu_scl" else {"methods"}
+    # slu_quick and slu_scl draw no figure: their methods would overwrite the default run's four panels
+    own = {"methods", "figure"} if env in ("slu_scl", "slu_quick") else {"methods"}
     assert {k: v for k, v in study.items() if k not in own} == {k: v for k, v in base.items() if k not in own}
-    # every method of the env takes the LAJ methods' reduced setting, so the default run's references compare
-    assert all(
-        spec["training"] == base["methods"]["lajmcl"]["training"] and spec["data"] == base["methods"]["lajmcl"]["data"]
-        for spec in study["methods"].values()
-    )
-    if env == "slu_ablations":
-        assert set(study["methods"]) == set(MCL_ABLATIONS) | set(LAJOINT_ABLATIONS) | set(BUDGET_CONTROLS)
+    # every method of the env takes the laj budget (the 2,000-utterance sample), as its references do
+    laj = base["budgets"]["laj"]
+    assert all(spec["training"] == laj["training"] and spec["data"] == laj["data"] for spec in study["methods"].values())
+    quick = _slu("slu_quick")["methods"]
+    if env == "slu_quick":  # the default run's five methods, only their budget (and so their names) changed
+        assert study["figure"]["methods"] == []
+        assert quick == {
+            name + "-laj_budget": {**{k: v for k, v in spec.items() if k not in ("training", "data")}, **laj}
+            for name, spec in base["methods"].items()
+        }
+    elif env == "slu_ablations":
+        references = {m + "-laj_budget" for m in LAJ}
+        assert set(study["methods"]) == set(MCL_ABLATIONS) | set(LAJOINT_ABLATIONS) | set(BUDGET_CONTROLS) | references
+        assert {m: study["methods"][m] for m in references | set(BUDGET_CONTROLS)} == {
+            m: quick[m] for m in references | set(BUDGET_CONTROLS)
+        }
         for name, switched in BUDGET_CONTROLS.items():
             spec = study["methods"][name]
             assert spec["method"] == "slu" and bool(spec.get("code_switch")) is switched and "loss_weights" not in spec
@@ -508,21 +519,21 @@ def test_the_ablation_and_grid_envs_restate_base_but_for_their_methods(project: 
         for name, base_name in {
             "lajoint-cs+scl-t16": "lajoint-cs+scl",
             "lajoint-cs+scl-cos": "lajoint-cs+scl",
-            "lajmcl-cos": "lajmcl",
+            "lajmcl-cos": "lajmcl-laj_budget",
         }.items():
-            spec, reference = study["methods"][name], {**base["methods"], **printed}[base_name]
+            spec, reference = study["methods"][name], printed[base_name]
             assert {k: v for k, v in spec.items() if k != "options"} == {
                 k: v for k, v in reference.items() if k != "options"
             }
         assert study["methods"]["lajoint-cs+scl-t16"]["options"] == {"slot_temperature": 0.0625}
         # the claims' references are restated unchanged, so this run's rows are the default / ablations runs' rows
-        assert study["methods"]["lajoint-cs"] == base["methods"]["lajoint-cs"]
+        assert study["methods"]["lajoint-cs-laj_budget"] == printed["lajoint-cs-laj_budget"]
         assert study["methods"]["cosda-laj_budget"] == printed["cosda-laj_budget"]
         assert set(study["methods"]) == {
             "lajoint-cs+scl-t16",
             "lajoint-cs+scl-cos",
             "lajmcl-cos",
-            "lajoint-cs",
+            "lajoint-cs-laj_budget",
             "cosda-laj_budget",
         }
         assert study["figure"]["methods"] == []

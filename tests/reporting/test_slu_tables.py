@@ -40,7 +40,8 @@ def test_only_the_tables_of_methods_run_are_written():
 def test_the_ablation_tables_follow_the_papers_rows():
     rows = _rows(
         {
-            "lajmcl": _three((0.9, 0.6, 0.3)),
+            "lajmcl-laj_budget": _three((0.9, 0.6, 0.3)),
+            "lajmcl": _three((0.1, 0.1, 0.1)),  # the default run's budget: not an ablation reference
             "lajoint-cs+scl+wcl": _three((0.9, 0.3, 0.3)),
             "lajoint-cs+ucl": _three((0.6, 0.6, 0.6)),
             "lajoint-no_projector": _three((0.3, 0.3, 0.3)),
@@ -53,11 +54,13 @@ def test_the_ablation_tables_follow_the_papers_rows():
     ]
     assert labels == ["− Projector", "+ UCL", "+ SCL&WCL", "+ MCL"]
     assert "| + SCL&WCL | `lajoint-cs+scl+wcl` | 60.00 | 50.00 | 50.00 |" in table4
+    assert "| + MCL | `lajmcl-laj_budget` |" in table4 and "`lajmcl` " not in table4
     table15 = markdown.split("## Table 15 layout")[1]
     assert "| + UCL | 60.00 | 60.00 | 60.00 | 60.00 |" in table15 and "| method | en | de | ja | avg (all) |" in table15
-    assert ordered_methods(["zz", "lajmcl", "lajoint-cs+ucl", "zsjoint"]) == [
+    assert ordered_methods(["zz", "lajmcl", "lajoint-cs+ucl", "zsjoint-laj_budget", "zsjoint"]) == [
         "zsjoint",
         "lajmcl",
+        "zsjoint-laj_budget",
         "lajoint-cs+ucl",
         "zz",
     ]
@@ -153,36 +156,38 @@ ZS = "ZSJoint above LAJoint on XLM-R (Tables 2, 3; the text's mBERT claim is the
 
 
 def test_the_claims_compare_average_em_over_the_non_training_locales():
-    # EM over de, ja: lajoint (0.5 + 0.3) / 2 = 0.40, zsjoint-laj_budget 0.30, zsjoint 0.45;
-    # lajoint-cs+ucl 0.20 vs lajoint-cs 0.25
+    # EM over de, ja: lajoint (0.5 + 0.3) / 2 = 0.40, zsjoint 0.45; at the laj budget lajoint 0.20, zsjoint 0.30;
+    # lajoint-cs+ucl 0.20 vs lajoint-cs at the laj budget 0.25
     rows = _rows(
         {
             "lajoint": _three((0.9, 0.5, 0.3)),
+            "lajoint-laj_budget": _three((0.9, 0.2, 0.2)),
             "zsjoint-laj_budget": _three((0.1, 0.4, 0.2)),
             "zsjoint": _three((0.9, 0.6, 0.3)),
-            "lajoint-cs": _three((0.9, 0.3, 0.2)),
+            "lajoint-cs-laj_budget": _three((0.9, 0.3, 0.2)),
             "lajoint-cs+ucl": _three((0.9, 0.2, 0.2)),
         }
     )
     markdown = slu_tables(rows, "en-US")
-    # no per-utterance outcomes: the metrics table's averages, no test, not comparable
+    # no per-utterance outcomes: the metrics table's averages, no test, not comparable; a main comparison
+    # at each budget, never across
     assert _claims(markdown) == [
+        [ZS, "`zsjoint` (this run)", "`lajoint` (this run)", "45.00", "40.00", "+5.00", "—", "1", "not comparable"],
         [
             ZS,
             "`zsjoint-laj_budget` (this run)",
-            "`lajoint` (this run)",
+            "`lajoint-laj_budget` (this run)",
             "30.00",
-            "40.00",
-            "-10.00",
+            "20.00",
+            "+10.00",
             "—",
             "1",
             "not comparable",
         ],
-        [ZS, "`zsjoint` (this run)", "`lajoint` (this run)", "45.00", "40.00", "+5.00", "—", "1", "not comparable"],
         [
             "UCL > LAJoint+CS (§4.5, Table 4)",
             "`lajoint-cs+ucl` (this run)",
-            "`lajoint-cs` (this run)",
+            "`lajoint-cs-laj_budget` (this run)",
             "20.00",
             "25.00",
             "-5.00",
@@ -249,28 +254,28 @@ def test_the_claims_are_paired_on_the_utterances_with_mcnemar():
 
 
 def test_the_ablation_claims_compare_each_method_with_what_it_adds_to():
-    # EM over de, ja: lajoint 0.40 vs − Comp&Proj 0.45; lajmcl 0.35 vs lajoint-cs 0.25 and vs +UCL&WCL 0.40
+    # the ablations' references are at their budget (laj). EM over de, ja: lajoint 0.40 vs − Comp&Proj 0.45; lajmcl 0.35 vs lajoint-cs 0.25 and vs +UCL&WCL 0.40
     rows = _rows(
         {
-            "lajoint": _three((0.9, 0.5, 0.3)),
+            "lajoint-laj_budget": _three((0.9, 0.5, 0.3)),
             "lajoint-no_comp_proj": _three((0.9, 0.6, 0.3)),
-            "lajoint-cs": _three((0.9, 0.3, 0.2)),
-            "lajmcl": _three((0.9, 0.4, 0.3)),
+            "lajoint-cs-laj_budget": _three((0.9, 0.3, 0.2)),
+            "lajmcl-laj_budget": _three((0.9, 0.4, 0.3)),
             "lajoint-cs+ucl+wcl": _three((0.9, 0.4, 0.4)),
         }
     )
     assert [r[:6] for r in _claims(slu_tables(rows, "en-US"))] == [
         [
             "MCL > w/o MCL (§4.3, Tables 2, 3)",
-            "`lajmcl` (this run)",
-            "`lajoint-cs` (this run)",
+            "`lajmcl-laj_budget` (this run)",
+            "`lajoint-cs-laj_budget` (this run)",
             "35.00",
             "25.00",
             "+10.00",
         ],
         [
             "LAJoint > − Comp&Proj (§4.5, Table 4)",
-            "`lajoint` (this run)",
+            "`lajoint-laj_budget` (this run)",
             "`lajoint-no_comp_proj` (this run)",
             "40.00",
             "45.00",
@@ -279,14 +284,14 @@ def test_the_ablation_claims_compare_each_method_with_what_it_adds_to():
         [
             "UCL&WCL > LAJoint+CS (§4.5, Table 4)",
             "`lajoint-cs+ucl+wcl` (this run)",
-            "`lajoint-cs` (this run)",
+            "`lajoint-cs-laj_budget` (this run)",
             "40.00",
             "25.00",
             "+15.00",
         ],
         [
             "MCL > any two levels (§4.5, Table 4)",
-            "`lajmcl` (this run)",
+            "`lajmcl-laj_budget` (this run)",
             "`lajoint-cs+ucl+wcl` (this run)",
             "35.00",
             "40.00",
@@ -299,11 +304,11 @@ def test_a_claims_baseline_not_trained_in_this_run_comes_from_the_earlier_metric
     rows = _rows({"lajoint-cs+scl": _three((0.9, 0.5, 0.5))}).assign(encoder="e5", source="en-US")
     earlier = pd.concat(
         [
-            _rows({"lajoint-cs": _three((0.9, 0.4, 0.2))}).assign(
+            _rows({"lajoint-cs-laj_budget": _three((0.9, 0.4, 0.2))}).assign(
                 encoder="e5", source="en-US", run_id="abcdef0123456789"
             ),
             # another encoder, and a method this run trained: neither is taken
-            _rows({"lajoint-cs": _three((0.0, 0.0, 0.0))}).assign(encoder="other", source="en-US", run_id="x" * 16),
+            _rows({"lajoint-cs-laj_budget": _three((0.0, 0.0, 0.0))}).assign(encoder="other", source="en-US", run_id="x" * 16),
             _rows({"lajoint-cs+scl": _three((0.0, 0.0, 0.0))}).assign(encoder="e5", source="en-US", run_id="y" * 16),
         ],
         ignore_index=True,
@@ -313,7 +318,7 @@ def test_a_claims_baseline_not_trained_in_this_run_comes_from_the_earlier_metric
         [
             "SCL > LAJoint+CS (§4.5, Table 4)",
             "`lajoint-cs+scl` (this run)",
-            "`lajoint-cs` (run `abcdef01`)",
+            "`lajoint-cs-laj_budget` (run `abcdef01`)",
             "50.00",
             "30.00",
             "+20.00",
@@ -328,10 +333,10 @@ def test_a_claims_baseline_not_trained_in_this_run_comes_from_the_earlier_metric
 
 
 def test_the_slot_level_readings_are_claimed_against_laj_cs_and_cosda():
-    # EM over de, ja: lajoint-cs 0.25, lajoint-cs+scl-cos 0.30, lajmcl-cos 0.35, cosda-laj_budget 0.40
+    # EM over de, ja: lajoint-cs (laj budget) 0.25, lajoint-cs+scl-cos 0.30, lajmcl-cos 0.35, cosda-laj_budget 0.40
     rows = _rows(
         {
-            "lajoint-cs": _three((0.9, 0.3, 0.2)),
+            "lajoint-cs-laj_budget": _three((0.9, 0.3, 0.2)),
             "lajoint-cs+scl-cos": _three((0.9, 0.4, 0.2)),
             "lajmcl-cos": _three((0.9, 0.4, 0.3)),
             "cosda-laj_budget": _three((0.9, 0.5, 0.3)),
@@ -340,20 +345,20 @@ def test_the_slot_level_readings_are_claimed_against_laj_cs_and_cosda():
     assert [r[:3] + r[5:6] for r in _claims(slu_tables(rows, "en-US"))] == [
         [
             "LAJoint+CS > CoSDA-ML (§4.3, Tables 2, 3)",
-            "`lajoint-cs` (this run)",
+            "`lajoint-cs-laj_budget` (this run)",
             "`cosda-laj_budget` (this run)",
             "-15.00",
         ],
         [
             "SCL, cosine affinity > LAJoint+CS (this project's reading)",
             "`lajoint-cs+scl-cos` (this run)",
-            "`lajoint-cs` (this run)",
+            "`lajoint-cs-laj_budget` (this run)",
             "+5.00",
         ],
         [
             "MCL, cosine SCL > w/o MCL (this project's reading)",
             "`lajmcl-cos` (this run)",
-            "`lajoint-cs` (this run)",
+            "`lajoint-cs-laj_budget` (this run)",
             "+10.00",
         ],
         [
@@ -369,21 +374,21 @@ def test_a_claim_is_tested_once_per_seed_both_methods_hold():
     # the configured seed from an earlier run, seed 2023 from this one; seed 2024 of the baseline alone is left out
     rows = _rows(
         {
-            "lajoint-seed2023": _three((0.9, 0.5, 0.5)),
+            "lajoint-laj_budget-seed2023": _three((0.9, 0.5, 0.5)),
             "lajoint-no_compressor-seed2023": _three((0.9, 0.5, 0.5)),
             "lajoint-no_compressor-seed2024": _three((0.9, 0.0, 0.0)),
         }
     ).assign(encoder="e5", source="en-US")
-    earlier = _rows({"lajoint": _three((0.9, 0.5, 0.5)), "lajoint-no_compressor": _three((0.9, 0.5, 0.5))}).assign(
+    earlier = _rows({"lajoint-laj_budget": _three((0.9, 0.5, 0.5)), "lajoint-no_compressor": _three((0.9, 0.5, 0.5))}).assign(
         encoder="e5", source="en-US", run_id="abcdef0123456789"
     )
     outcomes = pd.concat(
         [
             # configured seed: 20 of 20 vs 2 of 20, all discordant one way (p = 2 / 2^18)
-            _outcomes("lajoint", [True] * 10, [True] * 10),
+            _outcomes("lajoint-laj_budget", [True] * 10, [True] * 10),
             _outcomes("lajoint-no_compressor", [True] + [False] * 9, [True] + [False] * 9),
             # seed 2023: 11 of 20 vs 10 of 20, one discordant (p = 1)
-            _outcomes("lajoint-seed2023", [True] * 6 + [False] * 4, [True] * 5 + [False] * 5),
+            _outcomes("lajoint-laj_budget-seed2023", [True] * 6 + [False] * 4, [True] * 5 + [False] * 5),
             _outcomes("lajoint-no_compressor-seed2023", [True] * 5 + [False] * 5, [True] * 5 + [False] * 5),
         ]
     )
@@ -393,7 +398,7 @@ def test_a_claim_is_tested_once_per_seed_both_methods_hold():
     assert claims == [
         [
             "LAJoint > − Compressor (§4.5, Table 4)",
-            "`lajoint` (run `abcdef01`, this run)",
+            "`lajoint-laj_budget` (run `abcdef01`, this run)",
             "`lajoint-no_compressor` (run `abcdef01`, this run)",
             "77.50",
             "30.00",

@@ -27,145 +27,163 @@ from language_agnostic.reporting.claims import ClaimSpec, claim_row, claims_sect
 from language_agnostic.reporting.markdown import table
 
 METRICS = {"exact_match": "Semantic exact match", "intent_accuracy": "Intent accuracy", "slot_f1": "Slot F1"}
-# Table 2's rows (data EN, then EN+CS), the paper's names
-MAIN_METHODS = {
+# A method trained at ``slu.budgets.laj`` (the 2,000-utterance sample of the quick and ablation runs) carries the
+# budget in its name, so its rows and outcomes never mix with the default run's (every method on all the data)
+LAJ_BUDGET = "-laj_budget"
+BUDGETS = ("", LAJ_BUDGET)
+# Table 2's rows (data EN, then EN+CS), the paper's names; each at both budgets
+_MAIN = {
     "zsjoint": ("EN", "ZSJoint"),
     "lajoint": ("EN", "LAJoint"),
     "cosda": ("EN+CS", "CoSDA-ML"),
     "lajmcl": ("EN+CS", "LAJ-MCL"),
     "lajoint-cs": ("EN+CS", "w/o MCL (LAJoint+CS)"),
 }
-# Tables 4 and 15: (row label, method), the paper's order; lajoint, lajoint-cs and lajmcl are the references
+MAIN_METHODS = {m + budget: row for budget in BUDGETS for m, row in _MAIN.items()}
+# Tables 4 and 15: (row label, method), the paper's order. The ablations are trained at the laj budget, so their
+# references (LAJoint, LAJoint+CS, LAJ-MCL) are too
 ABLATIONS = [
-    ("LAJoint", "lajoint"),
+    ("LAJoint", "lajoint" + LAJ_BUDGET),
     ("− Compressor", "lajoint-no_compressor"),
     ("− Projector", "lajoint-no_projector"),
     ("− Comp&Proj", "lajoint-no_comp_proj"),
-    ("LAJoint+CS", "lajoint-cs"),
+    ("LAJoint+CS", "lajoint-cs" + LAJ_BUDGET),
     ("+ UCL", "lajoint-cs+ucl"),
     ("+ SCL", "lajoint-cs+scl"),
     ("+ WCL", "lajoint-cs+wcl"),
     ("+ UCL&SCL", "lajoint-cs+ucl+scl"),
     ("+ UCL&WCL", "lajoint-cs+ucl+wcl"),
     ("+ SCL&WCL", "lajoint-cs+scl+wcl"),
-    ("+ MCL", "lajmcl"),
+    ("+ MCL", "lajmcl" + LAJ_BUDGET),
 ]
-REFERENCES = {"lajoint", "lajoint-cs", "lajmcl"}
+REFERENCES = {m + LAJ_BUDGET for m in ("lajoint", "lajoint-cs", "lajmcl")}
 METHOD_ORDER = [
-    "zsjoint",
-    "cosda",
-    "lajoint",
-    "lajoint-cs",
-    "lajmcl",
+    *(m + budget for budget in BUDGETS for m in ("zsjoint", "cosda", "lajoint", "lajoint-cs", "lajmcl")),
     *(m for _, m in ABLATIONS if m not in REFERENCES),
 ]
-# LAJ-MCL's claims checked on every run (the ``## Claims`` section): (claim, method, its baselines). The
-# ``*-laj_budget`` baselines (--env=slu_ablations) are trained as the LAJ methods are (the same sample,
-# epochs and layers); zsjoint / cosda at their own, larger, budget are listed too. Paper 003 reports
-# mBERT and XLM-R base: the main comparisons on both (Table 2: MultiATIS++; Table 3: MTOP, XLM-R
-# only), the ablations (Tables 4/15) on mBERT and MultiATIS++ only. Our encoder is of the XLM-R family,
-# so a claim is stated as the paper's XLM-R rows show it where they exist: "LAJoint > ZSJoint" is
-# the text's mBERT claim, and its XLM-R rows show the opposite, so that is the claim checked here.
+# LAJ-MCL's claims checked on every run (the ``## Claims`` section): (claim, method, its baseline), each main
+# comparison at both budgets (the two methods always at the same one). Paper 003 reports mBERT and XLM-R base:
+# the main comparisons on both (Table 2: MultiATIS++; Table 3: MTOP, XLM-R only), the ablations (Tables 4/15)
+# on mBERT and MultiATIS++ only. Our encoder is of the XLM-R family, so a claim is stated as the paper's
+# XLM-R rows show it where they exist: "LAJoint > ZSJoint" is the text's mBERT claim, and its XLM-R rows
+# show the opposite, so that is the claim checked here.
 MBERT, XLMR, BOTH = "mBERT only", "XLM-R base (Tables 2, 3)", "mBERT and XLM-R base"
 PAIRS = ("lajoint-cs+ucl+scl", "lajoint-cs+ucl+wcl", "lajoint-cs+scl+wcl")
 _TABLE4 = "MultiATIS++ avg. EM (mBERT, Table 4): "
+_CS_REF = "lajoint-cs" + LAJ_BUDGET  # the MCL ablations' reference
 
 
 def _each(claim: str, method: str, baselines: Sequence[str], backbone: str, paper: str) -> list[ClaimSpec]:
-    """One claim per baseline present (``*-laj_budget`` and the own-budget one)."""
+    """One claim per baseline present."""
     return [ClaimSpec(claim, method, baseline, backbone, paper) for baseline in baselines]
 
 
+def _budgets(claim: str, method: str, baseline: str, backbone: str, paper: str) -> list[ClaimSpec]:
+    """A main comparison at each budget: the method against its baseline trained the same way."""
+    return [ClaimSpec(claim, method + b, baseline + b, backbone, paper) for b in BUDGETS]
+
+
 CLAIMS: list[ClaimSpec] = [
-    # the XLM-R rows of Tables 2 and 3: ZSJoint above LAJoint (ZSJoint at both of its budgets)
-    *(
-        ClaimSpec(
-            "ZSJoint above LAJoint on XLM-R (Tables 2, 3; the text's mBERT claim is the reverse, §4.3)",
-            zs,
-            "lajoint",
-            XLMR,
-            "XLM-R: MultiATIS++ 38.85 vs 37.35, MTOP 50.35 vs 46.55; mBERT: 38.02 vs 40.85",
-        )
-        for zs in ("zsjoint-laj_budget", "zsjoint")
+    # the XLM-R rows of Tables 2 and 3: ZSJoint above LAJoint
+    *_budgets(
+        "ZSJoint above LAJoint on XLM-R (Tables 2, 3; the text's mBERT claim is the reverse, §4.3)",
+        "zsjoint",
+        "lajoint",
+        XLMR,
+        "XLM-R: MultiATIS++ 38.85 vs 37.35, MTOP 50.35 vs 46.55; mBERT: 38.02 vs 40.85",
     ),
-    *_each(
+    *_budgets(
         "CoSDA-ML > ZSJoint (Tables 2, 3)",
         "cosda",
-        ("zsjoint",),
+        "zsjoint",
         BOTH,
         "XLM-R: MultiATIS++ 43.72 vs 38.85, MTOP 58.77 vs 50.35; mBERT: 43.15 vs 38.02",
     ),
-    *_each(
+    *_budgets(
         "LAJ-MCL > CoSDA-ML (§4.3, Tables 2, 3)",
         "lajmcl",
-        ("cosda-laj_budget", "cosda"),
+        "cosda",
         BOTH,
         "XLM-R: MultiATIS++ 47.58 vs 43.72, MTOP 60.11 vs 58.77; mBERT: 52.50 vs 43.15",
     ),
-    *_each(
+    *_budgets(
         "LAJoint+CS > CoSDA-ML (§4.3, Tables 2, 3)",
         "lajoint-cs",
-        ("cosda-laj_budget", "cosda"),
+        "cosda",
         BOTH,
         "XLM-R: MultiATIS++ 46.41 vs 43.72, MTOP 58.92 vs 58.77; mBERT: 50.37 vs 43.15",
     ),
-    *_each(
+    *_budgets(
         "MCL > w/o MCL (§4.3, Tables 2, 3)",
         "lajmcl",
-        ("lajoint-cs",),
+        "lajoint-cs",
         BOTH,
         "XLM-R: MultiATIS++ 47.58 vs 46.41, MTOP 60.11 vs 58.92; mBERT: 52.50 vs 50.37",
     ),
     *_each(
         "LAJoint > − Compressor (§4.5, Table 4)",
-        "lajoint",
+        "lajoint" + LAJ_BUDGET,
         ("lajoint-no_compressor",),
         MBERT,
         _TABLE4 + "40.85 vs 40.01",
     ),
     *_each(
-        "LAJoint > − Projector (§4.5, Table 4)", "lajoint", ("lajoint-no_projector",), MBERT, _TABLE4 + "40.85 vs 40.35"
+        "LAJoint > − Projector (§4.5, Table 4)",
+        "lajoint" + LAJ_BUDGET,
+        ("lajoint-no_projector",),
+        MBERT,
+        _TABLE4 + "40.85 vs 40.35",
     ),
     *_each(
-        "LAJoint > − Comp&Proj (§4.5, Table 4)", "lajoint", ("lajoint-no_comp_proj",), MBERT, _TABLE4 + "40.85 vs 39.90"
+        "LAJoint > − Comp&Proj (§4.5, Table 4)",
+        "lajoint" + LAJ_BUDGET,
+        ("lajoint-no_comp_proj",),
+        MBERT,
+        _TABLE4 + "40.85 vs 39.90",
     ),
-    *_each("UCL > LAJoint+CS (§4.5, Table 4)", "lajoint-cs+ucl", ("lajoint-cs",), MBERT, _TABLE4 + "51.36 vs 50.37"),
-    *_each("SCL > LAJoint+CS (§4.5, Table 4)", "lajoint-cs+scl", ("lajoint-cs",), MBERT, _TABLE4 + "51.21 vs 50.37"),
-    *_each("WCL > LAJoint+CS (§4.5, Table 4)", "lajoint-cs+wcl", ("lajoint-cs",), MBERT, _TABLE4 + "50.89 vs 50.37"),
+    *_each("UCL > LAJoint+CS (§4.5, Table 4)", "lajoint-cs+ucl", (_CS_REF,), MBERT, _TABLE4 + "51.36 vs 50.37"),
+    *_each("SCL > LAJoint+CS (§4.5, Table 4)", "lajoint-cs+scl", (_CS_REF,), MBERT, _TABLE4 + "51.21 vs 50.37"),
+    *_each("WCL > LAJoint+CS (§4.5, Table 4)", "lajoint-cs+wcl", (_CS_REF,), MBERT, _TABLE4 + "50.89 vs 50.37"),
     *(
         spec
         for label, pair, value in zip(("UCL&SCL", "UCL&WCL", "SCL&WCL"), PAIRS, ("51.83", "51.69", "51.84"))
         for spec in _each(
-            f"{label} > LAJoint+CS (§4.5, Table 4)", pair, ("lajoint-cs",), MBERT, _TABLE4 + f"{value} vs 50.37"
+            f"{label} > LAJoint+CS (§4.5, Table 4)", pair, (_CS_REF,), MBERT, _TABLE4 + f"{value} vs 50.37"
         )
     ),
-    *_each("MCL > any two levels (§4.5, Table 4)", "lajmcl", PAIRS, MBERT, _TABLE4 + "52.50 vs 51.83, 51.69, 51.84"),
+    *_each(
+        "MCL > any two levels (§4.5, Table 4)",
+        "lajmcl" + LAJ_BUDGET,
+        PAIRS,
+        MBERT,
+        _TABLE4 + "52.50 vs 51.83, 51.69, 51.84",
+    ),
     # the slot level under other readings of eq. 10 (--env=slu_scl; docs/slu.md, "The slot level"): this project's
     *_each(
         "SCL, τ_s = 1/16 > LAJoint+CS (this project's reading)",
         "lajoint-cs+scl-t16",
-        ("lajoint-cs",),
+        (_CS_REF,),
         MBERT,
         _TABLE4 + "SCL 51.21 vs 50.37",
     ),
     *_each(
         "SCL, cosine affinity > LAJoint+CS (this project's reading)",
         "lajoint-cs+scl-cos",
-        ("lajoint-cs",),
+        (_CS_REF,),
         MBERT,
         _TABLE4 + "SCL 51.21 vs 50.37",
     ),
     *_each(
         "MCL, cosine SCL > w/o MCL (this project's reading)",
         "lajmcl-cos",
-        ("lajoint-cs",),
+        (_CS_REF,),
         BOTH,
         "XLM-R: MultiATIS++ 47.58 vs 46.41; mBERT: 52.50 vs 50.37",
     ),
     *_each(
         "LAJ-MCL, cosine SCL > CoSDA-ML (this project's reading)",
         "lajmcl-cos",
-        ("cosda-laj_budget", "cosda"),
+        ("cosda" + LAJ_BUDGET,),
         BOTH,
         "XLM-R: MultiATIS++ 47.58 vs 43.72; mBERT: 52.50 vs 43.15",
     ),
@@ -280,7 +298,8 @@ def main_table(
     present = [m for m in MAIN_METHODS if m in methods]
     if not present:
         return []
-    present.sort(key=lambda m: (MAIN_METHODS[m][0], list(MAIN_METHODS).index(m)))
+    # the default run's methods, then those at the laj budget; within each, EN then EN+CS as the paper has them
+    present.sort(key=lambda m: (m.endswith(LAJ_BUDGET), MAIN_METHODS[m][0], list(MAIN_METHODS).index(m)))
     body = [
         [
             MAIN_METHODS[m][0],
@@ -305,9 +324,8 @@ def ablation_tables(
 ) -> list[str]:
     """LAJ-MCL Table 4 (averages over every test locale) and Table 15 (per locale), when an ablation was run.
 
-    The references (``lajoint``, ``lajoint-cs``, ``lajmcl``) are rows when they were run in the
-    same run; an ablation environment that does not train them leaves them out (their rows are
-    in the default run's tables, under the same settings when the overrides match).
+    The references (``lajoint``, ``lajoint-cs``, ``lajmcl`` at the ablations' budget, ``*-laj_budget``) are
+    rows when they were run in the same run (``--env=slu_ablations`` trains them).
     """
     present = set(methods)
     rows = [(label, m) for label, m in ABLATIONS if m in present]
@@ -507,9 +525,10 @@ def claims_table(
     return claims_section(
         "Claims (LAJ-MCL), as measured",
         f"Semantic EM (%) over the test utterances of the {len(locales)} non-{_lang(training_locale)} locales. "
-        "`*-laj_budget` baselines are trained as the LAJ methods are (`--env=slu_ablations`); `zsjoint` and "
-        "`cosda` at their own budget (docs/slu.md). Rows of another run are the metrics table's, before this run; "
-        "its per-utterance outcomes pair them.",
+        "Every method is trained the same way; the default run's on all the en-US training utterances, "
+        "`*-laj_budget` methods and the ablations on a sample of 2,000 (`--env=slu_quick`, `--env=slu_ablations`; "
+        "docs/slu.md); a claim compares two methods at one budget. Rows of another run are the metrics table's, "
+        "before this run; its per-utterance outcomes pair them.",
         body,
     )
 
