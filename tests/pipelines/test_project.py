@@ -487,7 +487,9 @@ def test_the_ablation_and_grid_envs_restate_base_but_for_their_methods(project: 
     assert {k: v for k, v in study.items() if k not in own} == {k: v for k, v in base.items() if k not in own}
     # every method of the env takes the laj budget (the 2,000-utterance sample), as its references do
     laj = base["budgets"]["laj"]
-    assert all(spec["training"] == laj["training"] and spec["data"] == laj["data"] for spec in study["methods"].values())
+    assert all(
+        spec["training"] == laj["training"] and spec["data"] == laj["data"] for spec in study["methods"].values()
+    )
     quick = _slu("slu_quick")["methods"]
     if env == "slu_quick":  # the default run's five methods, only their budget (and so their names) changed
         assert study["figure"]["methods"] == []

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from language_agnostic.reporting.figures import parallel_intent_sample, plot_parallel_tsne
-from language_agnostic.reporting.slu import ordered_methods, slu_tables
+from language_agnostic.reporting.slu import budget_rows, ordered_methods, slu_tables
 
 LOCALES = ("en-US", "de-DE", "ja-JP")
 
@@ -254,7 +254,8 @@ def test_the_claims_are_paired_on_the_utterances_with_mcnemar():
 
 
 def test_the_ablation_claims_compare_each_method_with_what_it_adds_to():
-    # the ablations' references are at their budget (laj). EM over de, ja: lajoint 0.40 vs − Comp&Proj 0.45; lajmcl 0.35 vs lajoint-cs 0.25 and vs +UCL&WCL 0.40
+    # the ablations' references are at their budget (laj). EM over de, ja: lajoint 0.40 vs − Comp&Proj 0.45;
+    # lajmcl 0.35 vs lajoint-cs 0.25 and vs +UCL&WCL 0.40
     rows = _rows(
         {
             "lajoint-laj_budget": _three((0.9, 0.5, 0.3)),
@@ -308,7 +309,9 @@ def test_a_claims_baseline_not_trained_in_this_run_comes_from_the_earlier_metric
                 encoder="e5", source="en-US", run_id="abcdef0123456789"
             ),
             # another encoder, and a method this run trained: neither is taken
-            _rows({"lajoint-cs-laj_budget": _three((0.0, 0.0, 0.0))}).assign(encoder="other", source="en-US", run_id="x" * 16),
+            _rows({"lajoint-cs-laj_budget": _three((0.0, 0.0, 0.0))}).assign(
+                encoder="other", source="en-US", run_id="x" * 16
+            ),
             _rows({"lajoint-cs+scl": _three((0.0, 0.0, 0.0))}).assign(encoder="e5", source="en-US", run_id="y" * 16),
         ],
         ignore_index=True,
@@ -379,9 +382,9 @@ def test_a_claim_is_tested_once_per_seed_both_methods_hold():
             "lajoint-no_compressor-seed2024": _three((0.9, 0.0, 0.0)),
         }
     ).assign(encoder="e5", source="en-US")
-    earlier = _rows({"lajoint-laj_budget": _three((0.9, 0.5, 0.5)), "lajoint-no_compressor": _three((0.9, 0.5, 0.5))}).assign(
-        encoder="e5", source="en-US", run_id="abcdef0123456789"
-    )
+    earlier = _rows(
+        {"lajoint-laj_budget": _three((0.9, 0.5, 0.5)), "lajoint-no_compressor": _three((0.9, 0.5, 0.5))}
+    ).assign(encoder="e5", source="en-US", run_id="abcdef0123456789")
     outcomes = pd.concat(
         [
             # configured seed: 20 of 20 vs 2 of 20, all discordant one way (p = 2 / 2^18)
@@ -408,3 +411,24 @@ def test_a_claim_is_tested_once_per_seed_both_methods_hold():
             "tie",
         ]
     ]
+
+
+def test_the_budget_rows_give_each_main_method_at_each_budget_it_was_run():
+    # EM over de, ja: lajmcl 0.35 on all the data, 0.20 on the sample; zsjoint on the sample only, 0.40;
+    # an ablation and an unknown method are not main methods
+    rows = _rows(
+        {
+            "lajmcl": _three((0.9, 0.4, 0.3)),
+            "lajmcl-laj_budget": _three((0.9, 0.3, 0.1)),
+            "zsjoint-laj_budget": _three((0.9, 0.5, 0.3)),
+            "lajoint-cs+ucl": _three((0.9, 0.9, 0.9)),
+            "zz": _three((0.9, 0.9, 0.9)),
+        }
+    )
+    points = budget_rows(rows, {"": 11514, "-laj_budget": 2000}, "en-US")
+    assert points[["method", "budget", "utterances_seen"]].values.tolist() == [
+        ["zsjoint", "zsjoint-laj_budget", 2000],
+        ["lajmcl", "lajmcl-laj_budget", 2000],
+        ["lajmcl", "lajmcl", 11514],
+    ]
+    assert points["exact_match"].tolist() == pytest.approx([40.0, 20.0, 35.0])

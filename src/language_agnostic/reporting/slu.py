@@ -550,3 +550,29 @@ def summary(rows: pd.DataFrame, training_locale: str) -> dict[str, Any]:
         m: {k: average_over_targets(rows, m, k, training_locale) for k in METRICS}
         for m in dict.fromkeys(rows["method"])
     }
+
+
+def budget_rows(rows: pd.DataFrame, seen: Mapping[str, int], training_locale: str) -> pd.DataFrame:
+    """The main methods' exact match at each budget present: LAJ-MCL's comparisons as the training data grows.
+
+    Args:
+        rows: Metric rows (``task=slu``; the long metrics table).
+        seen: Budget suffix (``""`` the default run's, :data:`LAJ_BUDGET`) → English training utterances
+            seen (utterances × epochs).
+        training_locale: Left out of the average.
+
+    Returns:
+        ``method, budget, utterances_seen, exact_match`` (%, mean over the other test locales), one row
+        per main method and budget with rows, in the tables' method order and by utterances seen.
+    """
+    out = []
+    for base in _MAIN:
+        for suffix, n in seen.items():
+            value = average_over_targets(rows, base + suffix, "exact_match", training_locale)
+            if not np.isnan(value):
+                out.append(
+                    {"method": base, "budget": base + suffix, "utterances_seen": int(n), "exact_match": 100 * value}
+                )
+    frame = pd.DataFrame(out, columns=["method", "budget", "utterances_seen", "exact_match"])
+    order = {m: i for i, m in enumerate(METHOD_ORDER)}
+    return frame.sort_values(["method", "utterances_seen"], key=lambda c: c.map(order) if c.name == "method" else c)
