@@ -399,6 +399,10 @@ def test_the_paper_env_trains_slu_at_paper_scale_and_nothing_else_differs(projec
 
     base, paper, controls = load("base"), load("paper"), load("slu_controls")
     assert set(controls["methods"]) == {"cosda-cs_only"}
+    # the control is cosda trained the same way, without the English beside the switched copy
+    cs_only, cosda = controls["methods"]["cosda-cs_only"], base["methods"]["cosda"]
+    assert cs_only["training"] == cosda["training"]
+    assert cs_only["data"] == {**cosda["data"], "code_switch": {"keep_source": False}}
     assert {k: v for k, v in controls.items() if k != "methods"} == {k: v for k, v in base.items() if k != "methods"}
     from kedro.framework.session import KedroSession
 
