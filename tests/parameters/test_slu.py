@@ -266,17 +266,17 @@ def _base_as_written() -> dict[str, Any]:
 
 def test_a_budget_is_a_name_of_slu_budgets():
     written = _base_as_written()
-    assert written["methods"]["lajmcl"]["budget"] == "laj"
-    validated(Slu, written, "slu")  # conf/ as written, `budget: laj` unexpanded
+    assert written["methods"]["lajmcl"]["budget"] == "all_data"
+    validated(Slu, written, "slu")  # conf/ as written, `budget: all_data` unexpanded
     wrong = copy.deepcopy(written)
     wrong["methods"]["lajmcl"]["budget"] = "big"
     with pytest.raises(
-        ParameterError, match=re.escape("slu.methods.lajmcl.budget: must be one of slu.budgets ['laj'], got 'big'")
+        ParameterError, match=re.escape("slu.methods.lajmcl.budget: must be one of slu.budgets ['all_data', 'laj'], got 'big'")
     ):
         validated(Slu, wrong, "slu")
     # the loader refuses it too, when it expands the budgets (before any run or check reads them)
     with pytest.raises(
-        ParameterError, match=re.escape("slu.methods.lajmcl.budget: 'big' is not one of slu.budgets ['laj']")
+        ParameterError, match=re.escape("slu.methods.lajmcl.budget: 'big' is not one of slu.budgets ['all_data', 'laj']")
     ):
         expand_budgets({"slu": wrong})
 
@@ -284,7 +284,9 @@ def test_a_budget_is_a_name_of_slu_budgets():
 def test_a_budget_is_merged_under_the_method():
     lajmcl = validated(Slu, env_parameters()["slu"], "slu").methods["lajmcl"]
     assert lajmcl.budget is None  # expanded by the loader
-    assert (lajmcl.data.max_train, lajmcl.training.train_layers) == (2000, 6)
+    assert (lajmcl.data.max_train, lajmcl.data.batch_size, lajmcl.training.train_layers) == (None, 8, 6)
+    quick = validated(Slu, env_parameters("slu_quick")["slu"], "slu").methods["lajmcl-laj_budget"]
+    assert (quick.data.max_train, quick.data.batch_size, quick.training.train_layers) == (2000, 8, 6)
     # conf/paper: `lajmcl: {training: ~}` drops the budget's training
     paper = validated(Slu, env_parameters("paper")["slu"], "slu").methods["lajmcl"]
     assert not paper.training.model_fields_set and not paper.data.model_fields_set
