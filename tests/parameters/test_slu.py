@@ -271,12 +271,14 @@ def test_a_budget_is_a_name_of_slu_budgets():
     wrong = copy.deepcopy(written)
     wrong["methods"]["lajmcl"]["budget"] = "big"
     with pytest.raises(
-        ParameterError, match=re.escape("slu.methods.lajmcl.budget: must be one of slu.budgets ['all_data', 'laj'], got 'big'")
+        ParameterError,
+        match=re.escape("slu.methods.lajmcl.budget: must be one of slu.budgets ['all_data', 'laj'], got 'big'"),
     ):
         validated(Slu, wrong, "slu")
     # the loader refuses it too, when it expands the budgets (before any run or check reads them)
     with pytest.raises(
-        ParameterError, match=re.escape("slu.methods.lajmcl.budget: 'big' is not one of slu.budgets ['all_data', 'laj']")
+        ParameterError,
+        match=re.escape("slu.methods.lajmcl.budget: 'big' is not one of slu.budgets ['all_data', 'laj']"),
     ):
         expand_budgets({"slu": wrong})
 
