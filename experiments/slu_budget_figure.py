@@ -65,6 +65,7 @@ def main() -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     fig, ax = plt.subplots(figsize=(5.5, 3.6))
     for method, group in points.groupby("method", sort=False):
@@ -72,6 +73,7 @@ def main() -> None:
     ax.set_xscale("log")
     ax.set_xticks(sorted(set(points["utterances_seen"])))
     ax.set_xticklabels([f"{n:,}" for n in sorted(set(points["utterances_seen"]))])
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())  # only the budgets run are labelled
     ax.set_xlabel("English training utterances seen (utterances × epochs)")
     ax.set_ylabel("exact match %, non-English test")
     ax.legend(fontsize=8)
