@@ -565,3 +565,36 @@ def test_the_ablation_and_grid_envs_restate_base_but_for_their_methods(project: 
     assert {i for i in pipeline.inputs() if i.startswith("params:slu.methods.")} == {
         f"params:slu.methods.{m}" for m in study["methods"]
     }
+
+
+@pytest.mark.parametrize(("env", "extends"), [("slu_seeds", "base"), ("slu_ablation_seeds", "slu_ablations")])
+def test_the_seeds_envs_restate_their_run_and_move_only_the_training_seed(
+    project: Path, forget_env, env: str, extends: str
+):
+    """A seeds env lists the run it extends under the same names and settings (so those models are reused, and
+    each ``<method>-seed<N>`` pairs with its reference's seed), and every other entry is one of those with only
+    ``training.seed`` changed."""
+    study, reference = _slu(env), _slu(extends)
+    assert {k: v for k, v in study.items() if k not in ("methods", "figure")} == {
+        k: v for k, v in _slu("base").items() if k not in ("methods", "figure")
+    }
+    assert study["figure"]["methods"] == []
+    configured = reference["training"]["seed"]
+    originals = {m: spec for m, spec in study["methods"].items() if "-seed" not in m}
+    assert originals == {m: reference["methods"][m] for m in originals}
+    seeds: dict[str, set[int]] = {}
+    for name, spec in study["methods"].items():
+        if name in originals:
+            continue
+        method, seed = name.rsplit("-seed", 1)
+        assert spec["training"]["seed"] == int(seed) != configured
+
+        def unseeded(entry: dict) -> dict:
+            return {**entry, "training": {k: v for k, v in entry["training"].items() if k != "seed"}}
+
+        assert unseeded(spec) == unseeded(originals[method]), name
+        seeds.setdefault(method, set()).add(int(seed))
+    assert seeds and all(s == {2023, 2024} for s in seeds.values()) and set(seeds) == set(originals)
+    with KedroSession.create(PROJECT_ROOT, env=env) as session:
+        tables = session.load_context().catalog["slu_tables_markdown"]
+    assert f"{env}_tables.md" in str(tables._describe())
