@@ -27,13 +27,10 @@ import time
 from typing import Any
 
 import torch
-from slu_speed import slu_inputs  # benchmarks/ is on the path when a script here runs
+from lajmcl_profile import prepared_lajmcl  # benchmarks/ is on the path when a script here runs
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
-from language_agnostic.training.finetune import FineTuning
-from language_agnostic.training.lajmcl import prepare_lajmcl
 from language_agnostic.training.loop import train
-from language_agnostic.training.slu_methods import method_settings
 
 
 class Stop(Exception):
@@ -56,16 +53,7 @@ def main() -> None:
     logging.basicConfig(level=logging.WARNING)
     if args.flush_denormal and not torch.set_flush_denormal(True):
         raise SystemExit("this CPU cannot flush subnormals (torch.set_flush_denormal returned False)")
-    params, extraction, rows, encoder, languages, dictionaries = slu_inputs(args.raw_data_root)
-    spec = dict(params["methods"][args.variant])
-    method, training_overrides, data_overrides = method_settings(
-        args.variant, {k: v for k, v in spec.items() if k != "code_switch"}
-    )
-    data = {**params["data"], **data_overrides}
-    if spec.get("code_switch"):
-        data["code_switch"] = {**params["code_switch"], "languages": languages}
-    training = {**params["training"], **training_overrides, "progress": False}
-    run = prepare_lajmcl(rows, encoder, FineTuning(args.variant, method, data, training, extraction), dictionaries)
+    run = prepared_lajmcl(args.variant, args.raw_data_root, {}, {})
     print(
         f"machine: {platform.processor() or platform.machine()}, torch {torch.__version__}, threads "
         f"{torch.get_num_threads()}, {args.variant}, {run.info['n_train']} training utterances, "

@@ -34,6 +34,7 @@ import statistics
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import torch
 from slu_speed import slu_inputs  # benchmarks/ is on the path when a script here runs
@@ -41,6 +42,7 @@ from slu_speed import slu_inputs  # benchmarks/ is on the path when a script her
 from language_agnostic.training.finetune import FineTuning
 from language_agnostic.training.lajmcl import lajmcl_loss_fn, prepare_lajmcl
 from language_agnostic.training.loop import inference_autocast, resolve_precision
+from language_agnostic.training.slu import SluRun
 from language_agnostic.training.slu_methods import method_settings
 
 FLOOR = "floor: encoder forward + backward"
@@ -60,6 +62,21 @@ class Timer:
         self.steps[-1][name] += time.perf_counter() - start
 
 
+def prepared_lajmcl(variant: str, raw_data_root: str, data: dict[str, Any], training: dict[str, Any]) -> SluRun:
+    """``prepare_lajmcl`` of conf/base's ``slu.methods.<variant>`` as a run builds it (its budget, its
+    code-switching), with ``data`` / ``training`` over it and no progress bars (also ``lajmcl_drift.py``)."""
+    params, extraction, rows, encoder, languages, dictionaries = slu_inputs(raw_data_root)
+    spec = dict(params["methods"][variant])
+    method, training_overrides, data_overrides = method_settings(
+        variant, {k: v for k, v in spec.items() if k != "code_switch"}
+    )
+    data = {**params["data"], **data_overrides, **data}
+    if spec.get("code_switch"):
+        data["code_switch"] = {**params["code_switch"], "languages": languages}
+    training = {**params["training"], **training_overrides, **training, "progress": False}
+    return prepare_lajmcl(rows, encoder, FineTuning(variant, method, data, training, extraction), dictionaries)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--variant", default="lajmcl", help="a method: lajoint entry of slu.methods")
@@ -69,16 +86,7 @@ def main() -> None:
     parser.add_argument("--raw-data-root", default="../shared/data", help="where muse/ is")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    params, extraction, rows, encoder, languages, dictionaries = slu_inputs(args.raw_data_root)
-    spec = dict(params["methods"][args.variant])
-    method, training_overrides, data_overrides = method_settings(
-        args.variant, {k: v for k, v in spec.items() if k != "code_switch"}
-    )
-    data = {**params["data"], **data_overrides, "max_train": args.max_train}
-    if spec.get("code_switch"):
-        data["code_switch"] = {**params["code_switch"], "languages": languages}
-    training = {**params["training"], **training_overrides, "max_epochs": 1, "progress": False}
-    run = prepare_lajmcl(rows, encoder, FineTuning(args.variant, method, data, training, extraction), dictionaries)
+    run = prepared_lajmcl(args.variant, args.raw_data_root, {"max_train": args.max_train}, {"max_epochs": 1})
     model, settings = run.model, run.settings
     precision = resolve_precision(settings.mixed_precision, torch.device("cpu"))
     loss_fn = lajmcl_loss_fn(run.loss_weights)

@@ -567,6 +567,11 @@ def test_the_ablation_and_grid_envs_restate_base_but_for_their_methods(project: 
     }
 
 
+def _unseeded(entry: dict) -> dict:
+    """A method entry without its ``training.seed``."""
+    return {**entry, "training": {k: v for k, v in entry["training"].items() if k != "seed"}}
+
+
 @pytest.mark.parametrize(("env", "extends"), [("slu_seeds", "base"), ("slu_ablation_seeds", "slu_ablations")])
 def test_the_seeds_envs_restate_their_run_and_move_only_the_training_seed(
     project: Path, forget_env, env: str, extends: str
@@ -588,11 +593,7 @@ def test_the_seeds_envs_restate_their_run_and_move_only_the_training_seed(
             continue
         method, seed = name.rsplit("-seed", 1)
         assert spec["training"]["seed"] == int(seed) != configured
-
-        def unseeded(entry: dict) -> dict:
-            return {**entry, "training": {k: v for k, v in entry["training"].items() if k != "seed"}}
-
-        assert unseeded(spec) == unseeded(originals[method]), name
+        assert _unseeded(spec) == _unseeded(originals[method]), name
         seeds.setdefault(method, set()).add(int(seed))
     assert seeds and all(s == {2023, 2024} for s in seeds.values()) and set(seeds) == set(originals)
     with KedroSession.create(PROJECT_ROOT, env=env) as session:
