@@ -151,6 +151,34 @@ def test_a_findings_page_compact_claims_table_is_read_once_per_test():
     assert "| 0.352 (`cosda`) | 0.148 (`lajmcl`) | -0.204 | fails 1/1" in headline_markdown(table)
 
 
+def test_a_findings_section_is_read_alone_so_the_page_s_one_seed_rows_are_not_averaged_with_its_seeds_rows(tmp_path):
+    header = (
+        "| claim | paper's backbone | paper | method | baseline | on | method % | baseline % | Δ (points) "
+        "| McNemar p | seeds | verdict |\n|---|---|---|---|---|---|---:|---:|---:|---:|---:|---:|\n"
+    )
+    claim = "| LAJ-MCL > CoSDA-ML | XLM-R | 47.58 vs 43.72 | `lajmcl` (this run) | `cosda` (this run) | EM, non-en "
+    short = (  # a page's shorter layout: no backbone, paper or *on* column
+        "| claim | method | baseline | method % | baseline % | Δ (points) | McNemar p | seeds | verdict |\n"
+        "|---|---|---|---:|---:|---:|---:|---:|---:|\n"
+        "| LAJ-MCL > CoSDA-ML | `lajmcl` (this run) | `cosda` (this run) "
+        "| 36.00 | 40.30 | -4.30 ± 2.00 | 0.003 | 3 | fails |\n"
+    )
+    page = (
+        f"# LAJ-MCL\n\n## One seed\n\n{header}{claim}| 38.10 | 40.25 | -2.15 | <1e-6 | 1 | fails |\n"
+        f"\n## Three seeds\n\n{short}\n## After\n\ntext\n"
+    )
+    (tmp_path / "page.md").write_text(page)
+    reports = findings_reports(tmp_path, {"seeds": "page.md#Three seeds", "one": "page.md", "gone": "absent.md"})
+    assert set(reports) == {"seeds", "one"} and "38.10" in reports["one"]
+    assert "38.10" not in reports["seeds"] and "## After" not in reports["seeds"]
+    verdict = {"reports": ["seeds", "one"], "method": "lajmcl", "baseline": "cosda", "percent": True}
+    table = headline_table([{**ROW, "verdict": verdict}], reports)
+    assert table.loc[0, ["baseline", "ours", "delta"]].tolist() == pytest.approx([0.4030, 0.3600, -0.0430])
+    assert table.loc[0, "verdict"] == "fails 1/1 (p = 0.003) vs `cosda` (3 seeds)"
+    whole = headline_table([{**ROW, "verdict": {**verdict, "reports": ["one"]}}], reports)
+    assert whole.loc[0, ["ours", "rows"]].tolist() == [pytest.approx(0.3705), 2]  # the page: both rows averaged
+
+
 def test_the_readme_block_is_replaced_between_its_markers():
     readme = "intro\n<!-- headline:start -->\nold\n<!-- headline:end -->\nrest\n"
     new = update_readme(readme, "| a |\n")

@@ -173,7 +173,7 @@ PARSED = [
 ]
 
 
-def _name(cell: str) -> str:
+def quoted_name(cell: str) -> str:
     """The first back-quoted name of a cell (`` `lajmcl` (this run)`` → ``lajmcl``), else the cell."""
     start = cell.find("`")
     end = cell.find("`", start + 1)
@@ -192,6 +192,6 @@ def parse_claims(markdown: str) -> pd.DataFrame:
             continue
         for cells in parsed.rows:
             row = list(cells)
-            row[3], row[4] = _name(row[3]), _name(row[4])
+            row[3], row[4] = quoted_name(row[3]), quoted_name(row[4])
             rows.append(row)
     return pd.DataFrame(rows, columns=PARSED)

@@ -31,8 +31,8 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from language_agnostic.reporting.claims import PARSED, parse_claims
-from language_agnostic.reporting.markdown import parse_tables, table
+from language_agnostic.reporting.claims import PARSED, parse_claims, quoted_name
+from language_agnostic.reporting.markdown import parse_tables, section_text, table
 
 COLUMNS = [
     "paper",
@@ -55,17 +55,22 @@ VERDICT_KEYS = {"reports", "method", "baseline", "where", "percent"}
 ORDER = ("holds", "tie", "fails", "not comparable")
 START, END = "<!-- headline:start -->", "<!-- headline:end -->"
 # the committed pages that hold copies of the reports' claims tables, by the report they copy
-# (``data/`` is not in git: the README's table is rebuilt from these)
+# (``data/`` is not in git: the README's table is rebuilt from these); ``PAGE.md#Heading``: only the
+# part of the page under that heading (a seeds run's section, so one-seed rows elsewhere on the page
+# are not averaged in)
 FINDINGS = {
     "fmda_seeds_tables": "docs/findings/fmda.md",
     "qe_seeds_report": "docs/findings/dream_meat_seed.md",
     "sts_seeds_report": "docs/findings/dream_meat_seed.md",
     "emu_seeds_tables": "docs/findings/emu.md",
+    "slu_seeds_tables": "docs/findings/lajmcl.md#The claims on three seeds, on all the data",
     "slu_tables": "docs/findings/lajmcl.md",
 }
 PARAMETERS = "conf/base/parameters_headline.yml"
 
 
+# a findings page's claims table in the reports' layout less its backbone, paper and *on* columns
+SHORT = ["claim", "method", "baseline", "method %", "baseline %", "Δ (points)", "McNemar p", "seeds", "verdict"]
 # a findings page's compact claims table's third cell: `method` 14.83 vs `baseline` 35.21
 COMPACT = re.compile(
     r"^`(?P<method>[^`]+)` (?P<method_value>-?[\d.]+) vs `(?P<baseline>[^`]+)` (?P<baseline_value>-?[\d.]+)$"
@@ -73,14 +78,20 @@ COMPACT = re.compile(
 
 
 def parse_compact_claims(markdown: str) -> pd.DataFrame:
-    """The rows of a findings page's compact claims tables (claim, backbone, :data:`COMPACT`, Δ,
-    McNemar p, seeds, verdict) as rows of :func:`parse_claims`; a row without both names is left out.
+    """The rows of a findings page's compact claims tables as rows of :func:`parse_claims`: (claim,
+    backbone, :data:`COMPACT`, Δ, McNemar p, seeds, verdict), a row without both names left out, and
+    the reports' layout without its backbone, paper and *on* columns (:data:`SHORT`).
 
     The verdict is its first word (``fails, at unequal budgets`` → ``fails``).
     """
     rows: list[list[str]] = []
     for parsed in parse_tables(markdown):
         header = list(parsed.header)
+        if header == SHORT:
+            for row in parsed.rows:
+                verdict = row[8].split(",")[0].strip()
+                rows.append([row[0], "", "", quoted_name(row[1]), quoted_name(row[2]), "", *row[3:8], verdict])
+            continue
         if len(header) != 7 or header[0] != "claim" or header[4:] != ["McNemar p", "seeds", "verdict"]:
             continue
         for row in parsed.rows:
@@ -278,8 +289,15 @@ def readme_block(readme: str) -> str:
 
 
 def findings_reports(root: Path, findings: Mapping[str, str] = FINDINGS) -> dict[str, str]:
-    """``{report name: markdown}`` of the committed findings pages that copy the reports' claims tables."""
-    return {name: (root / path).read_text() for name, path in findings.items() if (root / path).exists()}
+    """``{report name: markdown}`` of the committed findings pages that copy the reports' claims tables
+    (for ``PAGE.md#Heading``, the part of the page under that heading); a page that is missing is left out."""
+    reports = {}
+    for name, where in findings.items():
+        path, _, heading = where.partition("#")
+        if (root / path).exists():
+            text = (root / path).read_text()
+            reports[name] = section_text(text, heading) if heading else text
+    return reports
 
 
 def configured_rows(root: Path) -> list[dict[str, Any]]:
@@ -295,7 +313,7 @@ def main(argv: Sequence[str]) -> int:
         headline = headline_table(configured_rows(Path.cwd()), findings_reports(Path.cwd()))
         headline.to_csv(csv, index=False)
         headline_figure(headline).savefig(png, dpi=120)
-        print(f"{csv}, {png}: headline from {sorted(set(FINDINGS.values()))}")
+        print(f"{csv}, {png}: headline from {sorted({where.partition('#')[0] for where in FINDINGS.values()})}")
         return 0
     if len(argv) != 2:
         print(

@@ -104,3 +104,25 @@ def parse_tables(markdown: str) -> list[ParsedTable]:
                 continue
         i += 1
     return tables
+
+
+def section_text(markdown: str, heading: str) -> str:
+    """The part of ``markdown`` under the heading whose text is ``heading`` (any level): from that
+    heading's line to the next heading of the same or a higher level, outside fenced code blocks.
+
+    Raises:
+        ValueError: No heading has that text (a typo would otherwise select nothing).
+    """
+    lines = markdown.split("\n")
+    fenced, start, level = False, None, 0
+    for i, line in enumerate(lines):
+        if _FENCE.match(line):
+            fenced = not fenced
+        elif not fenced and (match := _HEADING.match(line)):
+            if start is not None and len(match.group(1)) <= level:
+                return "\n".join(lines[start:i]) + "\n"
+            if start is None and match.group(2).strip() == heading.strip():
+                start, level = i, len(match.group(1))
+    if start is None:
+        raise ValueError(f"no heading {heading!r} in the markdown")
+    return "\n".join(lines[start:]) + ("" if markdown.endswith("\n") else "\n")
