@@ -33,6 +33,7 @@ import yaml
 
 from language_agnostic.reporting.claims import PARSED, parse_claims, quoted_name
 from language_agnostic.reporting.markdown import parse_tables, section_text, table
+from language_agnostic.reporting.page_tables import split_report
 
 COLUMNS = [
     "paper",
@@ -293,7 +294,7 @@ def findings_reports(root: Path, findings: Mapping[str, str] = FINDINGS) -> dict
     (for ``PAGE.md#Heading``, the part of the page under that heading); a page that is missing is left out."""
     reports = {}
     for name, where in findings.items():
-        path, _, heading = where.partition("#")
+        path, heading = split_report(where)  # the page_tables commands' PAGE.md#Heading, read alike
         if (root / path).exists():
             text = (root / path).read_text()
             reports[name] = section_text(text, heading) if heading else text
@@ -313,7 +314,7 @@ def main(argv: Sequence[str]) -> int:
         headline = headline_table(configured_rows(Path.cwd()), findings_reports(Path.cwd()))
         headline.to_csv(csv, index=False)
         headline_figure(headline).savefig(png, dpi=120)
-        print(f"{csv}, {png}: headline from {sorted({where.partition('#')[0] for where in FINDINGS.values()})}")
+        print(f"{csv}, {png}: headline from {sorted({str(split_report(where)[0]) for where in FINDINGS.values()})}")
         return 0
     if len(argv) != 2:
         print(
