@@ -15,7 +15,9 @@ mkdir -p "$LOGS"
 [ -d .data_template ] || { [ -d data ] && [ ! -L data ] && cp -a data .data_template; }
 [ -d .data_template ] || { echo "cold_warm.sh: no data/ as cloned to copy (run it from the project root of a clone)"; exit 2; }
 for P in "$@"; do
-  rm -f data
+  # data/ as cloned is a directory (its copy is the template): `rm -f` alone cannot remove it, and
+  # the link would then land inside it, so every pipeline would share one data/
+  if [ -L data ]; then rm data; elif [ -d data ]; then rm -rf data; fi
   [ -e "data_runs/$P" ] && mv "data_runs/$P" "data_runs/$P.old.$(date +%s)"
   mkdir -p data_runs && cp -a .data_template "data_runs/$P" && ln -s "data_runs/$P" data
   for RUN in cold warm; do

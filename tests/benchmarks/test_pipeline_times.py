@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -54,3 +56,30 @@ def test_a_cut_log_is_refused_with_its_path(tmp_path: Path):
     (tmp_path / "qe_cold.log").write_text("2026-11-28 02:25:01 INFO still running\n")
     with pytest.raises(ValueError, match=r"qe_cold.log: no /usr/bin/time -v summary"):
         pipeline_times.read_run(tmp_path / "qe_cold.log")
+
+
+@pytest.mark.skipif(not Path("/usr/bin/time").exists(), reason="cold_warm.sh times each run with GNU time")
+def test_cold_warm_gives_each_pipeline_its_own_copy_of_data_as_cloned(tmp_path: Path):
+    # a clone's data/ is a directory, not a link: each pipeline's cold run must still start from
+    # its own copy of it, not from what the pipeline before it left there
+    (tmp_path / "data" / "06_models").mkdir(parents=True)
+    (tmp_path / "data" / "06_models" / ".gitkeep").write_text("")
+    kedro = tmp_path / ".venv" / "bin" / "kedro"
+    kedro.parent.mkdir(parents=True)
+    # a stand-in for `kedro run --pipelines=P`: it lists what data/ held before it ran, then leaves a file
+    kedro.write_text(
+        "#!/bin/bash\nP=${2#--pipelines=}\n"
+        'ls -A data/06_models | tr "\\n" " " >> data/seen_$P\necho >> data/seen_$P\n'
+        "touch data/06_models/model_$P\n"
+    )
+    kedro.chmod(0o755)
+    script = ROOT / "benchmarks" / "cold_warm.sh"
+    logs = tmp_path / "logs"
+    done = subprocess.run(["bash", str(script), "qe", "sts"], cwd=tmp_path, env={**os.environ, "LOGS": str(logs)})
+    assert done.returncode == 0
+    assert (tmp_path / "data").is_symlink() and os.readlink(tmp_path / "data") == "data_runs/sts"
+    for p in ("qe", "sts"):
+        # cold saw only the clone's files, warm what its own cold run left
+        assert (tmp_path / "data_runs" / p / f"seen_{p}").read_text() == f".gitkeep \n.gitkeep model_{p} \n"
+    assert sorted(q.name for q in (tmp_path / ".data_template" / "06_models").iterdir()) == [".gitkeep"]
+    assert (logs / "chain.txt").read_text().count("rc=0") == 4
