@@ -16,6 +16,7 @@ Usage (from the project root)::
 
     .venv/bin/python -u benchmarks/encoder_floor.py
     .venv/bin/python -u benchmarks/encoder_floor.py --n 2000 --batch-sizes 64 --repeats 1 --no-compile
+    .venv/bin/python -u benchmarks/encoder_floor.py --languages all --n 0 --batch-sizes 64 --repeats 1 --sdpa-only
 """
 
 from __future__ import annotations
@@ -46,21 +47,32 @@ ROOT = Path(os.environ.get("LANGUAGE_AGNOSTIC_DATA_ROOT", PROJECT.parent / "shar
 ALL_TEXTS = 158_078  # distinct sentences of the 112 LASER Tatoeba pairs
 
 
-def sentences(languages: list[str], n: int) -> list[str]:
-    """The first ``n`` distinct non-empty sentences of the languages' Tatoeba files, in file order."""
+def sentences(languages: list[str], n: int, root: Path = ROOT) -> list[str]:
+    """The first ``n`` (``0``: all) distinct non-empty sentences of the languages' Tatoeba files, in file order.
+
+    ``["all"]`` reads both sides of every pair, so the set is the one the pipeline encodes (158,078 with
+    the LASER files): its mean length, not a sample's, sets the floor.
+    """
+    folder = root / "tatoeba" / "v1"
+    if languages == ["all"]:
+        files = sorted(folder.glob("tatoeba.*-eng.*"))
+    else:
+        files = [folder / f"tatoeba.{lang}-eng.{lang}" for lang in languages]
     texts: list[str] = []
-    for lang in languages:
-        texts += (ROOT / "tatoeba" / "v1" / f"tatoeba.{lang}-eng.{lang}").read_text(encoding="utf-8").splitlines()
-    return list(dict.fromkeys(t for t in texts if t.strip()))[:n]
+    for path in files:
+        texts += path.read_text(encoding="utf-8").splitlines()
+    distinct = list(dict.fromkeys(t for t in texts if t.strip()))
+    return distinct[:n] if n > 0 else distinct
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--languages", default="deu,fra,jpn,rus,ara,hin")
-    parser.add_argument("--n", type=int, default=6000)
+    parser.add_argument("--languages", default="deu,fra,jpn,rus,ara,hin", help="ISO 639-3 codes, or all")
+    parser.add_argument("--n", type=int, default=6000, help="the first N distinct sentences; 0 = all")
     parser.add_argument("--batch-sizes", default="32,64,256")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-compile", action="store_true")
+    parser.add_argument("--sdpa-only", action="store_true", help="only the --batch-sizes passes (no eager, no compile)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     texts = sentences(args.languages.split(","), args.n)
@@ -93,6 +105,8 @@ def main() -> None:
     sizes = [int(b) for b in args.batch_sizes.split(",")]
     for batch in sizes:
         report(f"SDPA attention, batch {batch}", statistics.median(one_pass(model, batch) for _ in range(args.repeats)))
+    if args.sdpa_only:
+        return
     default = settings.batch_size
     implementation = model.config._attn_implementation  # noqa: SLF001
     model.config._attn_implementation = "eager"  # noqa: SLF001  # BERT reads it on every forward
