@@ -61,6 +61,30 @@ def test_one_changed_cell_is_named_by_row_key_and_column(tmp_path, capsys):
     ]
 
 
+def test_gaps_give_each_rows_largest_difference_and_its_column(tmp_path, capsys):
+    # another device's run: fmda/m off by 0.004 and 0.011 (the larger is DE→EN), raw/cls by 0.001,
+    # a Δ cell with a ± and a Unicode minus read by its leading number
+    gpu = (
+        REPORT.replace("| fmda/m | 0.781 | 0.799 |", "| fmda/m | 0.777 | 0.810 |")
+        .replace("| raw/cls | 0.560 |", "| raw/cls | 0.561 |")
+        .replace("| fmda/m | 0.339 |", "| fmda/m | \u22120.339 ± 0.002 |")
+    )
+    page = _write(tmp_path, "gpu.md", gpu)
+    code, out = _run(capsys, "check", "--gaps", page, _write(tmp_path, "cpu.md", REPORT))
+    assert code == 1
+    assert out == [
+        '"Table 2: retrieval, accuracy@1" [embedding]: 4 cells checked, 3 differ, 0 not in the reports',
+        '"Table 3: template retrieval, accuracy@1" [embedding]: 4 cells checked, 1 differ, 0 not in the reports',
+        '"Table 2: retrieval, accuracy@1" [embedding]: largest |page − run| per row',
+        "  raw/cls: 0.001 (EN→DE)",
+        "  fmda/m: 0.011 (DE→EN)",
+        '"Table 3: template retrieval, accuracy@1" [embedding]: largest |page − run| per row',
+        "  raw/cls: 0.000 (EN template)",
+        "  fmda/m: 0.678 (EN template)",
+        f"{page}: 2 tables, 8 cells checked, 4 differ",
+    ]
+
+
 def test_a_page_table_merged_from_two_report_tables(tmp_path, capsys):
     # the page puts Table 2's and Table 3's columns side by side, one row left out, in another order
     page = "\n".join(

@@ -2,7 +2,8 @@
 
 ``python -m language_agnostic.reporting.page_tables check PAGE.md REPORT.md [REPORT.md ...]`` proves
 that every number of the page is what a run of this code printed ("0 differ"); ``update`` writes the
-run's value into each cell that differs, leaving the rest of the page byte for byte.
+run's value into each cell that differs, leaving the rest of the page byte for byte; ``check --gaps``
+compares two runs not meant to agree bit for bit (another device) by each row's largest difference.
 
 A page merges and reshapes the reports' tables, so cells are matched, not tables: a page cell (its
 row's key, its column's title) is looked up in every report table that has a column of that title and
@@ -239,6 +240,35 @@ def check_lines(page: str, results: Sequence[TableResult]) -> list[str]:
     return [*lines, summary]
 
 
+def _number(cell: str) -> float | None:
+    """A cell's leading number (``0.779``, ``−0.006 ± 0.001`` → −0.006), or None."""
+    match = re.match(r"[-+]?\d+(?:\.\d+)?", normalise(cell).replace(",", ""))
+    return float(match.group()) if match else None
+
+
+def gap_lines(results: Sequence[TableResult]) -> list[str]:
+    """What ``check --gaps`` prints instead of each differing cell: per table, each row's largest
+    ``|page − run|`` over its numeric cells and the column it is in, so two runs that are not meant to
+    agree bit for bit (a GPU run against a CPU one) are compared by how far apart they are."""
+    lines: list[str] = []
+    for result in results:
+        largest: dict[tuple[str, ...], tuple[float, str]] = {}
+        for cell in result.cells:
+            if cell.status not in ("same", "differs"):
+                continue
+            page, run = _number(cell.page), _number(cell.run or "")
+            if page is None or run is None:
+                continue
+            gap = abs(page - run)
+            if cell.key not in largest or gap > largest[cell.key][0]:
+                largest[cell.key] = (gap, normalise(result.table.header[cell.column]))
+        if not largest:
+            continue
+        lines.append(f"{result.name}: largest |page − run| per row")
+        lines += [f"  {' | '.join(k)}: {gap:.3f} ({column})" for k, (gap, column) in largest.items()]
+    return lines
+
+
 def _new_cell(old: str, run: str) -> str:
     """The run's value as the page writes it: in bold where the page had the old value in bold."""
     bold = old.startswith("**") and old.endswith("**") and len(old) > 4
@@ -277,6 +307,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("command", choices=["check", "update"])
     parser.add_argument("page", type=Path)
     parser.add_argument("reports", nargs="+", help="REPORT.md, or REPORT.md#Page section for one section's tables")
+    parser.add_argument(
+        "--gaps",
+        action="store_true",
+        help="check: print each row's largest numeric |page - run| instead of each differing cell",
+    )
     args = parser.parse_args(argv)
     for path in [args.page, *(split_report(r)[0] for r in args.reports)]:
         if not path.is_file():
@@ -291,7 +326,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
     results = check_page(markdown, read_reports(args.reports))
     if args.command == "check":
-        print("\n".join(check_lines(str(args.page), results)))
+        lines = check_lines(str(args.page), results)
+        if args.gaps:  # the counts and the summary, each row's largest gap for the listed cells
+            lines = [line for line in lines if not line.startswith("  ")][:-1] + gap_lines(results) + lines[-1:]
+        print("\n".join(lines))
         return 1 if any(r.count("differs") for r in results) else 0
     text, changes = update(markdown, results)
     if changes:
