@@ -3,6 +3,8 @@ store entries."""
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -108,6 +110,38 @@ def test_manifest_round_trip_and_missing_entry(tmp_path: Path):
         dataset.load()
     store = EmbeddingStoreDataset(str(tmp_path / "store")).load()
     assert store.report() == []  # a directory without namespace.json is not part of the store
+
+
+def test_a_manifest_names_its_lists_relative_to_itself_so_a_moved_data_folder_opens_its_own(tmp_path: Path):
+    from language_agnostic.encoders.extraction import EmbeddingSet
+
+    def entry(root: Path, n: int) -> Path:
+        directory = root / "04_feature" / "embeddings" / "v2-ns" / "lists" / "k1"
+        directory.mkdir(parents=True)
+        (directory / "meta.json").write_text(json.dumps({"n_texts": n, "dim": 4}))
+        return directory
+
+    old, elsewhere = tmp_path / "old" / "data", tmp_path / "cache" / "embeddings" / "v2-ns" / "lists" / "k2"
+    inside = entry(old, 3)
+    elsewhere.mkdir(parents=True)
+    (elsewhere / "meta.json").write_text(json.dumps({"n_texts": 5, "dim": 4}))
+    manifest = old / "04_feature" / "en_de" / "fmda_inputs.json"
+    EmbeddingManifestDataset(str(manifest)).save({"sets": {"a": EmbeddingSet(inside), "b": EmbeddingSet(elsewhere)}})
+    assert json.loads(manifest.read_text())["sets"] == {
+        "a": "../embeddings/v2-ns/lists/k1",  # the catalog's store, inside the same data/
+        "b": str(elsewhere.resolve()),  # a store outside it stays where it is when data/ moves
+    }
+    new = tmp_path / "new" / "data"
+    shutil.copytree(old, new)  # the old data/ stays: an absolute path would open its list (3 texts)
+    (new / "04_feature" / "embeddings" / "v2-ns" / "lists" / "k1" / "meta.json").write_text(
+        json.dumps({"n_texts": 7, "dim": 4})  # the copy's own list, told apart by its count
+    )
+    loaded = EmbeddingManifestDataset(str(new / "04_feature" / "en_de" / "fmda_inputs.json")).load()
+    assert (len(loaded["sets"]["a"]), len(loaded["sets"]["b"])) == (7, 5)
+    # a manifest of an earlier version (absolute paths) still opens
+    manifest = new / "04_feature" / "en_de" / "old.json"
+    manifest.write_text(json.dumps({"sets": {"b": str(elsewhere)}}))
+    assert len(EmbeddingManifestDataset(str(manifest)).load()["sets"]["b"]) == 5
 
 
 def test_outcomes_upsert_whole_groups_and_load_empty_when_missing(tmp_path):
