@@ -155,3 +155,27 @@ def wide_model(tmp_path_factory: pytest.TempPathFactory, tiny_hub_model: Path) -
     )
     BertModel(config, add_pooling_layer=False).save_pretrained(directory)
     return directory
+
+
+@pytest.fixture(scope="session")
+def e5_wide_model(tmp_path_factory: pytest.TempPathFactory, tiny_hub_model: Path) -> Path:
+    """The tiny model's tokenizer with the bundled encoder's widths (hidden 384, intermediate 1536) and
+    two layers: products of the shapes whose kernel choice moved bf16 vectors on the CPU."""
+    from transformers import BertConfig, BertModel
+
+    directory = tmp_path_factory.mktemp("e5-wide-bert")
+    for name in tiny_hub_model.iterdir():
+        if "token" in name.name or name.name == "special_tokens_map.json":
+            (directory / name.name).write_bytes(name.read_bytes())
+    torch.manual_seed(1)
+    config = BertConfig(
+        vocab_size=120,
+        hidden_size=384,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=1536,
+        max_position_embeddings=64,
+        pad_token_id=0,
+    )
+    BertModel(config, add_pooling_layer=False).save_pretrained(directory)
+    return directory

