@@ -70,8 +70,8 @@ def test_a_text_gets_the_same_bits_in_any_list_and_batch_size(wide_model: Path, 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_a_text_gets_the_same_bits_in_any_list_in_bfloat16(e5_wide_model: Path, tmp_path: Path, threads: int):
     """bf16 on the CPU keeps ``torch.nn.Linear`` (oneDNN), whose rows depend on how many rows a product
-    has: a length's last, partial batch gave other bits than a full one (on an AMX Xeon, 2 and 7 of
-    these 195 texts' vectors without filling). Every batch is filled to the batch size."""
+    has: a length's last, partial batch gave other bits than a full one (this test failed on an AMX
+    Xeon with 2 threads before batches were filled). Every batch is filled to the batch size."""
     torch.set_num_threads(threads)
     encoder = load_encoder(str(e5_wide_model))
     settings = ExtractionSettings(prefix="", dtype="bfloat16", device="cpu", batch_size=16, progress=False)

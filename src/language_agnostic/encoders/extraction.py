@@ -294,9 +294,9 @@ def filled_batches(settings: ExtractionSettings, device: torch.device, dtype: to
     """Whether every batch of a length is filled to ``batch_size`` rows, so that every forward pass of
     that length has one shape: wherever the torch backend multiplies a batch at once (CUDA, and
     bfloat16/float16 on the CPU). Those libraries pick their kernel, and so a row's last bits, from the
-    shape: on the CPU a length's last, partial batch in bf16 gave 127 of 300 Tatoeba sentences other
-    bits than a full batch did (oneDNN on an AMX Xeon), so a text's vector depended on its list. float32
-    on the CPU multiplies each text on its own (:class:`PerTextLinear`) and needs no filling."""
+    shape: on the CPU a length's last, partial batch in bf16 gave rows other bits than a full batch did
+    (oneDNN on an AMX Xeon; ``benchmarks/store_context.py``), so a text's vector depended on its list.
+    float32 on the CPU multiplies each text on its own (:class:`PerTextLinear`) and needs no filling."""
     return settings.backend == "torch" and not (device.type == "cpu" and dtype == torch.float32)
 
 
