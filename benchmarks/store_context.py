@@ -6,9 +6,11 @@ extracted twice into fresh stores with the pipelines' settings (device and dtype
 and after ``--others`` further utterances, so that each text meets other batch-mates, other positions
 and, at a length's end, another partial batch. Printed: how many of the ``--n`` texts' vectors differ
 between the two (per pooling; 0 is what the store's reuse needs), and the median seconds of each
-extraction. Run it on a commit before and after a change to ``encoders/extraction.py`` for a
-before/after pair (docs/benchmarks.md, "The store's exactness")::
+extraction. ``--unfilled`` extracts as the store did before bf16 batches were filled to the batch
+size (``extraction.filled_batches`` false: a length's last batch as short as it comes), for the
+before/after pair of docs/benchmarks.md ("The store's exactness")::
 
+    .venv/bin/python benchmarks/store_context.py --utterances data/02_intermediate/massive_utterances.parquet --unfilled
     .venv/bin/python benchmarks/store_context.py --utterances data/02_intermediate/massive_utterances.parquet
 """
 
@@ -30,6 +32,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from embedding import massive_texts  # noqa: E402  (a sibling script)
 
+from language_agnostic.encoders import extraction  # noqa: E402
 from language_agnostic.encoders.extraction import (  # noqa: E402
     EmbeddingStore,
     ExtractionSettings,
@@ -54,7 +57,10 @@ def main() -> None:
     parser.add_argument("--others", type=int, default=3000, help="texts extracted before them the second time")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--utterances", help="read the texts from massive_utterances.parquet instead of the archive")
+    parser.add_argument("--unfilled", action="store_true", help="no batch filled to the batch size (the store before)")
     args = parser.parse_args()
+    if args.unfilled:
+        extraction.filled_batches = lambda *_: False
     logging.basicConfig(level=logging.WARNING)
     encoder = load_encoder("bundled")
     pool = list(dict.fromkeys(massive_texts(2 * (args.n + args.others), args.utterances)))
@@ -63,7 +69,8 @@ def main() -> None:
     device, dtype = resolve_device_and_dtype(settings.device, settings.dtype)
     print(
         f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, "
-        f"{torch.get_num_threads()} threads, device {device}, dtype {dtype}; {len(texts)} texts, {len(others)} others"
+        f"{torch.get_num_threads()} threads, device {device}, dtype {dtype}; {len(texts)} texts, {len(others)} others; "
+        f"batches {'unfilled' if args.unfilled else 'filled'}"
     )
     alone_s, mixed_s, moved = [], [], {}
     for _ in range(args.repeats):
