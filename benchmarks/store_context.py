@@ -8,15 +8,19 @@ and, at a length's end, another partial batch. Printed: how many of the ``--n`` 
 between the two (per pooling; 0 is what the store's reuse needs), and the median seconds of each
 extraction. ``--unfilled`` extracts as the store did before bf16 batches were filled to the batch
 size (``extraction.filled_batches`` false: a length's last batch as short as it comes), for the
-before/after pair of docs/benchmarks.md ("The store's exactness")::
+before/after pair of docs/benchmarks.md ("The store's exactness"). ``--stores A B`` instead compares
+two stores that runs filled (e.g. two pipelines' ``data/04_feature/embeddings``): of the texts both
+hold in a namespace of the same name, how many have other bits::
 
     .venv/bin/python benchmarks/store_context.py --utterances data/02_intermediate/massive_utterances.parquet --unfilled
     .venv/bin/python benchmarks/store_context.py --utterances data/02_intermediate/massive_utterances.parquet
+    .venv/bin/python benchmarks/store_context.py --stores A/data/04_feature/embeddings B/data/04_feature/embeddings
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import os
 import platform
@@ -51,6 +55,38 @@ def extract(encoder, texts: list[str], settings: ExtractionSettings) -> tuple[di
         return {p: np.array(found.vectors(p)) for p in ("cls", "mean")}, seconds
 
 
+def stored(namespace: Path) -> dict[bytes, tuple[Path, int]]:
+    """Every text a namespace's shards hold: its key → (shard, row); the first shard wins."""
+    where: dict[bytes, tuple[Path, int]] = {}
+    for shard in sorted((namespace / "shards").iterdir()):
+        if shard.name.startswith(".tmp-"):
+            continue
+        for row, key in enumerate(np.load(shard / "keys.npy")):
+            where.setdefault(bytes(key), (shard, row))
+    return where
+
+
+@functools.cache
+def _array(shard: Path, pooling: str) -> np.ndarray:
+    return np.load(shard / f"{pooling}.npy", mmap_mode="r")
+
+
+def differs(left: tuple[Path, int], right: tuple[Path, int], pooling: str) -> bool:
+    """Whether two stored rows of one text have other bits."""
+    return not np.array_equal(_array(left[0], pooling)[left[1]], _array(right[0], pooling)[right[1]])
+
+
+def compare_stores(a: Path, b: Path) -> None:
+    """Per namespace both stores have: texts both hold, and how many differ per pooling."""
+    print("| namespace | texts in both | cls differ | mean differ |")
+    print("|---|---:|---:|---:|")
+    for namespace in sorted(p for p in a.glob("v*-*") if (b / p.name).is_dir()):
+        left, right = stored(namespace), stored(b / namespace.name)
+        both = [k for k in left if k in right]
+        moved = {pooling: sum(differs(left[k], right[k], pooling) for k in both) for pooling in ("cls", "mean")}
+        print(f"| {namespace.name} | {len(both):,} | {moved['cls']:,} | {moved['mean']:,} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=3000, help="the texts whose vectors are compared")
@@ -58,7 +94,11 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--utterances", help="read the texts from massive_utterances.parquet instead of the archive")
     parser.add_argument("--unfilled", action="store_true", help="no batch filled to the batch size (the store before)")
+    parser.add_argument("--stores", nargs=2, type=Path, metavar=("A", "B"), help="compare two filled stores instead")
     args = parser.parse_args()
+    if args.stores:
+        compare_stores(*args.stores)
+        return
     if args.unfilled:
         extraction.filled_batches = lambda *_: False
     logging.basicConfig(level=logging.WARNING)
