@@ -134,48 +134,35 @@ def tiny_bundled_file(tmp_path: Path) -> Path:
     return write_bundled_file(tmp_path / "tiny-q4.bin")
 
 
-@pytest.fixture(scope="module")
-def wide_model(tmp_path_factory: pytest.TempPathFactory, tiny_hub_model: Path) -> Path:
-    """The tiny model's tokenizer with a wider BertModel (hidden 128): GEMMs large enough for blocked kernels."""
+def _wider_bert(directory: Path, tiny_hub_model: Path, hidden: int, intermediate: int, positions: int) -> Path:
+    """The tiny model's tokenizer with a two-layer BertModel of the given widths, saved in ``directory``."""
     from transformers import BertConfig, BertModel
 
-    directory = tmp_path_factory.mktemp("wide-bert")
     for name in tiny_hub_model.iterdir():
         if "token" in name.name or name.name == "special_tokens_map.json":
             (directory / name.name).write_bytes(name.read_bytes())
     torch.manual_seed(1)
     config = BertConfig(
         vocab_size=120,
-        hidden_size=128,
+        hidden_size=hidden,
         num_hidden_layers=2,
         num_attention_heads=4,
-        intermediate_size=512,
-        max_position_embeddings=24,
+        intermediate_size=intermediate,
+        max_position_embeddings=positions,
         pad_token_id=0,
     )
     BertModel(config, add_pooling_layer=False).save_pretrained(directory)
     return directory
+
+
+@pytest.fixture(scope="module")
+def wide_model(tmp_path_factory: pytest.TempPathFactory, tiny_hub_model: Path) -> Path:
+    """The tiny model's tokenizer with a wider BertModel (hidden 128): GEMMs large enough for blocked kernels."""
+    return _wider_bert(tmp_path_factory.mktemp("wide-bert"), tiny_hub_model, 128, 512, 24)
 
 
 @pytest.fixture(scope="session")
 def e5_wide_model(tmp_path_factory: pytest.TempPathFactory, tiny_hub_model: Path) -> Path:
     """The tiny model's tokenizer with the bundled encoder's widths (hidden 384, intermediate 1536) and
     two layers: products of the shapes whose kernel choice moved bf16 vectors on the CPU."""
-    from transformers import BertConfig, BertModel
-
-    directory = tmp_path_factory.mktemp("e5-wide-bert")
-    for name in tiny_hub_model.iterdir():
-        if "token" in name.name or name.name == "special_tokens_map.json":
-            (directory / name.name).write_bytes(name.read_bytes())
-    torch.manual_seed(1)
-    config = BertConfig(
-        vocab_size=120,
-        hidden_size=384,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=1536,
-        max_position_embeddings=64,
-        pad_token_id=0,
-    )
-    BertModel(config, add_pooling_layer=False).save_pretrained(directory)
-    return directory
+    return _wider_bert(tmp_path_factory.mktemp("e5-wide-bert"), tiny_hub_model, 384, 1536, 64)
