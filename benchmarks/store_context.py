@@ -20,7 +20,6 @@ hold in a namespace of the same name, how many have other bits::
 from __future__ import annotations
 
 import argparse
-import functools
 import logging
 import os
 import platform
@@ -44,6 +43,7 @@ from language_agnostic.encoders.extraction import (  # noqa: E402
     resolve_device_and_dtype,
 )
 from language_agnostic.encoders.loading import load_encoder  # noqa: E402
+from language_agnostic.encoders.store import Namespace  # noqa: E402
 
 
 def extract(encoder, texts: list[str], settings: ExtractionSettings) -> tuple[dict[str, np.ndarray], float]:
@@ -55,36 +55,26 @@ def extract(encoder, texts: list[str], settings: ExtractionSettings) -> tuple[di
         return {p: np.array(found.vectors(p)) for p in ("cls", "mean")}, seconds
 
 
-def stored(namespace: Path) -> dict[bytes, tuple[Path, int]]:
-    """Every text a namespace's shards hold: its key → (shard, row); the first shard wins."""
-    where: dict[bytes, tuple[Path, int]] = {}
-    for shard in sorted((namespace / "shards").iterdir()):
-        if shard.name.startswith(".tmp-"):
-            continue
-        for row, key in enumerate(np.load(shard / "keys.npy")):
-            where.setdefault(bytes(key), (shard, row))
-    return where
-
-
-@functools.cache
-def _array(shard: Path, pooling: str) -> np.ndarray:
-    return np.load(shard / f"{pooling}.npy", mmap_mode="r")
-
-
-def differs(left: tuple[Path, int], right: tuple[Path, int], pooling: str) -> bool:
-    """Whether two stored rows of one text have other bits."""
-    return not np.array_equal(_array(left[0], pooling)[left[1]], _array(right[0], pooling)[right[1]])
+def _vectors(space: Namespace, keys: np.ndarray, pooling: str) -> np.ndarray:
+    """The stored vectors of ``keys`` (all stored), through the store's own index."""
+    names, shard_of, rows = space.locate(keys, token_states=False)
+    return np.stack([space.shard(names[s]).array(pooling)[r] for s, r in zip(shard_of, rows)])
 
 
 def compare_stores(a: Path, b: Path) -> None:
     """Per namespace both stores have: texts both hold, and how many differ per pooling."""
     print("| namespace | texts in both | cls differ | mean differ |")
     print("|---|---:|---:|---:|")
-    for namespace in sorted(p for p in a.glob("v*-*") if (b / p.name).is_dir()):
-        left, right = stored(namespace), stored(b / namespace.name)
-        both = [k for k in left if k in right]
-        moved = {pooling: sum(differs(left[k], right[k], pooling) for k in both) for pooling in ("cls", "mean")}
-        print(f"| {namespace.name} | {len(both):,} | {moved['cls']:,} | {moved['mean']:,} |")
+    for directory in sorted(p for p in a.glob("v*-*") if (b / p.name).is_dir()):
+        left, right = Namespace(directory, {}), Namespace(b / directory.name, {})
+        left.refresh()
+        right.refresh()
+        keys = np.unique(np.concatenate([np.load(left.shard_dir / n / "keys.npy") for n in left._shards]), axis=0)
+        keys = np.delete(keys, right.missing(keys, token_states=False), axis=0)
+        moved = {
+            p: int((_vectors(left, keys, p) != _vectors(right, keys, p)).any(axis=1).sum()) for p in ("cls", "mean")
+        }
+        print(f"| {directory.name} | {len(keys):,} | {moved['cls']:,} | {moved['mean']:,} |")
 
 
 def main() -> None:
