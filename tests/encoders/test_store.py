@@ -44,6 +44,14 @@ def _outputs(entry) -> dict[str, np.ndarray]:
     return {"cls": np.asarray(entry.vectors("cls")), "mean": np.asarray(entry.vectors("mean")), "tokens": states[mask]}
 
 
+@pytest.fixture
+def set_threads():
+    """``torch.set_num_threads`` for one test, torch's thread count restored after it."""
+    before = torch.get_num_threads()
+    yield torch.set_num_threads
+    torch.set_num_threads(before)
+
+
 def test_a_text_gets_the_same_bits_in_any_list_and_batch_size(wide_model: Path, tmp_path: Path):
     encoder = load_encoder(str(wide_model))
     texts = _texts(60, 0)
@@ -68,11 +76,13 @@ def test_a_text_gets_the_same_bits_in_any_list_and_batch_size(wide_model: Path, 
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-def test_a_text_gets_the_same_bits_in_any_list_in_bfloat16(e5_wide_model: Path, tmp_path: Path, threads: int):
+def test_a_text_gets_the_same_bits_in_any_list_in_bfloat16(
+    e5_wide_model: Path, tmp_path: Path, threads: int, set_threads
+):
     """bf16 on the CPU keeps ``torch.nn.Linear`` (oneDNN), whose rows depend on how many rows a product
     has: a length's last, partial batch gave other bits than a full one (this test failed on an AMX
     Xeon with 2 threads before batches were filled). Every batch is filled to the batch size."""
-    torch.set_num_threads(threads)
+    set_threads(threads)
     encoder = load_encoder(str(e5_wide_model))
     settings = ExtractionSettings(prefix="", dtype="bfloat16", device="cpu", batch_size=16, progress=False)
     rng = np.random.default_rng(3)
@@ -86,6 +96,52 @@ def test_a_text_gets_the_same_bits_in_any_list_in_bfloat16(e5_wide_model: Path, 
     for pooling in ("cls", "mean"):
         moved = (first.vectors(pooling) != second.vectors(pooling)[len(others) :]).any(axis=1)
         assert int(moved.sum()) == 0, pooling
+
+
+def test_a_text_gets_the_same_bits_at_one_and_two_threads(tiny_hub_model: Path, tmp_path: Path, set_threads):
+    """The namespace holds no thread count, so a text's outputs must not depend on it: extraction
+    workers store with one thread each, a run reads with all. torch's CPU attention broke this for a
+    head size of 8 (with two threads, rows of odd lengths 9 to 31 that the second thread computed came
+    out with other bits, so a text's vector depended on its place in its batch); the test encoder has
+    one head of 16, which keeps every bit at two threads. Lengths here run from 3 to 22 tokens."""
+    encoder = load_encoder(str(tiny_hub_model))
+    rng = np.random.default_rng(11)
+    texts = list(dict.fromkeys(" ".join(rng.choice(WORDS, size=int(rng.integers(1, 21)))) for _ in range(150)))
+    outputs = {}
+    for threads in (1, 2):
+        set_threads(threads)
+        for order, listed in (("as listed", texts), ("reversed", texts[::-1])):
+            store = EmbeddingStore(tmp_path / f"{threads}{order}")
+            got = _outputs(extract_embeddings(encoder, listed, SETTINGS, store))
+            if order == "reversed":  # back to the listed order (token rows compared in the listed lists)
+                got = {"cls": got["cls"][::-1], "mean": got["mean"][::-1]}
+            outputs[threads, order] = got
+    reference = outputs[1, "as listed"]
+    for (threads, order), got in outputs.items():
+        for name, values in got.items():
+            assert np.array_equal(values, reference[name]), (threads, order, name)
+
+
+@pytest.mark.parametrize("threads", [2, 3, 4])
+def test_attention_of_the_bundled_encoders_shape_does_not_depend_on_threads_or_position(set_threads, threads: int):
+    """multilingual-e5-small's attention (12 heads of 32): torch's CPU kernel gives a text's rows the
+    same bits whichever thread computes them and wherever the text sits in its batch, so the store's
+    exactness holds at any thread count (heads of 8 do not, nor heads of 16 from 3 threads:
+    ``benchmarks/attention_threads.py``). Each tensor is its own allocation, as a model's are: MKL's
+    results may depend on where its operands sit in memory."""
+    generator = torch.Generator().manual_seed(0)
+    for length in (*range(2, 40), 63, 64, 65, 127, 129, 255, 511):
+        alone = [torch.randn(1, 12, length, 32, generator=generator) for _ in range(3)]
+        set_threads(1)
+        reference = torch.nn.functional.scaled_dot_product_attention(*alone)[0]
+        set_threads(threads)
+        for batch in (1, 2, 3, 5, 8):
+            q, k, v = (torch.randn(batch, 12, length, 32, generator=generator) for _ in range(3))
+            for position in range(batch):
+                q[position], k[position], v[position] = alone[0][0], alone[1][0], alone[2][0]
+            out = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+            for position in range(batch):
+                assert torch.equal(out[position], reference), (length, batch, position)
 
 
 def test_the_batch_size_is_in_the_namespace_only_where_batches_are_filled_to_it(e5_wide_model: Path):

@@ -136,8 +136,8 @@ def test_mcl_batches_pair_every_value_with_its_switched_version(encoder):
         "[SEP]",
     ]
     assert ids[3].tolist()[8:17] == [-1, -1, -1, -1, 0, 0, 0, 0, -1]
-    # "wetter heute": heute's five sub-tokens are value 2
-    assert ids[5].tolist()[8:19] == [-1] * 5 + [2] * 5 + [-1]
+    # "wetter heute" (w ##e ##t ##t ##e ##r h ##e ##u ##t ##e): heute's five sub-tokens are value 2
+    assert ids[5].tolist()[8:20] == [-1] * 6 + [2] * 5 + [-1]
 
 
 def _mcl_data(encoder, pools, **kwargs):
@@ -185,8 +185,9 @@ def test_slot_negatives_rows_follow_their_utterances_and_keep_the_value_ids(enco
         assert 1 not in batch["neg_value_ids"][3 * m + 1].tolist()
         assert _tokens(encoder, batch["neg_input_ids"][3 * m + 1])[8:13] == ["spiel", "some", "jazz", "##y", "musik"]
         # utterance 2: "wetter" and "six" (value 2, the date; "six" is not in the dictionary)
-        assert _tokens(encoder, batch["neg_input_ids"][3 * m + 2])[8:15] == [
-            "we",
+        assert _tokens(encoder, batch["neg_input_ids"][3 * m + 2])[8:16] == [
+            "w",
+            "##e",
             "##t",
             "##t",
             "##e",
@@ -194,7 +195,7 @@ def test_slot_negatives_rows_follow_their_utterances_and_keep_the_value_ids(enco
             "six",
             "[SEP]",
         ]
-        assert batch["neg_value_ids"][3 * m + 2].tolist()[8:15] == [-1] * 5 + [2, -1]
+        assert batch["neg_value_ids"][3 * m + 2].tolist()[8:16] == [-1] * 6 + [2, -1]
 
 
 def test_word_pairs_are_slot_words_against_other_labels_and_the_batches_are_seeded(encoder):
