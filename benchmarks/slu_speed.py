@@ -66,13 +66,25 @@ def step_seconds(model: torch.nn.Module, kind: str, batch_size: int, repeats: in
     return statistics.median(times[1:])
 
 
+SLU_ROWS = Path("data/03_primary/massive_slu.parquet")  # the slu pipeline's build_slu_rows_node writes it
+
+
 def slu_inputs(raw_data_root: str) -> tuple[dict, dict, pd.DataFrame, object, list[str], dict]:
     """``(slu params, extraction params, SLU rows, the bundled encoder, code-switching languages, their
-    MUSE dictionaries)`` as the pipeline has them (also for ``benchmarks/lajmcl_speed.py``)."""
+    MUSE dictionaries)`` as the pipeline has them (also for ``benchmarks/lajmcl_speed.py``).
+
+    Raises:
+        SystemExit: the SLU rows are not there yet (a fresh clone), saying how to make them.
+    """
+    if not SLU_ROWS.is_file():
+        raise SystemExit(
+            f"{SLU_ROWS} not found (run from the project root): make it first with "
+            "`kedro run --pipelines=slu --to-nodes=build_slu_rows_node` (about 10 s)"
+        )
     # through the config loader's budget expansion, as a run reads them (`budget: laj` written out)
     params = expand_budgets(yaml.safe_load(open("conf/base/parameters_slu.yml")))["slu"]
     extraction = yaml.safe_load(open("conf/base/parameters_embeddings.yml"))["embeddings"]["extraction"]
-    rows = pd.read_parquet("data/03_primary/massive_slu.parquet")
+    rows = pd.read_parquet(SLU_ROWS)
     rows = rows.assign(words=rows["words"].map(list), labels=rows["labels"].map(list))
     muse = MuseDirectory(Path(raw_data_root) / "muse")
     locales = rows.loc[rows["locale"].isin(params["locales"]), "locale"]
