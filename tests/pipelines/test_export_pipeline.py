@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import subprocess
@@ -60,7 +61,7 @@ def test_plan_lists_the_heads_of_the_sources_and_names_mistakes():
         _plan({"sources": ["qe"], "only": ["dream@sts"]})
 
 
-def test_export_writes_what_is_there_and_skips_the_rest(tiny_hub_model: Path, tmp_path: Path, monkeypatch):
+def test_export_writes_what_is_there_and_skips_the_rest(tiny_hub_model: Path, tmp_path: Path, monkeypatch, caplog):
     # the encoder check looks the head's MLflow run up: a store of the test's own, not ./mlflow.db
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
     encoder = load_encoder(str(tiny_hub_model))
@@ -86,9 +87,14 @@ def test_export_writes_what_is_there_and_skips_the_rest(tiny_hub_model: Path, tm
         }
     )
     pipeline = create_pipeline().only_nodes("plan_exports_node", "export_models_node")
-    SequentialRunner().run(pipeline, catalog)
+    with caplog.at_level(logging.INFO, logger="language_agnostic.methods.apply"):
+        SequentialRunner().run(pipeline, catalog)
     report = catalog["export_report"].load()
     assert [e["name"] for e in report["exported"]] == ["seed@qe"]
+    # the log names the pipeline asking (it once said "tatoeba" for every caller)
+    lines = [r.getMessage() for r in caplog.records if r.name == "language_agnostic.methods.apply"]
+    assert "export: 1 of 3 expected models loaded, 2 skipped" in lines
+    assert any(line.startswith("export: dream@qe skipped: ") for line in lines)
     assert report["exported"][0]["directory"] == str(out / "qe" / "seed")
     assert report["exported"][0]["mlflow_run_id"] == "abc"
     assert "mlflow_model_uri" not in report["exported"][0]  # run "abc" is not in the store, and no run is active

@@ -113,7 +113,7 @@ def export_models(
         ``{"exported": [{name, directory, source_file, mlflow_model_uri, ...}], "skipped": [{method, path, reason}]}``.
     """
     specs = [ModelSpec(**spec) for spec in plan["models"]]
-    loaded, skipped = load_models(shelf, specs, plan["sources"], identity)
+    loaded, skipped = load_models(shelf, specs, plan["sources"], identity, where="export")
     out_dir = Path(str(export.get("out_dir") or "data/06_models/exported"))
     exported = []
     prefix, max_length = str(extraction.get("prefix") or ""), extraction.get("max_length")
