@@ -14,7 +14,7 @@ import torch
 
 from language_agnostic.encoders.extraction import EmbeddingStore, ExtractionSettings, extract_embeddings
 from language_agnostic.encoders.loading import load_encoder
-from language_agnostic.methods import fmda_meaning
+from language_agnostic.methods import export, fmda_meaning
 from language_agnostic.methods.apply import control_meaning
 from language_agnostic.methods.export import (
     ExportError,
@@ -171,3 +171,15 @@ def test_a_head_is_not_exported_as_fmda(tiny_hub_model: Path):
     encoder = load_encoder(str(tiny_hub_model))
     with pytest.raises(ExportError, match=r"'seed' is not a model over token states; export it as a head"):
         fmda_sentence_transformer(_head("seed", "mean"), encoder, prefix="")
+
+
+def test_the_fixed_initialisation_draws_alike_and_leaves_the_callers_random_state():
+    """What a checkpoint lacks (BERT's pooler) is drawn from one seed, without moving the caller's generator."""
+    torch.manual_seed(123)
+    state = torch.random.get_rng_state()
+    with export._fixed_initialisation():
+        first = torch.rand(4)
+    with export._fixed_initialisation():
+        second = torch.rand(4)
+    assert torch.equal(first, second)
+    assert torch.equal(torch.random.get_rng_state(), state)

@@ -17,6 +17,7 @@ import mlflow.pyfunc
 import numpy as np
 import pytest
 import torch
+import yaml
 from kedro.io import DataCatalog, MemoryDataset
 from kedro.runner import SequentialRunner
 from sentence_transformers import SentenceTransformer
@@ -268,8 +269,19 @@ def test_fmda_exports_through_the_pipeline_and_loads_by_every_route(tiny_hub_mod
     # and from the tracking store: a logged model of the run that trained it
     (entry,) = report["exported"]
     assert entry["mlflow_logged_in_run"] == run_id and entry["mlflow_model_uri"].startswith("models:/")
+    assert entry["mlflow_logged_now"] is True
     logged = mlflow.pyfunc.load_model(entry["mlflow_model_uri"])
     np.testing.assert_allclose(np.asarray(logged.predict(TEXTS)), ours.numpy(), atol=2e-3, rtol=2e-3)
+    # a rerun with nothing changed rewrites the directory but logs no second copy: the first is named
+    client = mlflow.MlflowClient()
+    experiment = [client.get_run(run_id).info.experiment_id]
+    again = nodes.export_models(
+        ModelShelf(tmp_path / "models"), plan, encoder, dict(encoder.identity), EXTRACTION, {"out_dir": str(out)}
+    )
+    (repeat,) = again["exported"]
+    assert (repeat["mlflow_model_uri"], repeat["export_digest"]) == (entry["mlflow_model_uri"], entry["export_digest"])
+    assert repeat["mlflow_logged_now"] is False
+    assert len(client.search_logged_models(experiment_ids=experiment)) == 1
     st_dir = directory / nodes.ST_SUBDIRECTORY
     theirs = SentenceTransformer(str(st_dir), device="cpu", trust_remote_code=True).encode(TEXTS)
     np.testing.assert_allclose(theirs, ours.numpy(), atol=2e-3, rtol=2e-3)
@@ -282,3 +294,38 @@ def test_fmda_exports_through_the_pipeline_and_loads_by_every_route(tiny_hub_mod
     # without trust_remote_code sentence-transformers refuses, naming the flag
     with pytest.raises(ValueError, match="trust_remote_code=True"):
         SentenceTransformer(str(st_dir), device="cpu")
+
+
+def test_an_exports_digest_follows_its_files_not_the_save(tiny_hub_model: Path, tmp_path: Path):
+    """Two saves of one model differ only in MLmodel's per-save fields (the encoder's missing pooler is drawn
+    from a fixed seed): one digest; a changed weight or record: another."""
+    encoder = load_encoder(str(tiny_hub_model))
+    torch.manual_seed(4)
+    head = get_method("seed").build(encoder.hidden_size, 2, {})
+    saved = artifact("seed", head, encoder.hidden_size, 2, pooling="mean")
+    first = nodes.save_model(exportable(saved, encoder, "query: "), tmp_path / "a", {"name": "seed@test"})
+    second = nodes.save_model(exportable(saved, encoder, "query: "), tmp_path / "b", {"name": "seed@test"})
+    mlmodels = [yaml.safe_load((d / "MLmodel").read_text()) for d in (first, second)]
+    assert mlmodels[0]["model_uuid"] != mlmodels[1]["model_uuid"]  # why the digest leaves these fields out
+    assert nodes.export_digest(first) == nodes.export_digest(second)
+    with torch.no_grad():
+        next(head.parameters()).view(-1)[0] += 1.0
+    changed = artifact("seed", head, encoder.hidden_size, 2, pooling="mean")
+    third = nodes.save_model(exportable(changed, encoder, "query: "), tmp_path / "c", {"name": "seed@test"})
+    assert nodes.export_digest(third) != nodes.export_digest(first)
+    # the record (metadata) is part of the export too
+    fourth = nodes.save_model(exportable(saved, encoder, "query: "), tmp_path / "d", {"name": "seed@other"})
+    assert nodes.export_digest(fourth) != nodes.export_digest(first)
+
+
+@pytest.mark.slow
+def test_two_exports_of_one_head_over_the_bundled_encoder_are_the_same_files(real_bundled: Path, tmp_path: Path):
+    """The bundled encoder ships no pooler: the export draws it from a fixed seed, so a rerun's export has the
+    digest of the first and is not logged to MLflow again (``pipelines/export``)."""
+    encoder = load_encoder("bundled", real_bundled)
+    torch.manual_seed(0)
+    saved = artifact("seed", get_method("seed").build(encoder.hidden_size, 2, {}), encoder.hidden_size, 2, {})
+    first, second = (
+        nodes.save_model(exportable(saved, encoder, "query: "), tmp_path / name, {"name": "seed@qe"}) for name in "ab"
+    )
+    assert nodes.export_digest(first) == nodes.export_digest(second)

@@ -22,15 +22,17 @@ this package.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import logging
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import torch
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.modules import Dense, Pooling, Transformer
 from torch import nn
@@ -141,8 +143,23 @@ def encoder_sentence_transformer(
         raise ExportError(f"pooling {pooling!r} has no sentence-transformers mode; known: {sorted(POOLING_MODES)}")
     if not (Path(directory) / "config.json").is_file():
         raise ExportError(f"{directory} is not a fine-tuned encoder directory (no config.json)")
-    transformer = Transformer(str(directory), max_seq_length=max_length)
+    with _fixed_initialisation():
+        transformer = Transformer(str(directory), max_seq_length=max_length)
     return _assemble([transformer, _pooling(transformer.get_embedding_dimension(), pooling)], prefix)
+
+
+@contextlib.contextmanager
+def _fixed_initialisation(seed: int = 0) -> Iterator[None]:
+    """Draw what a checkpoint lacks from a fixed seed, leaving the caller's random state as it was.
+
+    The ``Transformer`` module loads its model with ``from_pretrained``, which initialises weights the
+    checkpoint does not hold at random: BERT's pooler, which the bundled encoder does not ship and no
+    pooling here reads. Drawn from a fixed seed, the same inputs give the same export byte for byte, so a
+    rerun can recognise an export it already logged (``pipelines/export``'s digest).
+    """
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        yield
 
 
 def _transformer(encoder: LoadedEncoder, max_length: int | None) -> Transformer:
@@ -151,7 +168,12 @@ def _transformer(encoder: LoadedEncoder, max_length: int | None) -> Transformer:
         # the Transformer module loads from a directory; the encoder's own files, as loaded
         encoder.model.save_pretrained(tmp)
         encoder.tokenizer.save_pretrained(tmp)
-        return Transformer(tmp, max_seq_length=int(max_length or encoder.max_length))
+        with _fixed_initialisation():
+            transformer = Transformer(tmp, max_seq_length=int(max_length or encoder.max_length))
+    # the encoder's name, not the temporary directory's (MLflow records it as the source model)
+    name = str(encoder.identity.get("name") or "encoder")
+    transformer.auto_model.name_or_path = transformer.auto_model.config.name_or_path = name
+    return transformer
 
 
 def _pooling(dim: int, pooling: str) -> Pooling:

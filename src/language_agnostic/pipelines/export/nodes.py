@@ -11,6 +11,7 @@ bundled one, per model). MLflow is written here, in the Kedro layer, not in ``me
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import json
 import logging
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import mlflow.sentence_transformers
+import yaml
 from sentence_transformers import SentenceTransformer
 
 from language_agnostic.encoders.loading import LoadedEncoder
@@ -44,6 +46,9 @@ KINDS = ("head", "encoder", "fmda")  # every trained meaning model (centring is 
 REQUIREMENTS = ("mlflow", "sentence-transformers", "torch", "transformers")
 INPUT_EXAMPLE = ["The weather is nice today.", "Das Wetter ist heute schön."]
 ST_SUBDIRECTORY = "model.sentence_transformer"  # where MLflow's flavour keeps the sentence-transformers model
+DIGEST_TAG = "language_agnostic.export_digest"  # a logged export's content digest (export_digest)
+# the MLmodel fields each save draws anew; every other byte of an export follows from its inputs
+VOLATILE_MLMODEL_FIELDS = ("model_uuid", "utc_time_created")
 
 
 def pinned_requirements() -> list[str]:
@@ -69,6 +74,46 @@ def save_model(model: SentenceTransformer, directory: str | Path, record: Mappin
     ship_custom_code(out / ST_SUBDIRECTORY)  # FMDA's module as a file in the directory, not an import of ours
     (out / "language_agnostic.json").write_text(json.dumps(dict(record), indent=2, default=str) + "\n")
     return out
+
+
+def export_digest(directory: str | Path) -> str:
+    """SHA-256 of an export as written: every file's relative path, size and bytes, ``MLmodel`` read
+    without :data:`VOLATILE_MLMODEL_FIELDS`. Two exports have the same digest if and only if they are the
+    same files (weights, configuration, custom code, metadata, pinned requirements), whatever produced them.
+    """
+    root = Path(directory)
+    sha = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        relative = path.relative_to(root).as_posix()
+        if relative == "MLmodel":
+            fields = yaml.safe_load(path.read_text()) or {}
+            content = json.dumps(
+                {k: v for k, v in fields.items() if k not in VOLATILE_MLMODEL_FIELDS}, sort_keys=True, default=str
+            ).encode()
+            sha.update(f"{relative}\0{len(content)}\0".encode() + content)
+            continue
+        sha.update(f"{relative}\0{path.stat().st_size}\0".encode())
+        with path.open("rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                sha.update(chunk)
+    return sha.hexdigest()
+
+
+def logged_export(digest: str) -> tuple[str, str] | None:
+    """``(model id, run id)`` of a READY logged model of the tracking store tagged with ``digest``
+    (:data:`DIGEST_TAG`), or None: an export already logged, byte for byte, is not logged again.
+    """
+    client = mlflow.MlflowClient()
+    experiments = [e.experiment_id for e in client.search_experiments()]
+    if not experiments:
+        return None
+    found = client.search_logged_models(
+        experiment_ids=experiments, filter_string=f"tags.`{DIGEST_TAG}` = '{digest}'", max_results=50
+    )
+    for model in found:
+        if str(model.status).upper().endswith("READY"):
+            return model.model_id, model.source_run_id
+    return None
 
 
 def plan_exports(
@@ -142,10 +187,35 @@ def export_models(
         )
         entry = {**record, "directory": str(directory)}
         if export.get("log_to_mlflow", True):
-            logged = log_exported_model((model.saved or {}).get("mlflow_run_id"), model.spec.name, directory)
-            if logged is not None:
-                entry.update(mlflow_model_uri=f"models:/{logged[0]}", mlflow_logged_in_run=logged[1])
-                logger.info("export: %s logged to MLflow as models:/%s (run %s)", model.spec.name, *logged)
+            entry.update(log_export(model, directory))
         exported.append(entry)
     logger.info("export: %d of %d models exported, %d skipped", len(exported), len(specs), len(skipped))
     return {"exported": exported, "skipped": skipped}
+
+
+def log_export(model: Any, directory: Path) -> dict[str, Any]:
+    """Log ``directory`` as an MLflow logged model (``tracking.log_exported_model``) unless the store already
+    holds the same export (:func:`export_digest`): a rerun with nothing changed adds no copy to the
+    artifact store (about 470 MB a model). The entry's ``mlflow_model_uri``, ``mlflow_logged_in_run``,
+    ``export_digest`` and ``mlflow_logged_now`` (false: the earlier copy is the one named); empty without tracking.
+    """
+    saved = getattr(model, "saved", None) or {}
+    run_id = saved.get("mlflow_run_id")
+    if not run_id and mlflow.active_run() is None:
+        return {}  # no run to log into (and no tracking store to open)
+    digest = export_digest(directory)
+    logged, now = logged_export(digest), False
+    if logged is None:
+        logged, now = log_exported_model(run_id, model.spec.name, directory), True
+        if logged is None:
+            return {}
+        mlflow.MlflowClient().set_logged_model_tags(logged[0], {DIGEST_TAG: digest})
+        logger.info("export: %s logged to MLflow as models:/%s (run %s)", model.spec.name, *logged)
+    else:
+        logger.info("export: %s unchanged since models:/%s (run %s): not logged again", model.spec.name, *logged)
+    return {
+        "mlflow_model_uri": f"models:/{logged[0]}",
+        "mlflow_logged_in_run": logged[1],
+        "export_digest": digest,
+        "mlflow_logged_now": now,
+    }
