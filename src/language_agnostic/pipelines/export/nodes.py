@@ -23,6 +23,7 @@ from typing import Any
 
 import mlflow.sentence_transformers
 import yaml
+from mlflow.entities import LoggedModelStatus
 from sentence_transformers import SentenceTransformer
 
 from language_agnostic.encoders.loading import LoadedEncoder
@@ -110,10 +111,8 @@ def logged_export(digest: str) -> tuple[str, str] | None:
     found = client.search_logged_models(
         experiment_ids=experiments, filter_string=f"tags.`{DIGEST_TAG}` = '{digest}'", max_results=50
     )
-    for model in found:
-        if str(model.status).upper().endswith("READY"):
-            return model.model_id, model.source_run_id
-    return None
+    ready = [m for m in found if m.status == LoggedModelStatus.READY]
+    return (ready[0].model_id, ready[0].source_run_id) if ready else None
 
 
 def plan_exports(
@@ -199,10 +198,11 @@ def log_export(model: Any, directory: Path) -> dict[str, Any]:
     artifact store (about 470 MB a model). The entry's ``mlflow_model_uri``, ``mlflow_logged_in_run``,
     ``export_digest`` and ``mlflow_logged_now`` (false: the earlier copy is the one named); empty without tracking.
     """
-    saved = getattr(model, "saved", None) or {}
-    run_id = saved.get("mlflow_run_id")
+    run_id = (model.saved or {}).get("mlflow_run_id")
     if not run_id and mlflow.active_run() is None:
-        return {}  # no run to log into (and no tracking store to open)
+        # tracking.log_exported_model's own check, made before hashing (that module is in every
+        # training's code digest: changing it would retrain every model)
+        return {}  # no run to log into
     digest = export_digest(directory)
     logged, now = logged_export(digest), False
     if logged is None:
