@@ -4,6 +4,7 @@ training per fingerprint across processes; pruning that never removes a live wri
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -246,6 +247,80 @@ def test_the_why_command_names_the_changed_part(step_module, tmp_path: Path):
         text=True,
     )
     assert failed.returncode == 1 and failed.stderr.startswith("error: no stored model has the step or fingerprint")
+
+
+def _dictionary(n: int, word: str = "haus") -> dict[str, list[str]]:
+    """A bilingual dictionary of ``n`` entries: a key part far over ``RECORDED_PART_CHARS`` characters of JSON."""
+    return {f"w{i:05d}": [f"{word}{i}"] for i in range(n)}
+
+
+def _hashed(value: object) -> dict[str, object]:
+    text = json.dumps(reuse.digest(value), sort_keys=True)
+    return {"json_sha256": hashlib.sha256(text.encode()).hexdigest(), "json_chars": len(text)}
+
+
+def test_a_long_key_part_is_recorded_by_its_hash_and_the_fingerprint_is_the_whole_keys(step_module, caplog):
+    train = reuse.reusable(step_module.step, label="train_x")
+    settings = {"lr": 0.1, "dictionaries": {"de": _dictionary(2000), "fr": {"chat": ["cat"]}}}
+    reuse.USAGE.reset()
+    train(1.0, settings)
+    (entry,) = [p for p in reuse.SETTINGS.store.iterdir() if not p.name.startswith(".")]
+    assert entry.name == reuse.fingerprint_of(reuse.key(step_module.step, (1.0, settings)))
+    record = json.loads((entry / "record.json").read_text())
+    assert record["key"]["args"][1] == {
+        "mapping": [
+            [
+                "dictionaries",
+                {
+                    "mapping": [
+                        ["de", _hashed(settings["dictionaries"]["de"])],
+                        ["fr", {"mapping": [["chat", ["cat"]]]}],
+                    ]
+                },
+            ],
+            ["lr", {"float": "0.1"}],
+        ]
+    }
+    assert (entry / "record.json").stat().st_size < 20_000
+    train(1.0, settings)
+    assert (len(reuse.USAGE.trained), len(reuse.USAGE.reused)) == (1, 1)
+    # one word changed in the long part: another fingerprint, and the log names the part by its hash
+    changed = {**settings, "dictionaries": {**settings["dictionaries"], "de": {**_dictionary(2000), "w00007": ["hof"]}}}
+    old, new = _hashed(settings["dictionaries"]["de"]), _hashed(changed["dictionaries"]["de"])
+    with caplog.at_level(logging.INFO, logger="language_agnostic.training.reuse"):
+        train(1.0, changed)
+    assert len(reuse.USAGE.trained) == 2
+    (line,) = [r.getMessage() for r in caplog.records if "nearest stored model" in r.getMessage()]
+    assert line.endswith(
+        f"differs in args[1].dictionaries.de.json_chars: {old['json_chars']} → {new['json_chars']}; "
+        f"args[1].dictionaries.de.json_sha256: {old['json_sha256'][:16]}… → {new['json_sha256'][:16]}…"
+    )
+
+
+def test_a_record_holding_a_whole_key_is_rewritten_shortened_when_first_read_unless_busy(step_module):
+    train = reuse.reusable(step_module.step, label="train_x")
+    settings = {"dictionaries": {"de": _dictionary(50_000)}}
+    train(1.0, settings)
+    (entry,) = [p for p in reuse.SETTINGS.store.iterdir() if not p.name.startswith(".")]
+    path = entry / "record.json"
+    full = reuse.key(step_module.step, (1.0, settings))
+    path.write_text(
+        json.dumps({**json.loads(path.read_text()), "key": full}, indent=2)
+    )  # as records were written before
+    assert path.stat().st_size > reuse.RECORDED_REWRITE_BYTES
+    with reuse.entry_lock(entry.name) as held:  # another run loading or training it: read, left alone
+        assert held
+        (record,) = reuse._records(reuse.SETTINGS.store)
+        assert record["key"] == reuse.recorded_key(full) and path.stat().st_size > reuse.RECORDED_REWRITE_BYTES
+    (record,) = reuse._records(reuse.SETTINGS.store)
+    assert path.stat().st_size < 20_000 and json.loads(path.read_text()) == record
+    assert record["key"]["args"][1] == {
+        "mapping": [["dictionaries", {"mapping": [["de", _hashed(settings["dictionaries"]["de"])]]}]]
+    }
+    assert sorted(p.name for p in entry.iterdir()) == ["last_used", "metrics.json", "model.safetensors", "record.json"]
+    reuse.USAGE.reset()
+    model, _ = train(1.0, settings)  # still verified and loaded
+    assert reuse.USAGE.reused == ["train_x"] and torch.equal(model["state_dict"]["w"], torch.ones(3))
 
 
 def test_the_command_root_follows_trained_models_store(tmp_path: Path):

@@ -31,8 +31,10 @@ by default)::
     <root>/<fingerprint>/        published by one rename once complete
         model.safetensors        the artifact (methods/trained.py:write_artifact)
         metrics.json             the history metrics
-        record.json              the key, each file's size and SHA-256, the step, its training time,
-                                 the MLflow child runs it logged
+        record.json              the key (a part over 4,096 JSON characters, such as a bilingual
+                                 dictionary, as its SHA-256 and length: recorded_key), each file's
+                                 size and SHA-256, the step, its training time, the MLflow child
+                                 runs it logged
         last_used                touched whenever a run loads the entry (pruning by age or size)
 
 Why this is exact and safe:
@@ -104,6 +106,10 @@ PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 MODEL_FILE, METRICS_FILE, RECORD_FILE, USED_FILE = "model.safetensors", "metrics.json", "record.json", "last_used"
 LOCKS = ".locks"
 DEFAULT_STORE = "data/06_models/trained"
+# a key part longer than this (JSON characters) is recorded by its hash (recorded_key); a record file
+# larger than RECORDED_REWRITE_BYTES holds a key from before, and is rewritten so when first read
+RECORDED_PART_CHARS = 4096
+RECORDED_REWRITE_BYTES = 1 << 20
 
 
 class NotFingerprintable(TypeError):
@@ -483,6 +489,65 @@ def _short(value: Any) -> str:
     return text if len(text) <= 40 else text[:16] + "…"
 
 
+def recorded_key(parts: Mapping[str, Any]) -> dict[str, Any]:
+    """The key as ``record.json`` holds it: each part whose JSON is longer than ``RECORDED_PART_CHARS``
+    characters, once its own parts are shortened so, stands as ``{"json_sha256", "json_chars"}`` of its JSON.
+
+    The fingerprint is the SHA-256 of the whole key (:func:`fingerprint_of`); the record keeps what
+    :func:`why` and the log line need to name a difference. A bilingual dictionary in full is 10 MB
+    of JSON a record (47 MB indented), and every trained step read and compared every stored record.
+    """
+    return {str(k): _shortened(v) for k, v in parts.items()}
+
+
+def _shortened(value: Any) -> Any:
+    text = json.dumps(value, sort_keys=True)
+    if len(text) <= RECORDED_PART_CHARS:
+        return value
+    # a container of more items than could fit shortened (each takes at least 8 characters) is hashed whole
+    items = value["mapping"] if isinstance(value, Mapping) and set(value) == {"mapping"} else value
+    inner: Any = None
+    if isinstance(items, (Mapping, list)) and len(items) > RECORDED_PART_CHARS // 8:
+        pass
+    elif isinstance(value, Mapping) and set(value) == {"mapping"} and isinstance(value["mapping"], list):
+        inner = {"mapping": [[k, _shortened(v)] for k, v in value["mapping"]]}
+    elif isinstance(value, Mapping) and "json_sha256" not in value:
+        inner = {k: _shortened(v) for k, v in value.items()}
+    elif isinstance(value, list):
+        inner = [_shortened(v) for v in value]
+    if inner is not None and len(json.dumps(inner, sort_keys=True)) <= RECORDED_PART_CHARS:
+        return inner
+    return {"json_sha256": _sha256(text.encode()), "json_chars": len(text)}
+
+
+def _read_record(entry: Path) -> dict[str, Any]:
+    """An entry's record; one written before keys were shortened (:func:`recorded_key`) is rewritten so
+    (one atomic replace under the entry's lock; skipped while another process holds it).
+
+    Raises:
+        OSError, ValueError: unreadable.
+    """
+    path = entry / RECORD_FILE
+    size = path.stat().st_size
+    record = json.loads(path.read_text())
+    if size <= RECORDED_REWRITE_BYTES or not isinstance(record.get("key"), Mapping):
+        return record
+    shortened = {**record, "key": recorded_key(record["key"])}
+    if shortened["key"] == record["key"]:
+        return record
+    with entry_lock(entry.name, root=entry.parent, wait=False) as held:
+        if held and path.stat().st_size == size:
+            work = entry / f".{RECORD_FILE}.{os.getpid()}-{uuid.uuid4().hex[:8]}"
+            try:
+                work.write_text(json.dumps(shortened, indent=2))
+                with work.open("rb") as handle:
+                    os.fsync(handle.fileno())
+                os.replace(work, path)
+            except OSError:
+                work.unlink(missing_ok=True)
+    return shortened
+
+
 def _records(root: Path) -> list[dict[str, Any]]:
     """The record of every stored entry (unreadable ones skipped)."""
     records = []
@@ -490,14 +555,16 @@ def _records(root: Path) -> list[dict[str, Any]]:
         if entry.name.startswith(".") or not (entry / RECORD_FILE).is_file():
             continue
         with contextlib.suppress(OSError, ValueError):
-            records.append(json.loads((entry / RECORD_FILE).read_text()))
+            records.append(_read_record(entry))
     return records
 
 
 def nearest(parts: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> tuple[dict[str, Any], list[str]] | None:
-    """The stored record of the same function whose key differs from ``parts`` in the fewest parts."""
+    """The stored record of the same function whose key differs from ``parts`` in the fewest parts
+    (keys compared as records hold them: :func:`recorded_key`)."""
     same = [r for r in records if r.get("function") == parts.get("function") and isinstance(r.get("key"), Mapping)]
-    scored = [(key_differences(parts, r["key"]), r) for r in same]
+    shortened = recorded_key(parts)
+    scored = [(key_differences(shortened, recorded_key(r["key"])), r) for r in same]
     scored = [(d, r) for d, r in scored if d]
     if not scored:
         return None
@@ -701,7 +768,7 @@ def _train_and_store(
         "step": name,
         "label": step_label(name),
         "names": dict(names or {}),
-        "key": dict(parts),
+        "key": recorded_key(parts),
     }
     _store(fp, str(parts["function"]), outputs, record)
     _tag_trained_runs(runs, fp)
@@ -745,8 +812,8 @@ def report(root: str | Path | None = None) -> list[dict[str, Any]]:
         if entry.name.startswith(".") or not (entry / RECORD_FILE).is_file():
             continue
         try:
-            record = json.loads((entry / RECORD_FILE).read_text())
-        except ValueError:
+            record = _read_record(entry)
+        except (OSError, ValueError):
             record = {"step": "(unreadable record)"}
         rows.append(
             {
