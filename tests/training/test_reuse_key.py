@@ -261,7 +261,9 @@ def _hashed(value: object) -> dict[str, object]:
 
 def test_a_long_key_part_is_recorded_by_its_hash_and_the_fingerprint_is_the_whole_keys(step_module, caplog):
     train = reuse.reusable(step_module.step, label="train_x")
-    settings = {"lr": 0.1, "dictionaries": {"de": _dictionary(2000), "fr": {"chat": ["cat"]}}}
+    # "layers": over the characters but few items, kept part by part (as the code's modules are)
+    layers = {f"layer{i:02d}": "x" * 100 for i in range(60)}
+    settings = {"lr": 0.1, "dictionaries": {"de": _dictionary(2000), "fr": {"chat": ["cat"]}}, "layers": layers}
     reuse.USAGE.reset()
     train(1.0, settings)
     (entry,) = [p for p in reuse.SETTINGS.store.iterdir() if not p.name.startswith(".")]
@@ -278,6 +280,7 @@ def test_a_long_key_part_is_recorded_by_its_hash_and_the_fingerprint_is_the_whol
                     ]
                 },
             ],
+            ["layers", reuse.digest(layers)],
             ["lr", {"float": "0.1"}],
         ]
     }

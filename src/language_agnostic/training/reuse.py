@@ -31,8 +31,8 @@ by default)::
     <root>/<fingerprint>/        published by one rename once complete
         model.safetensors        the artifact (methods/trained.py:write_artifact)
         metrics.json             the history metrics
-        record.json              the key (a part over 4,096 JSON characters, such as a bilingual
-                                 dictionary, as its SHA-256 and length: recorded_key), each file's
+        record.json              the key (a part over 4,096 JSON characters and 256 items, such as a
+                                 bilingual dictionary, as its SHA-256 and length: recorded_key), each file's
                                  size and SHA-256, the step, its training time, the MLflow child
                                  runs it logged
         last_used                touched whenever a run loads the entry (pruning by age or size)
@@ -106,9 +106,11 @@ PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 MODEL_FILE, METRICS_FILE, RECORD_FILE, USED_FILE = "model.safetensors", "metrics.json", "record.json", "last_used"
 LOCKS = ".locks"
 DEFAULT_STORE = "data/06_models/trained"
-# a key part longer than this (JSON characters) is recorded by its hash (recorded_key); a record file
-# larger than RECORDED_REWRITE_BYTES holds a key from before, and is rewritten so when first read
+# a key part longer than this (JSON characters) with more items than RECORDED_PART_ITEMS is recorded by its
+# hash (recorded_key); a record file larger than RECORDED_REWRITE_BYTES holds a key from before, and is
+# rewritten so when first read
 RECORDED_PART_CHARS = 4096
+RECORDED_PART_ITEMS = 256
 RECORDED_REWRITE_BYTES = 1 << 20
 
 
@@ -490,12 +492,14 @@ def _short(value: Any) -> str:
 
 
 def recorded_key(parts: Mapping[str, Any]) -> dict[str, Any]:
-    """The key as ``record.json`` holds it: each part whose JSON is longer than ``RECORDED_PART_CHARS``
-    characters, once its own parts are shortened so, stands as ``{"json_sha256", "json_chars"}`` of its JSON.
+    """The key as ``record.json`` holds it: a part whose JSON is longer than ``RECORDED_PART_CHARS``
+    characters stands as ``{"json_sha256", "json_chars"}`` of its JSON when it is a string or has more than
+    ``RECORDED_PART_ITEMS`` items (a bilingual dictionary, a long list); else its own parts are shortened so.
 
     The fingerprint is the SHA-256 of the whole key (:func:`fingerprint_of`); the record keeps what
-    :func:`why` and the log line need to name a difference. A bilingual dictionary in full is 10 MB
-    of JSON a record (47 MB indented), and every trained step read and compared every stored record.
+    :func:`why` and the log line need to name a difference (the code's modules one by one, every
+    parameter). A bilingual dictionary in full is 10 MB of JSON a record (47 MB indented), and every
+    trained step read and compared every stored record.
     """
     return {str(k): _shortened(v) for k, v in parts.items()}
 
@@ -504,19 +508,13 @@ def _shortened(value: Any) -> Any:
     text = json.dumps(value, sort_keys=True)
     if len(text) <= RECORDED_PART_CHARS:
         return value
-    # a container of more items than could fit shortened (each takes at least 8 characters) is hashed whole
     items = value["mapping"] if isinstance(value, Mapping) and set(value) == {"mapping"} else value
-    inner: Any = None
-    if isinstance(items, (Mapping, list)) and len(items) > RECORDED_PART_CHARS // 8:
-        pass
-    elif isinstance(value, Mapping) and set(value) == {"mapping"} and isinstance(value["mapping"], list):
-        inner = {"mapping": [[k, _shortened(v)] for k, v in value["mapping"]]}
-    elif isinstance(value, Mapping) and "json_sha256" not in value:
-        inner = {k: _shortened(v) for k, v in value.items()}
-    elif isinstance(value, list):
-        inner = [_shortened(v) for v in value]
-    if inner is not None and len(json.dumps(inner, sort_keys=True)) <= RECORDED_PART_CHARS:
-        return inner
+    if isinstance(items, (Mapping, list)) and len(items) <= RECORDED_PART_ITEMS:
+        if items is not value:  # a mapping's digest: {"mapping": [[key, value], ...]}
+            return {"mapping": [[k, _shortened(v)] for k, v in items]}
+        if isinstance(value, Mapping):
+            return {k: _shortened(v) for k, v in value.items()}
+        return [_shortened(v) for v in value]
     return {"json_sha256": _sha256(text.encode()), "json_chars": len(text)}
 
 
