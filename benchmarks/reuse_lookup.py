@@ -25,7 +25,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import platform
 import shutil
@@ -78,11 +77,10 @@ def main() -> None:
     parser.add_argument("--store", type=Path, default=Path(reuse.DEFAULT_STORE))
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    largest = max(args.store.glob(f"*/{reuse.RECORD_FILE}"), key=lambda p: p.stat().st_size)
-    parts = copy.deepcopy(json.loads(largest.read_text())["key"])
+    files = list(args.store.glob(f"*/{reuse.RECORD_FILE}"))
+    n, megabytes = len(files), sum(p.stat().st_size for p in files) / 1e6
+    parts = json.loads(max(files, key=lambda p: p.stat().st_size).read_text())["key"]
     parts["machine"] = {**parts["machine"], "benchmark": "another step"}  # one part changed: a step to train
-    n = len(list(args.store.glob(f"*/{reuse.RECORD_FILE}")))
-    megabytes = sum(p.stat().st_size for p in args.store.glob(f"*/{reuse.RECORD_FILE}")) / 1e6
     times: dict[str, list[float]] = {"before": [], "first lookup now": [], "later lookups": []}
     answers: dict[str, tuple[str, list[str]]] = {}
     for _ in range(args.repeats):
