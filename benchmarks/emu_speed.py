@@ -1,4 +1,4 @@
-"""EMU training throughput against the encoder's bare forward (issue #15, item 7).
+"""EMU training throughput against the encoder's bare forward.
 
 The critic steps of Algorithm 1 need encoder forwards of two batches each (``k`` = 5 per
 main step), so EMU trains far fewer sentences per second than a loss without a critic. This

@@ -1,4 +1,4 @@
-"""LAJoint / LAJ-MCL training throughput on real MASSIVE data: what the reduced setting of issue #17 costs.
+"""LAJoint / LAJ-MCL training throughput on real MASSIVE data: what the label prefix and MCL cost.
 
 LAJoint puts the slot set (MASSIVE: 55 slots, so 58 label positions and a separator) in front of
 every utterance, and MCL adds the code-switched copy, Algorithm 1's negatives and the word pairs

@@ -1,4 +1,4 @@
-"""SLU fine-tuning throughput: the optimiser step alone, and one epoch of each method (issue #16, item 7).
+"""SLU fine-tuning throughput: the optimiser step alone, and one epoch of each method.
 
 Fine-tuning multilingual-e5-small updates 118M parameters a step, 96M of them the token
 embedding matrix. torch's default Adam on the CPU walks them parameter by parameter; its fused

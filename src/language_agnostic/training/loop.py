@@ -120,7 +120,7 @@ class TrainSettings:
         keep_initial: Score the weights training starts from as epoch 0, and keep them when no
             epoch beats them on dev ("no improvement on dev": a method that only makes an encoder
             worse reports the encoder it started from). ``false``: the first epoch always
-            replaces them (the loop before issue #34).
+            replaces them (the loop's earlier behaviour).
     """
 
     lr: float = 1e-4

@@ -1,4 +1,4 @@
-"""``fmda``: FMDA and its baselines on MASSIVE, per language pair (work in progress, issue #4)."""
+"""``fmda``: FMDA and its baselines on MASSIVE, per language pair."""
 
 from language_agnostic.pipelines.fmda.pipeline import create_pipeline
 
