@@ -311,10 +311,13 @@ def test_a_record_holding_a_whole_key_is_rewritten_shortened_when_first_read_unl
         json.dumps({**json.loads(path.read_text()), "key": full}, indent=2)
     )  # as records were written before
     assert path.stat().st_size > reuse.RECORDED_REWRITE_BYTES
+    left = entry / ".record.json.4242-0badcafe"  # a rewrite killed before its replace
+    left.write_text(path.read_text()[:1000])
     with reuse.entry_lock(entry.name) as held:  # another run loading or training it: read, left alone
         assert held
         (record,) = reuse._records(reuse.SETTINGS.store)
         assert record["key"] == reuse.recorded_key(full) and path.stat().st_size > reuse.RECORDED_REWRITE_BYTES
+        assert left.exists()
     (record,) = reuse._records(reuse.SETTINGS.store)
     assert path.stat().st_size < 20_000 and json.loads(path.read_text()) == record
     assert record["key"]["args"][1] == {

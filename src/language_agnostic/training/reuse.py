@@ -520,7 +520,9 @@ def _shortened(value: Any) -> Any:
 
 def _read_record(entry: Path) -> dict[str, Any]:
     """An entry's record; one written before keys were shortened (:func:`recorded_key`) is rewritten so
-    (one atomic replace under the entry's lock; skipped while another process holds it).
+    (one atomic replace under the entry's lock; skipped while another process holds it). A rewrite
+    killed before its replace left its record long and its temporary file behind: the next rewrite,
+    holding the lock, removes that file.
 
     Raises:
         OSError, ValueError: unreadable.
@@ -535,6 +537,8 @@ def _read_record(entry: Path) -> dict[str, Any]:
         return record
     with entry_lock(entry.name, root=entry.parent, wait=False) as held:
         if held and path.stat().st_size == size:
+            for left in entry.glob(f".{RECORD_FILE}.*"):
+                left.unlink(missing_ok=True)
             work = entry / f".{RECORD_FILE}.{os.getpid()}-{uuid.uuid4().hex[:8]}"
             try:
                 work.write_text(json.dumps(shortened, indent=2))
