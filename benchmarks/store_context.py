@@ -69,7 +69,9 @@ def compare_stores(a: Path, b: Path) -> None:
         left, right = Namespace(directory, {}), Namespace(b / directory.name, {})
         left.refresh()
         right.refresh()
-        keys = np.unique(np.concatenate([np.load(left.shard_dir / n / "keys.npy") for n in left._shards]), axis=0)
+        # the finished shards, by the store's own rule (Namespace.refresh): a meta.json, no leading dot
+        finished = [s for s in sorted(left.shard_dir.iterdir()) if s.name[0] != "." and (s / "meta.json").is_file()]
+        keys = np.unique(np.concatenate([np.load(s / "keys.npy") for s in finished]), axis=0)
         keys = np.delete(keys, right.missing(keys, token_states=False), axis=0)
         moved = {
             p: int((_vectors(left, keys, p) != _vectors(right, keys, p)).any(axis=1).sum()) for p in ("cls", "mean")
