@@ -88,7 +88,7 @@ def test_backend_vectors_match_torch_and_reuse_is_exact(backend, wide_encoder, t
 
 def test_each_backend_has_its_own_namespace_and_torch_keeps_its_own(wide_encoder):
     torch_inputs = namespace_inputs(wide_encoder, SETTINGS)
-    # the torch namespace has no backend key (the backends came later); files and packages are keyed
+    # the torch namespace has no backend key; files, packages and the CPU's kernels are keyed
     assert set(torch_inputs) == {
         "encoder",
         "weights_sha256",
@@ -98,6 +98,7 @@ def test_each_backend_has_its_own_namespace_and_torch_keeps_its_own(wide_encoder
         "max_length",
         "on_too_long",
         "device_type",
+        "kernels",
         "dtype",
     }
     seen = {json.dumps(torch_inputs, sort_keys=True)}

@@ -216,6 +216,39 @@ def test_subsets_supersets_and_repeats_encode_only_new_texts(tiny_hub_model: Pat
     hook.remove()
 
 
+def test_a_store_made_on_another_cpus_kernels_is_not_reused(tiny_hub_model: Path, tmp_path: Path, monkeypatch):
+    from language_agnostic.encoders import extraction
+
+    encoder = load_encoder(str(tiny_hub_model))
+    store = EmbeddingStore(tmp_path)
+    texts = _texts(6, 3)
+    here = extraction.cpu_kernels()
+    USAGE.reset()
+    extract_embeddings(encoder, texts, SETTINGS, store)
+    with monkeypatch.context() as other:
+        other.setattr(torch.cpu, "_is_amx_tile_supported", lambda: not here["amx"])  # another CPU's kernels
+        extract_embeddings(encoder, texts, SETTINGS, store)
+        other.setattr(extraction, "cpu_vendor", lambda: here["vendor"] + "X")
+        extract_embeddings(encoder, texts, SETTINGS, store)
+    extract_embeddings(encoder, texts, SETTINGS, store)  # this CPU again: its vectors
+    assert USAGE.encoded == 3 * len(set(texts))
+    assert len(list(tmp_path.glob("v*-*"))) == 3
+
+
+def test_the_cpu_vendor_is_read_from_cpuinfo(monkeypatch, tmp_path: Path):
+    from language_agnostic.encoders.extraction import cpu_vendor
+
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\n")
+    real_open = open
+    monkeypatch.setattr(
+        "builtins.open", lambda path, *a, **k: real_open(info if path == "/proc/cpuinfo" else path, *a, **k)
+    )
+    assert cpu_vendor() == "AuthenticAMD"
+    monkeypatch.setattr("builtins.open", lambda *a, **k: (_ for _ in ()).throw(FileNotFoundError("no /proc")))
+    assert cpu_vendor() == ""
+
+
 def test_token_states_need_a_token_shard(tiny_hub_model: Path, tmp_path: Path):
     encoder = load_encoder(str(tiny_hub_model))
     store = EmbeddingStore(tmp_path)

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from language_agnostic.encoders import versions
+from language_agnostic.encoders import extraction, versions
 from language_agnostic.encoders.extraction import ExtractionSettings, namespace_inputs
 from language_agnostic.encoders.loading import load_encoder
 from language_agnostic.pipelines.node_factories import train_and_evaluate
@@ -75,24 +75,12 @@ def test_a_model_trained_on_another_cpus_kernels_is_not_reused(step_module, monk
     with monkeypatch.context() as other:
         other.setattr(torch.cpu, "_is_amx_tile_supported", lambda: not here["amx"])  # the other CPU's kernels
         train(1.0)
-        other.setattr(reuse, "cpu_vendor", lambda: here["vendor"] + "X")
+        other.setattr(extraction, "cpu_vendor", lambda: here["vendor"] + "X")
         train(1.0)
     train(1.0)  # this CPU again: its model
     assert (len(reuse.USAGE.trained), len(reuse.USAGE.reused)) == (3, 1)
     # the newest model (the other vendor's) against its nearest: only the vendor differs
     assert reuse.why("step")[1:] == [f"  machine.cpu_kernels.vendor: {here['vendor']} → {here['vendor']}X"]
-
-
-def test_the_cpu_vendor_is_read_from_cpuinfo(monkeypatch, tmp_path: Path):
-    info = tmp_path / "cpuinfo"
-    info.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\n")
-    real_open = open
-    monkeypatch.setattr(
-        "builtins.open", lambda path, *a, **k: real_open(info if path == "/proc/cpuinfo" else path, *a, **k)
-    )
-    assert reuse.cpu_vendor() == "AuthenticAMD"
-    monkeypatch.setattr("builtins.open", lambda *a, **k: (_ for _ in ()).throw(FileNotFoundError("no /proc")))
-    assert reuse.cpu_vendor() == ""
 
 
 def _encoder_copy(tiny_hub_model: Path, where: Path) -> Path:

@@ -56,6 +56,8 @@ __all__ = [
     "ExtractionSettings",
     "StoreBusyError",
     "TOKENISATION_KEYS",
+    "cpu_kernels",
+    "device_kernels",
     "extract_embedding_sets",
     "extract_embeddings",
     "extraction_settings",
@@ -135,6 +137,37 @@ def tokenisation_settings(extraction: Mapping[str, Any] | None) -> ExtractionSet
 def cpu_has_native_bf16() -> bool:
     """Whether this CPU computes bf16 natively (AVX512-BF16 or AMX); elsewhere bf16 is emulated and slower than fp32."""
     return bool(torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported())  # noqa: SLF001
+
+
+def cpu_vendor() -> str:
+    """The CPU's vendor (``GenuineIntel``, ``AuthenticAMD``; ``""`` where ``/proc/cpuinfo`` is absent)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("vendor_id"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return ""
+
+
+def cpu_kernels() -> dict[str, Any]:
+    """What picks the CPU's kernels, and so an output's last bits: the vendor (MKL chooses its paths by
+    it), ATen's capability, AVX512-BF16 and AMX. Both an AMX Xeon and an AVX512-BF16 AMD EPYC compute
+    bf16 natively, yet give other bits (docs/findings/lajmcl.md: the same training, other weights)."""
+    return {
+        "vendor": cpu_vendor(),
+        "capability": torch.backends.cpu.get_cpu_capability(),
+        "avx512_bf16": bool(torch.cpu._is_avx512_bf16_supported()),  # noqa: SLF001
+        "amx": bool(torch.cpu._is_amx_tile_supported()),  # noqa: SLF001
+    }
+
+
+def device_kernels(device: torch.device) -> dict[str, Any]:
+    """The hardware a forward pass on ``device`` runs on: the GPU's name, or the CPU's :func:`cpu_kernels`."""
+    if device.type == "cuda":
+        return {"cuda": torch.cuda.get_device_name(device)}
+    return {"cpu": cpu_kernels()}
 
 
 def resolve_device_and_dtype(device: str = "auto", dtype: str = "auto") -> tuple[torch.device, torch.dtype]:
@@ -314,12 +347,13 @@ def namespace_inputs(encoder: LoadedEncoder, settings: ExtractionSettings) -> di
         "max_length": settings.max_length or encoder.max_length,
         "on_too_long": settings.on_too_long,
         "device_type": device.type,
+        # another CPU or GPU computes other last bits: a store copied between machines is not reused
+        "kernels": device_kernels(device),
         "dtype": str(dtype).removeprefix("torch."),
     }
     if filled_batches(settings, device, dtype):
         inputs["batch_size"] = settings.batch_size  # the shape of every forward pass (bits differ by it)
     if settings.backend != "torch":
-        # torch's namespaces keep the names they had before backends existed: their vectors are unchanged
         check_backend(settings.backend, device.type, settings.dtype)
         inputs["dtype"] = backend_precision(settings.backend, settings.dtype, cpu_has_native_bf16())
         inputs["backend"] = settings.backend

@@ -252,38 +252,21 @@ def code_digest(module: str) -> str:
     return code_snapshot().module_digest(module)
 
 
-def cpu_vendor() -> str:
-    """The CPU's vendor (``GenuineIntel``, ``AuthenticAMD``; ``""`` where ``/proc/cpuinfo`` is absent)."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as handle:
-            for line in handle:
-                if line.startswith("vendor_id"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return ""
-
-
 def machine_kind() -> dict[str, Any]:
     """What decides how ``device: auto`` / ``mixed_precision: auto`` resolve and what the kernels compute.
 
-    The CPU's kernels are keyed, not just whether bf16 is native: the same training on a Xeon with AMX
-    and on an AMD EPYC with AVX512-BF16 (both native bf16) gives other weights (docs/findings/lajmcl.md:
-    the ablations' references), and MKL picks its paths by vendor.
+    The CPU's kernels are keyed (:func:`~language_agnostic.encoders.extraction.cpu_kernels`), not just
+    whether bf16 is native: the same training on a Xeon with AMX and on an AMD EPYC with AVX512-BF16
+    (both native bf16) gives other weights (docs/findings/lajmcl.md: the ablations' references).
     """
-    from language_agnostic.encoders.extraction import cpu_has_native_bf16
+    from language_agnostic.encoders.extraction import cpu_has_native_bf16, cpu_kernels
     from language_agnostic.launch import resolve_processes
 
     cuda = torch.cuda.is_available()
     return {
         "cuda": torch.cuda.get_device_name(0) if cuda else None,
         "cpu_native_bf16": cpu_has_native_bf16(),
-        "cpu_kernels": {
-            "vendor": cpu_vendor(),
-            "capability": torch.backends.cpu.get_cpu_capability(),
-            "avx512_bf16": bool(torch.cpu._is_avx512_bf16_supported()),  # noqa: SLF001
-            "amx": bool(torch.cpu._is_amx_tile_supported()),  # noqa: SLF001
-        },
+        "cpu_kernels": cpu_kernels(),
         "processes": resolve_processes(None),
     }
 
