@@ -137,6 +137,7 @@ def test_exporting_leaves_the_callers_model_unchanged(wide_encoder, exports: Pat
     ],
 )
 def test_settings_a_backend_cannot_run_name_the_parameter(changes, message, wide_encoder, monkeypatch):
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # a GPU, as far as the namespace asks
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "a GPU")
     with pytest.raises(BackendError, match=message.replace("(", r"\(").replace(".", r"\.")):
         namespace_inputs(wide_encoder, replace(SETTINGS, **changes))
